@@ -1,0 +1,46 @@
+// What a schedule generator needs to know about one collective call on one rank.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/datatype.h"
+
+namespace hcl {
+
+// Values double as message tags, so a peer running a different collective is
+// detected instead of corrupting data.
+enum class CollKind : uint8_t {
+  AllReduce = 1,
+  Broadcast = 2,
+  Reduce = 3,
+  AllGather = 4,
+  ReduceScatter = 5,
+  AlltoAll = 6,
+  Gather = 7,
+  Scatter = 8,
+  SendRecv = 9,
+  Control = 10,  // internal exchanges (split, init)
+};
+
+const char* collKindName(CollKind k);
+
+struct CollArgs {
+  CollKind kind = CollKind::AllReduce;
+  int rank = 0;
+  int nranks = 1;
+  // Elements per the NCCL argument: allreduce/broadcast/reduce count,
+  // allgather sendcount, reducescatter recvcount, alltoall/gather/scatter
+  // per-rank count.
+  size_t count = 0;
+  hclDataType_t type = hclFloat32;
+  // True when loading a Native operand into accumulator form changes nothing
+  // (accumulator is the type itself and there is no pre-multiplication), so
+  // sends can go straight from the user's buffer.
+  bool loadIsIdentity = true;
+  int root = 0;
+  bool inPlace = false;
+  size_t chunkBytes = 512 * 1024;  // pipeline slice
+};
+
+}  // namespace hcl

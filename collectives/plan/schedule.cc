@@ -1,0 +1,72 @@
+#include "collectives/plan/schedule.h"
+
+namespace hcl {
+
+uint32_t ScheduleBuilder::send(int peer, BufferRef src, size_t bytes) {
+  Step st;
+  st.kind = Step::Kind::Send;
+  st.peer = peer;
+  st.transfer = s_.transfers++;
+  st.a = src;
+  st.bytes = bytes;
+  s_.steps.push_back(st);
+  return st.transfer;
+}
+
+uint32_t ScheduleBuilder::recv(int peer, BufferRef dst, size_t bytes) {
+  Step st;
+  st.kind = Step::Kind::Recv;
+  st.peer = peer;
+  st.transfer = s_.transfers++;
+  st.dst = dst;
+  st.bytes = bytes;
+  s_.steps.push_back(st);
+  return st.transfer;
+}
+
+void ScheduleBuilder::wait(uint32_t transfer) {
+  Step st;
+  st.kind = Step::Kind::Wait;
+  st.transfer = transfer;
+  s_.steps.push_back(st);
+}
+
+void ScheduleBuilder::reduce(BufferRef dst, Form dstForm, BufferRef a, Form aForm, BufferRef b,
+                             Form bForm, size_t count) {
+  if (count == 0) return;
+  Step st;
+  st.kind = Step::Kind::Reduce;
+  st.dst = dst;
+  st.a = a;
+  st.b = b;
+  st.dstForm = dstForm;
+  st.aForm = aForm;
+  st.bForm = bForm;
+  st.count = count;
+  s_.steps.push_back(st);
+}
+
+void ScheduleBuilder::convert(BufferRef dst, Form dstForm, BufferRef a, Form aForm, size_t count) {
+  if (count == 0) return;
+  Step st;
+  st.kind = Step::Kind::Convert;
+  st.dst = dst;
+  st.a = a;
+  st.dstForm = dstForm;
+  st.aForm = aForm;
+  st.count = count;
+  s_.steps.push_back(st);
+}
+
+void ScheduleBuilder::copy(BufferRef dst, BufferRef src, size_t bytes) {
+  if (bytes == 0) return;
+  if (dst.id == src.id && dst.offset == src.offset && dst.index == src.index) return;
+  Step st;
+  st.kind = Step::Kind::Copy;
+  st.dst = dst;
+  st.a = src;
+  st.bytes = bytes;
+  s_.steps.push_back(st);
+}
+
+}  // namespace hcl

@@ -1,0 +1,78 @@
+// A schedule is what an algorithm produces for one rank: a straight-line
+// program of non-blocking sends and receives, waits, and local reductions and
+// copies. It refers to buffers symbolically (send, recv, scratch + offset), so
+// generating one is a pure function that tests can inspect and run on an
+// in-memory transport.
+//
+// Execution is in program order. Send/Recv only post a transfer; Wait blocks
+// the program (not the thread) until that transfer completes. Every transfer
+// is also waited for at the end. Messages to one peer match that peer's
+// receives in posting order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/reduce/reduce.h"
+
+namespace hcl {
+
+// User: the index-th buffer of the task's table (point-to-point calls).
+enum class BufferId : uint8_t { Send, Recv, Scratch, User };
+
+struct BufferRef {
+  BufferId id = BufferId::Send;
+  size_t offset = 0;  // bytes
+  uint32_t index = 0;  // for User
+};
+
+struct Step {
+  enum class Kind : uint8_t {
+    Send,     // post transfer `transfer`: `bytes` from a to `peer`
+    Recv,     // post transfer `transfer`: `bytes` from `peer` into dst
+    Wait,     // wait for transfer `transfer`
+    Reduce,   // dst = a (op) b, `count` elements, with forms
+    Convert,  // dst = a converted between forms, `count` elements
+    Copy,     // dst = a, `bytes` bytes
+  };
+  Kind kind = Kind::Wait;
+  int32_t peer = -1;
+  uint32_t transfer = 0;
+  BufferRef dst, a, b;
+  Form dstForm = Form::Native, aForm = Form::Native, bForm = Form::Native;
+  size_t count = 0;  // elements, for Reduce/Convert
+  size_t bytes = 0;  // for Send/Recv/Copy
+};
+
+struct Schedule {
+  std::vector<Step> steps;
+  uint32_t transfers = 0;
+  size_t scratchBytes = 0;
+  uint32_t tag = 0;  // message tag: the collective kind, for mismatch detection
+  std::string algorithm;
+};
+
+// Helpers that keep generators readable.
+class ScheduleBuilder {
+ public:
+  explicit ScheduleBuilder(Schedule& s) : s_(s) {}
+  uint32_t send(int peer, BufferRef src, size_t bytes);
+  uint32_t recv(int peer, BufferRef dst, size_t bytes);
+  void wait(uint32_t transfer);
+  void reduce(BufferRef dst, Form dstForm, BufferRef a, Form aForm, BufferRef b, Form bForm,
+              size_t count);
+  void convert(BufferRef dst, Form dstForm, BufferRef a, Form aForm, size_t count);
+  void copy(BufferRef dst, BufferRef src, size_t bytes);
+
+ private:
+  Schedule& s_;
+};
+
+inline BufferRef sendAt(size_t off) { return {BufferId::Send, off}; }
+inline BufferRef recvAt(size_t off) { return {BufferId::Recv, off}; }
+inline BufferRef scratchAt(size_t off) { return {BufferId::Scratch, off}; }
+inline BufferRef userAt(uint32_t index) { return {BufferId::User, 0, index}; }
+
+}  // namespace hcl

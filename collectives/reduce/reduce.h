@@ -1,0 +1,46 @@
+// Element-wise reduction kernels for every data type and operator.
+//
+// Numerical contract (docs/numerics.md): values are combined in an
+// accumulator type (fp32 for fp16/bf16/fp8, the type itself otherwise).
+// Operands come in two forms:
+//   Native: user data in the collective's data type, not yet scaled;
+//   Acc:    a partial result already in accumulator form.
+// Loading a Native operand widens it and, for PreMulSum, multiplies it by the
+// scalar (in the accumulator type). Storing to a Native destination applies the
+// final step (Avg divides by nranks) and rounds once to the data type.
+#pragma once
+
+#include <cstddef>
+
+#include "core/datatype.h"
+
+namespace hcl {
+
+enum class Form : uint8_t { Native, Acc };
+
+struct ReduceSpec {
+  hclDataType_t type = hclFloat32;
+  ReduceKind kind = ReduceKind::Sum;
+  // PreMulSum scalar, already read from the user (in the data type's own
+  // representation; for fp16/bf16/fp8 the fp32 value of it).
+  double scalarFloat = 1.0;
+  int64_t scalarInt = 1;
+  uint64_t scalarUint = 1;
+  int nranks = 1;  // for Avg
+};
+
+// dst[i] = combine(a[i], b[i]). Operands and destination may alias exactly
+// (dst == a or dst == b) but must not partially overlap.
+void reduce(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm,
+            size_t count, const ReduceSpec& spec);
+
+// dst = src converted between forms (Native->Acc loads, Acc->Native stores,
+// Native->Native is load+store, i.e. a single-rank reduction).
+void convert(void* dst, Form dstForm, const void* src, Form srcForm, size_t count,
+             const ReduceSpec& spec);
+
+inline size_t formElementSize(hclDataType_t t, Form f) {
+  return f == Form::Native ? dataTypeSize(t) : accumulatorSize(t);
+}
+
+}  // namespace hcl

@@ -1,0 +1,130 @@
+// Reduction for fp16, bf16 and fp8, which accumulate in fp32. Work goes chunk
+// by chunk through small fp32 buffers: Native operands are widened (and scaled
+// for PreMulSum) into a buffer, Acc operands are read in place, the combine
+// loop runs on fp32 only, and a Native destination is rounded once at the end.
+#include <algorithm>
+#include <cstring>
+
+#include "collectives/reduce/float_arrays.h"
+#include "collectives/reduce/reduce_kernels.h"
+#include "collectives/reduce/reduce_ops.h"
+
+namespace hcl::reduce_kernels {
+namespace {
+
+constexpr size_t kChunk = 512;
+
+struct NarrowParams {
+  hclDataType_t type;
+  size_t nativeSize;
+  bool scaleNative;    // PreMulSum: Native operands are multiplied on load
+  bool divideOnStore;  // Avg: a Native destination is divided by nranks
+  float scalar;
+  float nranks;
+};
+
+NarrowParams makeParams(const ReduceSpec& spec) {
+  return {spec.type,
+          dataTypeSize(spec.type),
+          spec.kind == ReduceKind::PreMulSum,
+          spec.kind == ReduceKind::Avg,
+          static_cast<float>(spec.scalarFloat),
+          static_cast<float>(spec.nranks < 1 ? 1 : spec.nranks)};
+}
+
+const uint8_t* bytes(const void* p) { return static_cast<const uint8_t*>(p); }
+uint8_t* bytes(void* p) { return static_cast<uint8_t*>(p); }
+
+// Elements [off, off+len) of an operand as fp32 in accumulator form.
+const float* loadChunk(const void* src, Form form, size_t off, size_t len, float* buf,
+                       const NarrowParams& p) {
+  if (form == Form::Acc) return static_cast<const float*>(src) + off;
+  widenToFloat(p.type, bytes(src) + off * p.nativeSize, buf, len);
+  if (p.scaleNative) {
+    const float s = p.scalar;
+    for (size_t i = 0; i < len; ++i) buf[i] *= s;
+  }
+  return buf;
+}
+
+// res is a private buffer; it may be modified.
+void storeChunk(void* dst, Form form, size_t off, size_t len, float* res, const NarrowParams& p) {
+  if (form == Form::Acc) {
+    std::memcpy(static_cast<float*>(dst) + off, res, len * sizeof(float));
+    return;
+  }
+  if (p.divideOnStore) {
+    const float n = p.nranks;
+    for (size_t i = 0; i < len; ++i) res[i] /= n;
+  }
+  narrowFromFloat(p.type, res, bytes(dst) + off * p.nativeSize, len);
+}
+
+template <class Op>
+void combine(float* __restrict out, const float* __restrict x, const float* __restrict y,
+             size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = Op::apply(x[i], y[i]);
+}
+
+// A destination that exactly aliases a narrower operand (in-place widening)
+// must be walked from the end, so that no chunk overwrites unread input.
+bool walkBackwards(const void* dst, Form dstForm, const void* src, Form srcForm) {
+  return dst == src && dstForm == Form::Acc && srcForm == Form::Native;
+}
+
+template <class ChunkFn>
+void forEachChunk(size_t count, bool backwards, ChunkFn&& fn) {
+  const size_t chunks = (count + kChunk - 1) / kChunk;
+  for (size_t k = 0; k < chunks; ++k) {
+    const size_t idx = backwards ? chunks - 1 - k : k;
+    const size_t off = idx * kChunk;
+    fn(off, std::min(kChunk, count - off));
+  }
+}
+
+template <class Op>
+void reduceChunks(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm,
+                  size_t count, const NarrowParams& p) {
+  float bufA[kChunk], bufB[kChunk], res[kChunk];
+  const bool backwards =
+      walkBackwards(dst, dstForm, a, aForm) || walkBackwards(dst, dstForm, b, bForm);
+  forEachChunk(count, backwards, [&](size_t off, size_t len) {
+    const float* x = loadChunk(a, aForm, off, len, bufA, p);
+    const float* y = (b == a && bForm == aForm) ? x : loadChunk(b, bForm, off, len, bufB, p);
+    combine<Op>(res, x, y, len);
+    storeChunk(dst, dstForm, off, len, res, p);
+  });
+}
+
+}  // namespace
+
+void reduceNarrow(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm,
+                  size_t count, const ReduceSpec& spec) {
+  using namespace reduce_ops;
+  const NarrowParams p = makeParams(spec);
+  switch (spec.kind) {
+    case ReduceKind::Sum:
+    case ReduceKind::Avg:
+    case ReduceKind::PreMulSum: reduceChunks<Add>(dst, dstForm, a, aForm, b, bForm, count, p); return;
+    case ReduceKind::Prod: reduceChunks<Mul>(dst, dstForm, a, aForm, b, bForm, count, p); return;
+    case ReduceKind::Max: reduceChunks<Max>(dst, dstForm, a, aForm, b, bForm, count, p); return;
+    case ReduceKind::Min: reduceChunks<Min>(dst, dstForm, a, aForm, b, bForm, count, p); return;
+  }
+}
+
+void convertNarrow(void* dst, Form dstForm, const void* src, Form srcForm, size_t count,
+                   const ReduceSpec& spec) {
+  if (dstForm == Form::Acc && srcForm == Form::Acc) {
+    if (dst != src) std::memcpy(dst, src, count * sizeof(float));
+    return;
+  }
+  const NarrowParams p = makeParams(spec);
+  float res[kChunk];
+  forEachChunk(count, walkBackwards(dst, dstForm, src, srcForm), [&](size_t off, size_t len) {
+    const float* x = loadChunk(src, srcForm, off, len, res, p);
+    if (x != res) std::memcpy(res, x, len * sizeof(float));
+    storeChunk(dst, dstForm, off, len, res, p);
+  });
+}
+
+}  // namespace hcl::reduce_kernels

@@ -1,0 +1,181 @@
+// C entry points for collectives and point-to-point calls.
+#include "core/errors.h"
+#include "core/group.h"
+#include "core/log.h"
+#include "core/validate.h"
+
+using namespace hcl;
+
+namespace {
+
+struct CollCall {
+  const char* name;
+  CollKind kind;
+  const void* send;
+  void* recv;
+  size_t count;
+  hclDataType_t type;
+  hclRedOp_t op = hclSum;
+  bool reduces = false;
+  int root = -1;          // -1: no root
+  size_t sendMultiplier;  // elements in sendbuff = count * sendMultiplier (nranks when 0)
+  size_t recvMultiplier;
+  bool rootOnlySend = false;  // scatter: sendbuff matters only at root
+  bool rootOnlyRecv = false;  // gather/reduce: recvbuff matters only at root
+};
+
+hclResult_t submitCollective(CollCall c, hclComm_t comm, hclStream_t stream) {
+  std::shared_ptr<Communicator> impl;
+  Status s = checkComm(comm, impl);
+  if (s.ok()) s = checkDataType(c.type);
+  if (s.ok() && c.reduces) s = checkOp(*impl, c.op);
+  if (s.ok() && c.root >= 0) s = checkRank("root", c.root, impl->nranks());
+  if (s.ok() && c.root < -1) s = checkRank("root", c.root, impl->nranks());
+  if (s.ok()) s = checkStream(stream);
+  if (s.ok()) {
+    const size_t n = static_cast<size_t>(impl->nranks());
+    const size_t sm = c.sendMultiplier ? c.sendMultiplier : n;
+    const size_t rm = c.recvMultiplier ? c.recvMultiplier : n;
+    s = checkCount("count", c.count, std::max(sm, rm), c.type);
+    const bool isRoot = impl->rank() == c.root;
+    if (s.ok() && (!c.rootOnlySend || isRoot)) s = checkBuffer("sendbuff", c.send, c.count);
+    if (s.ok() && (!c.rootOnlyRecv || isRoot)) s = checkBuffer("recvbuff", c.recv, c.count);
+  }
+  if (s.ok()) {
+    log::trace(log::Coll, "{}: sendbuff {} recvbuff {} count {} datatype {} op {} root {} comm {} stream {}",
+               c.name, c.send, static_cast<const void*>(c.recv), c.count, dataTypeName(c.type),
+               static_cast<int>(c.op), c.root, static_cast<const void*>(comm), static_cast<const void*>(stream));
+    PendingOp op;
+    op.call = c.name;
+    op.kind = c.kind;
+    op.comm = impl;
+    op.handle = comm;
+    op.send = c.send;
+    op.recv = c.recv;
+    op.count = c.count;
+    op.type = c.type;
+    op.op = c.op;
+    op.root = c.root < 0 ? 0 : c.root;
+    op.stream = stream;
+    return report(submit(std::move(op)), comm);
+  }
+  return report(s.withContext(c.name), comm);
+}
+
+}  // namespace
+
+extern "C" {
+
+hclResult_t hclAllReduce(const void* sendbuff, void* recvbuff, size_t count, hclDataType_t datatype,
+                         hclRedOp_t op, hclComm_t comm, hclStream_t stream) {
+  return submitCollective({"hclAllReduce", CollKind::AllReduce, sendbuff, recvbuff, count, datatype, op,
+                           true, -1, 1, 1},
+                          comm, stream);
+}
+
+hclResult_t hclReduce(const void* sendbuff, void* recvbuff, size_t count, hclDataType_t datatype,
+                      hclRedOp_t op, int root, hclComm_t comm, hclStream_t stream) {
+  CollCall c{"hclReduce", CollKind::Reduce, sendbuff, recvbuff, count, datatype, op, true, root, 1, 1};
+  c.rootOnlyRecv = true;
+  if (root < 0) c.root = -2;
+  return submitCollective(c, comm, stream);
+}
+
+hclResult_t hclBroadcast(const void* sendbuff, void* recvbuff, size_t count, hclDataType_t datatype,
+                         int root, hclComm_t comm, hclStream_t stream) {
+  CollCall c{"hclBroadcast", CollKind::Broadcast, sendbuff, recvbuff, count, datatype, hclSum, false, root, 1, 1};
+  c.rootOnlySend = true;
+  if (root < 0) c.root = -2;
+  return submitCollective(c, comm, stream);
+}
+
+hclResult_t hclBcast(void* buff, size_t count, hclDataType_t datatype, int root, hclComm_t comm,
+                     hclStream_t stream) {
+  CollCall c{"hclBcast", CollKind::Broadcast, buff, buff, count, datatype, hclSum, false, root, 1, 1};
+  if (root < 0) c.root = -2;
+  return submitCollective(c, comm, stream);
+}
+
+hclResult_t hclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, hclDataType_t datatype,
+                         hclComm_t comm, hclStream_t stream) {
+  return submitCollective({"hclAllGather", CollKind::AllGather, sendbuff, recvbuff, sendcount, datatype,
+                           hclSum, false, -1, 1, 0},
+                          comm, stream);
+}
+
+hclResult_t hclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                             hclDataType_t datatype, hclRedOp_t op, hclComm_t comm, hclStream_t stream) {
+  return submitCollective({"hclReduceScatter", CollKind::ReduceScatter, sendbuff, recvbuff, recvcount,
+                           datatype, op, true, -1, 0, 1},
+                          comm, stream);
+}
+
+hclResult_t hclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, hclDataType_t datatype,
+                        hclComm_t comm, hclStream_t stream) {
+  return submitCollective({"hclAlltoAll", CollKind::AlltoAll, sendbuff, recvbuff, count, datatype, hclSum,
+                           false, -1, 0, 0},
+                          comm, stream);
+}
+
+hclResult_t hclGather(const void* sendbuff, void* recvbuff, size_t count, hclDataType_t datatype, int root,
+                      hclComm_t comm, hclStream_t stream) {
+  CollCall c{"hclGather", CollKind::Gather, sendbuff, recvbuff, count, datatype, hclSum, false, root, 1, 0};
+  c.rootOnlyRecv = true;
+  if (root < 0) c.root = -2;
+  return submitCollective(c, comm, stream);
+}
+
+hclResult_t hclScatter(const void* sendbuff, void* recvbuff, size_t count, hclDataType_t datatype, int root,
+                       hclComm_t comm, hclStream_t stream) {
+  CollCall c{"hclScatter", CollKind::Scatter, sendbuff, recvbuff, count, datatype, hclSum, false, root, 0, 1};
+  c.rootOnlySend = true;
+  if (root < 0) c.root = -2;
+  return submitCollective(c, comm, stream);
+}
+
+static hclResult_t submitP2P(const char* name, bool isSend, const void* buff, size_t count,
+                             hclDataType_t datatype, int peer, hclComm_t comm, hclStream_t stream) {
+  std::shared_ptr<Communicator> impl;
+  Status s = checkComm(comm, impl);
+  if (s.ok()) s = checkDataType(datatype);
+  if (s.ok()) s = checkRank("peer", peer, impl->nranks());
+  if (s.ok()) s = checkStream(stream);
+  if (s.ok()) s = checkCount("count", count, 1, datatype);
+  if (s.ok()) s = checkBuffer(isSend ? "sendbuff" : "recvbuff", buff, count);
+  if (s.ok()) {
+    PendingOp op;
+    op.call = name;
+    op.kind = CollKind::SendRecv;
+    op.isSend = isSend;
+    op.comm = impl;
+    op.handle = comm;
+    op.send = isSend ? buff : nullptr;
+    op.recv = isSend ? nullptr : const_cast<void*>(buff);
+    op.count = count;
+    op.type = datatype;
+    op.root = peer;
+    op.stream = stream;
+    return report(submit(std::move(op)), comm);
+  }
+  return report(s.withContext(name), comm);
+}
+
+hclResult_t hclSend(const void* sendbuff, size_t count, hclDataType_t datatype, int peer, hclComm_t comm,
+                    hclStream_t stream) {
+  return submitP2P("hclSend", true, sendbuff, count, datatype, peer, comm, stream);
+}
+
+hclResult_t hclRecv(void* recvbuff, size_t count, hclDataType_t datatype, int peer, hclComm_t comm,
+                    hclStream_t stream) {
+  return submitP2P("hclRecv", false, recvbuff, count, datatype, peer, comm, stream);
+}
+
+hclResult_t hclGroupStart(void) { return report(groupStart()); }
+
+hclResult_t hclGroupEnd(void) { return report(groupEnd()); }
+
+hclResult_t hclGroupSimulateEnd(hclSimInfo_t* simInfo) {
+  return report(invalidUsage("hclGroupSimulateEnd: not supported by this version of HCL"));
+}
+
+}  // extern "C"

@@ -1,0 +1,229 @@
+// C entry points: versions, unique ids, communicator creation and teardown.
+#include <fmt/format.h>
+
+#include <cstring>
+#include <thread>
+
+#include "core/bootstrap.h"
+#include "core/comm_init.h"
+#include "core/errors.h"
+#include "core/group.h"
+#include "core/log.h"
+#include "core/params.h"
+#include "core/split.h"
+#include "core/validate.h"
+
+using namespace hcl;
+
+namespace {
+
+std::once_flag versionLogged;
+
+void logVersionOnce() {
+  std::call_once(versionLogged, [] {
+    log::info(log::Init, "HCL version {}.{}.{} (NCCL API {}.{}.{})", HCL_MAJOR, HCL_MINOR, HCL_PATCH,
+              HCL_NCCL_VERSION_CODE / 10000, (HCL_NCCL_VERSION_CODE / 100) % 100, HCL_NCCL_VERSION_CODE % 100);
+  });
+}
+
+Status checkConfig(const hclConfig_t* config) {
+  if (!config) return {};
+  if (config->magic != HCL_CONFIG_MAGIC) {
+    return invalidArgument(fmt::format("config->magic {:#x} is not {:#x}: initialize the config with HCL_CONFIG_INITIALIZER",
+                                       config->magic, HCL_CONFIG_MAGIC));
+  }
+  if (config->size < offsetof(hclConfig_t, blocking) + sizeof(int)) {
+    return invalidArgument(fmt::format("config->size {} is too small", config->size));
+  }
+  return {};
+}
+
+uint64_t rootCommTag(const uint8_t secret[16]) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int i = 0; i < 16; ++i) h = (h ^ secret[i]) * 0x100000001b3ull;
+  return h;
+}
+
+hclComm* newHandle() {
+  auto handle = std::make_unique<hclComm>();
+  registerHandle(handle.get());
+  return handle.release();  // owned by the registry until hclCommDestroy/Abort
+}
+
+void deleteHandle(hclComm* handle) {
+  unregisterHandle(handle);
+  std::unique_ptr<hclComm> owned(handle);
+}
+
+Status initRank(hclComm* handle, int nranks, const hclUniqueId& id, int rank, const CommSettings& settings) {
+  UniqueIdContents contents;
+  HCL_TRY(decodeUniqueId(id, contents));
+  std::unique_ptr<Oob> oob;
+  HCL_TRY(connectBootstrap(id, nranks, rank, settings.timeoutMs, nullptr, oob));
+  std::shared_ptr<Communicator> comm;
+  HCL_TRY(initCommunicator(*oob, nranks, rank, contents.secret, rootCommTag(contents.secret), settings, comm));
+  handle->impl = std::move(comm);
+  return {};
+}
+
+hclResult_t initRankApi(const char* call, hclComm_t* comm, int nranks, hclUniqueId commId, int rank,
+                        hclConfig_t* config) {
+  logVersionOnce();
+  Status s;
+  if (!comm) s = invalidArgument("comm (the output pointer) is NULL");
+  if (s.ok() && nranks < 1) s = invalidArgument(fmt::format("nranks {} must be at least 1", nranks));
+  if (s.ok()) s = checkRank("rank", rank, nranks);
+  if (s.ok()) s = checkConfig(config);
+  UniqueIdContents contents;
+  if (s.ok()) s = decodeUniqueId(commId, contents);
+  if (!s.ok()) return report(s.withContext(call));
+  const CommSettings settings = settingsFromParams(config);
+  hclComm* handle = newHandle();
+  *comm = handle;
+  if (inGroup()) {
+    deferInit([handle, nranks, commId, rank, settings, call]() -> Status {
+      Status r = initRank(handle, nranks, commId, rank, settings).withContext(call);
+      handle->initStatus = r;
+      return r;
+    });
+    return hclSuccess;
+  }
+  s = initRank(handle, nranks, commId, rank, settings);
+  if (!s.ok()) {
+    deleteHandle(handle);
+    *comm = nullptr;
+  }
+  return report(s.withContext(call));
+}
+
+}  // namespace
+
+extern "C" {
+
+hclResult_t hclGetVersion(int* version) {
+  if (!version) return report(invalidArgument("hclGetVersion: version is NULL"));
+  *version = HCL_VERSION_CODE;
+  return hclSuccess;
+}
+
+hclResult_t hclGetUniqueId(hclUniqueId* uniqueId) {
+  logVersionOnce();
+  if (!uniqueId) return report(invalidArgument("hclGetUniqueId: uniqueId is NULL"));
+  return report(createUniqueId(uniqueId).withContext("hclGetUniqueId"));
+}
+
+hclResult_t hclCommInitRank(hclComm_t* comm, int nranks, hclUniqueId commId, int rank) {
+  return initRankApi("hclCommInitRank", comm, nranks, commId, rank, nullptr);
+}
+
+hclResult_t hclCommInitRankConfig(hclComm_t* comm, int nranks, hclUniqueId commId, int rank, hclConfig_t* config) {
+  return initRankApi("hclCommInitRankConfig", comm, nranks, commId, rank, config);
+}
+
+hclResult_t hclCommInitRankScalable(hclComm_t* newcomm, int nranks, int myrank, int nId, hclUniqueId* commIds,
+                                    hclConfig_t* config) {
+  if (nId < 1 || !commIds) {
+    return report(invalidArgument(fmt::format("hclCommInitRankScalable: nId {} / commIds {} must name at least one id",
+                                              nId, static_cast<const void*>(commIds))));
+  }
+  // Every rank joins the first root; the others are not needed to form the communicator.
+  return initRankApi("hclCommInitRankScalable", newcomm, nranks, commIds[0], myrank, config);
+}
+
+hclResult_t hclCommInitAll(hclComm_t* comms, int ndev, const int* devlist) {
+  logVersionOnce();
+  if (!comms) return report(invalidArgument("hclCommInitAll: comms is NULL"));
+  if (ndev < 1) return report(invalidArgument(fmt::format("hclCommInitAll: ndev {} must be at least 1", ndev)));
+  hclUniqueId id;
+  Status s = createUniqueId(&id);
+  if (!s.ok()) return report(s.withContext("hclCommInitAll"));
+  const CommSettings settings = settingsFromParams(nullptr);
+  std::vector<hclComm*> handles(static_cast<size_t>(ndev));
+  std::vector<Status> results(static_cast<size_t>(ndev));
+  {
+    std::vector<std::jthread> threads;
+    for (int r = 0; r < ndev; ++r) {
+      handles[static_cast<size_t>(r)] = newHandle();
+      threads.emplace_back([&, r] {
+        results[static_cast<size_t>(r)] = initRank(handles[static_cast<size_t>(r)], ndev, id, r, settings);
+      });
+    }
+  }
+  for (const Status& r : results) {
+    if (!r.ok() && s.ok()) s = r;
+  }
+  for (int r = 0; r < ndev; ++r) {
+    if (s.ok()) {
+      comms[r] = handles[static_cast<size_t>(r)];
+    } else {
+      deleteHandle(handles[static_cast<size_t>(r)]);
+      comms[r] = nullptr;
+    }
+  }
+  return report(s.withContext("hclCommInitAll"));
+}
+
+hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm, hclConfig_t* config) {
+  std::shared_ptr<Communicator> parent;
+  Status s = checkComm(comm, parent);
+  if (s.ok() && !newcomm) s = invalidArgument("newcomm is NULL");
+  if (s.ok() && color < 0 && color != HCL_SPLIT_NOCOLOR) {
+    s = invalidArgument(fmt::format("color {} must be non-negative or HCL_SPLIT_NOCOLOR", color));
+  }
+  if (s.ok()) s = checkConfig(config);
+  if (!s.ok()) return report(s.withContext("hclCommSplit"), comm);
+  *newcomm = nullptr;
+  CommSettings settings = settingsFromParams(config);
+  if (!config || !config->commName) settings.name = parent->settings().name;
+  std::shared_ptr<Communicator> child;
+  s = splitCommunicator(parent, color, key, settings, child);
+  if (s.ok() && child) {
+    hclComm* handle = newHandle();
+    handle->impl = std::move(child);
+    *newcomm = handle;
+  }
+  return report(s.withContext("hclCommSplit"), comm);
+}
+
+hclResult_t hclCommShrink(hclComm_t comm, int* excludeRanksList, int excludeRanksCount, hclComm_t* newcomm,
+                          hclConfig_t* config, int shrinkFlags) {
+  return report(invalidUsage("hclCommShrink: not supported by this version of HCL"), comm);
+}
+
+hclResult_t hclCommRevoke(hclComm_t comm, int revokeFlags) {
+  return report(invalidUsage("hclCommRevoke: not supported by this version of HCL"), comm);
+}
+
+hclResult_t hclCommFinalize(hclComm_t comm) {
+  if (!comm || !isLiveHandle(comm)) {
+    return report(invalidArgument(fmt::format("hclCommFinalize: comm {} is not a valid communicator",
+                                              static_cast<const void*>(comm))));
+  }
+  // Blocking operations are complete when they return; stream operations
+  // are the caller's to synchronize, as with NCCL.
+  return hclSuccess;
+}
+
+hclResult_t hclCommDestroy(hclComm_t comm) {
+  if (!comm) return hclSuccess;  // like NCCL: destroying NULL is a no-op
+  if (!isLiveHandle(comm)) {
+    return report(invalidArgument(fmt::format("hclCommDestroy: comm {} is not a valid communicator (destroyed twice?)",
+                                              static_cast<const void*>(comm))));
+  }
+  log::info(log::Destroy, "hclCommDestroy comm {}", static_cast<const void*>(comm));
+  deleteHandle(comm);
+  return hclSuccess;
+}
+
+hclResult_t hclCommAbort(hclComm_t comm) {
+  if (!comm) return hclSuccess;
+  if (!isLiveHandle(comm)) {
+    return report(invalidArgument(fmt::format("hclCommAbort: comm {} is not a valid communicator",
+                                              static_cast<const void*>(comm))));
+  }
+  if (comm->impl) comm->impl->requestAbort();
+  deleteHandle(comm);
+  return hclSuccess;
+}
+
+}  // extern "C"

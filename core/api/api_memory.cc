@@ -1,0 +1,122 @@
+// C entry points: memory allocation and CPU streams.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "core/errors.h"
+#include "core/handles.h"
+#include "core/log.h"
+
+using namespace hcl;
+
+namespace {
+
+// hclMemAlloc memory is a shared mapping of a memfd, so a later version can
+// map it into peer processes. The registry checks hclMemFree arguments.
+struct Allocation {
+  size_t size;
+  int fd;
+};
+
+struct AllocationRegistry {
+  std::mutex mutex;
+  std::map<void*, Allocation> live;
+};
+
+AllocationRegistry& allocations() {
+  static AllocationRegistry r;
+  return r;
+}
+
+}  // namespace
+
+extern "C" {
+
+hclResult_t hclMemAlloc(void** ptr, size_t size) {
+  if (!ptr) return report(invalidArgument("hclMemAlloc: ptr is NULL"));
+  if (size == 0) return report(invalidArgument("hclMemAlloc: size 0"));
+  const int fd = memfd_create("hcl-mem", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    const int err = errno;
+    if (fd >= 0) close(fd);
+    return report(systemError(fmt::format("hclMemAlloc: cannot allocate {} bytes: {}", size, std::strerror(err))));
+  }
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    close(fd);
+    return report(systemError(fmt::format("hclMemAlloc: cannot map {} bytes: {}", size, std::strerror(err))));
+  }
+  {
+    std::lock_guard lock(allocations().mutex);
+    allocations().live[p] = {size, fd};
+  }
+  log::trace(log::Alloc, "hclMemAlloc {} bytes at {}", size, p);
+  *ptr = p;
+  return hclSuccess;
+}
+
+hclResult_t hclMemFree(void* ptr) {
+  if (!ptr) return hclSuccess;
+  Allocation a{};
+  {
+    std::lock_guard lock(allocations().mutex);
+    auto it = allocations().live.find(ptr);
+    if (it == allocations().live.end()) {
+      return report(invalidArgument(fmt::format("hclMemFree: ptr {} was not returned by hclMemAlloc", ptr)));
+    }
+    a = it->second;
+    allocations().live.erase(it);
+  }
+  munmap(ptr, a.size);
+  close(a.fd);
+  return hclSuccess;
+}
+
+hclResult_t hclStreamCreate(hclStream_t* stream) {
+  if (!stream) return report(invalidArgument("hclStreamCreate: stream is NULL"));
+  auto s = std::make_unique<hclStream>();
+  s->impl = cpuDevice().createStream();
+  registerHandle(s.get());
+  *stream = s.release();  // owned by the registry until hclStreamDestroy
+  return hclSuccess;
+}
+
+static Status checkLiveStream(const char* call, hclStream_t stream) {
+  if (!stream || !isLiveHandle(stream)) {
+    return invalidArgument(fmt::format("{}: stream {} is not a stream from hclStreamCreate", call,
+                                       static_cast<const void*>(stream)));
+  }
+  return {};
+}
+
+hclResult_t hclStreamSynchronize(hclStream_t stream) {
+  Status s = checkLiveStream("hclStreamSynchronize", stream);
+  if (s.ok()) s = stream->impl->synchronize();
+  return report(s);
+}
+
+hclResult_t hclStreamQuery(hclStream_t stream) {
+  Status s = checkLiveStream("hclStreamQuery", stream);
+  if (s.ok()) {
+    s = stream->impl->query();
+    if (s.code() == hclInProgress) return hclInProgress;
+  }
+  return report(s);
+}
+
+hclResult_t hclStreamDestroy(hclStream_t stream) {
+  Status s = checkLiveStream("hclStreamDestroy", stream);
+  if (!s.ok()) return report(s);
+  unregisterHandle(stream);
+  std::unique_ptr<hclStream> owned(stream);  // finishes queued work, then joins
+  return hclSuccess;
+}
+
+}  // extern "C"

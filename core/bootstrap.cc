@@ -1,0 +1,213 @@
+// The client side of the bootstrap: one connection per rank to the root.
+#include "core/bootstrap.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include <asio.hpp>
+#include <fmt/format.h>
+
+#include "core/bootstrap_root.h"
+#include "core/bootstrap_socket.h"
+#include "core/bootstrap_wire.h"
+#include "core/log.h"
+
+namespace hcl {
+namespace {
+
+using asio::ip::tcp;
+using namespace std::chrono_literals;
+
+// Retry pacing while the root is not reachable yet.
+constexpr auto kFirstRetry = 10ms;
+constexpr auto kMaxRetry = 500ms;
+// Binding rank 0's root may race with an earlier root on the same address
+// that is still closing; retry that long before reporting the bind failure.
+constexpr auto kBindRetryWindow = 5s;
+constexpr int64_t kByeTimeoutMs = 1000;
+
+struct Frame {
+  bootwire::Kind kind{};
+  std::vector<uint8_t> payload;
+};
+
+class BootstrapClient final : public Oob {
+ public:
+  BootstrapClient(const UniqueIdContents& id, const tcp::endpoint& root, int nranks, int rank, int64_t timeoutMs,
+                  const std::atomic<bool>* abortFlag)
+      : socket_(io_),
+        root_(root),
+        rootText_(formatEndpoint(root.address(), root.port())),
+        nranks_(nranks),
+        rank_(rank),
+        timeoutMs_(timeoutMs),
+        abortFlag_(abortFlag) {
+    std::copy(std::begin(id.secret), std::end(id.secret), secret_.begin());
+  }
+
+  ~BootstrapClient() override {
+    if (joined_ && socket_.is_open()) {
+      std::vector<uint8_t> bye;
+      bootwire::appendFrame(bye, bootwire::Kind::Bye, {});
+      WaitBudget budget{Deadline(kByeTimeoutMs), kByeTimeoutMs, nullptr, rootText_};
+      Status st = sendAll(socket_, bye, budget, "saying bye");
+      if (!st.ok()) log::trace(log::Bootstrap, "rank {}: {}", rank_, st.message());
+    }
+    std::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return nranks_; }
+
+  Status join(const Deadline& deadline) {
+    const WaitBudget budget{deadline, timeoutMs_, abortFlag_, rootText_};
+    const std::string what = fmt::format("rank {} of {} joining", rank_, nranks_);
+    auto delay = std::chrono::milliseconds(kFirstRetry);
+    std::string lastFailure;
+    while (true) {
+      bool retry = false;
+      Status st = attemptJoin(budget, retry);
+      if (st.ok()) {
+        joined_ = true;
+        log::info(log::Bootstrap, "rank {} of {} joined the bootstrap at {}", rank_, nranks_, rootText_);
+        return st;
+      }
+      if (!retry) return st.withContext(fmt::format("bootstrap rank {} of {}", rank_, nranks_));
+      lastFailure = st.message();
+      Status waited = pauseFor(delay, budget, what);
+      if (!waited.ok()) return Status(waited.code(), waited.message() + "; last attempt: " + lastFailure);
+      delay = std::min(delay * 2, std::chrono::milliseconds(kMaxRetry));
+    }
+  }
+
+  Status allgather(const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>& all) override {
+    if (!broken_.ok()) return broken_;
+    Status st = gatherRound(mine, all);
+    if (!st.ok()) broken_ = st.withContext(fmt::format("bootstrap allgather (rank {} of {})", rank_, nranks_));
+    return st.ok() ? st : broken_;
+  }
+
+ private:
+  WaitBudget makeBudget() const { return WaitBudget{Deadline(timeoutMs_), timeoutMs_, abortFlag_, rootText_}; }
+
+  // One connection attempt; `retry` tells whether a failure is worth another.
+  Status attemptJoin(const WaitBudget& budget, bool& retry) {
+    HCL_TRY(connectOnce(socket_, root_, budget, retry));
+    bootwire::Hello hello;
+    hello.secret = secret_;
+    hello.nranks = nranks_;
+    hello.rank = rank_;
+    const auto helloBytes = bootwire::encodeHello(hello);
+    HCL_TRY(sendAll(socket_, helloBytes, budget, "sending the hello"));
+    Frame frame;
+    size_t received = 0;
+    Status st = readFrame(budget, "waiting for the other ranks to join", frame, &received);
+    if (!st.ok()) {
+      // A root that closes without a word before answering is most likely an
+      // earlier root on the same address that is shutting down.
+      retry = st.code() == hclSystemError && received == 0 && !budget.deadline.expired() &&
+              !(abortFlag_ != nullptr && abortFlag_->load());
+      return st;
+    }
+    if (frame.kind == bootwire::Kind::JoinOk) {
+      if (frame.payload.size() != 4 || bootwire::getU32(frame.payload.data()) != static_cast<uint32_t>(nranks_))
+        return internalError(fmt::format("bootstrap root {} confirmed the join with a bad message", rootText_));
+      return Status::success();
+    }
+    Status remote = remoteErrorFrom(frame);
+    bootwire::ErrorKind kind{};
+    std::string text;
+    retry = frame.kind == bootwire::Kind::Error && bootwire::decodeError(frame.payload, kind, text) &&
+            kind == bootwire::ErrorKind::Retry;
+    return remote;
+  }
+
+  Status gatherRound(const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>& all) {
+    const WaitBudget budget = makeBudget();
+    std::vector<uint8_t> out;
+    out.reserve(bootwire::kFrameHeaderBytes + mine.size());
+    bootwire::appendFrame(out, bootwire::Kind::Blob, mine);
+    HCL_TRY(sendAll(socket_, out, budget, "sending this rank's contribution"));
+    Frame frame;
+    HCL_TRY(readFrame(budget, "waiting for the other ranks' contributions", frame));
+    if (frame.kind != bootwire::Kind::Gather) return remoteErrorFrom(frame);
+    if (!bootwire::decodeGather(frame.payload, all) || all.size() != static_cast<size_t>(nranks_))
+      return internalError(fmt::format("bootstrap root {} sent a malformed round result", rootText_));
+    return Status::success();
+  }
+
+  Status readFrame(const WaitBudget& budget, std::string_view what, Frame& frame, size_t* received = nullptr) {
+    std::array<uint8_t, bootwire::kFrameHeaderBytes> header{};
+    HCL_TRY(recvAll(socket_, header, budget, what, received));
+    const auto h = bootwire::decodeFrameHeader(header);
+    if (h.length > bootwire::kMaxFrameBytes)
+      return internalError(fmt::format("bootstrap root {} sent a frame of {} bytes", rootText_, h.length));
+    frame.kind = h.kind;
+    frame.payload.resize(h.length);
+    return recvAll(socket_, frame.payload, budget, what);
+  }
+
+  Status remoteErrorFrom(const Frame& frame) const {
+    bootwire::ErrorKind kind{};
+    std::string text;
+    if (frame.kind != bootwire::Kind::Error || !bootwire::decodeError(frame.payload, kind, text))
+      return internalError(fmt::format("bootstrap root {} sent an unexpected message (kind {})", rootText_,
+                                       static_cast<uint32_t>(frame.kind)));
+    return remoteError(fmt::format("bootstrap root {} reported: {}", rootText_, text));
+  }
+
+  asio::io_context io_;
+  tcp::socket socket_;
+  tcp::endpoint root_;
+  std::string rootText_;
+  bootwire::Secret secret_{};
+  int nranks_;
+  int rank_;
+  int64_t timeoutMs_;
+  const std::atomic<bool>* abortFlag_;
+  bool joined_ = false;
+  Status broken_;  // sticky: a failed round leaves the stream out of step
+};
+
+// With HCL_COMM_ID, rank 0 hosts the root on the agreed address.
+Status startRootForRank0(const UniqueIdContents& id, const asio::ip::address& ip, const Deadline& deadline,
+                         int64_t timeoutMs, const std::atomic<bool>* abortFlag) {
+  bootwire::Secret secret;
+  std::copy(std::begin(id.secret), std::end(id.secret), secret.begin());
+  const WaitBudget budget{deadline, timeoutMs, abortFlag, formatEndpoint(ip, id.rootPort)};
+  const auto giveUp = Clock::now() + kBindRetryWindow;
+  while (true) {
+    bool inUse = false;
+    Status st = startBootstrapRoot(ip, id.rootPort, secret, nullptr, &inUse);
+    if (st.ok() || !inUse || Clock::now() >= giveUp) return st;
+    HCL_TRY(pauseFor(50ms, budget, "waiting for the root address to become free"));
+  }
+}
+
+}  // namespace
+
+Status connectBootstrap(const hclUniqueId& id, int nranks, int rank, int64_t timeoutMs,
+                        const std::atomic<bool>* abortFlag, std::unique_ptr<Oob>& out) {
+  UniqueIdContents contents;
+  HCL_TRY(decodeUniqueId(id, contents));
+  if (nranks < 1 || rank < 0 || rank >= nranks)
+    return invalidArgument(fmt::format("invalid rank {} for nranks {}", rank, nranks));
+  std::error_code ec;
+  const auto ip = asio::ip::make_address(contents.rootIp, ec);
+  if (ec) return invalidArgument(fmt::format("hclUniqueId holds an unusable root address {}", contents.rootIp));
+  const Deadline deadline(timeoutMs);
+  if (contents.rootStartedByRank0 && rank == 0)
+    HCL_TRY(startRootForRank0(contents, ip, deadline, timeoutMs, abortFlag));
+
+  auto client = std::make_unique<BootstrapClient>(contents, tcp::endpoint(ip, contents.rootPort), nranks, rank,
+                                                  timeoutMs, abortFlag);
+  HCL_TRY(client->join(deadline));
+  out = std::move(client);
+  return Status::success();
+}
+
+}  // namespace hcl

@@ -1,0 +1,23 @@
+// The bootstrap root: a server thread that admits the ranks of one
+// communicator and then serves allgather rounds until every rank has left.
+#pragma once
+
+#include <asio.hpp>
+#include <cstdint>
+
+#include "core/bootstrap_wire.h"
+#include "core/status.h"
+
+namespace hcl {
+
+// Starts a root listening on ip:port (port 0: an ephemeral port) and hands it
+// to the process-wide registry that stops and joins roots at exit. The join
+// phase is bounded by HCL_TIMEOUT_MS from the first rank's arrival.
+// On failure `addressInUse` (if given) tells whether bind saw EADDRINUSE.
+Status startBootstrapRoot(const asio::ip::address& ip, uint16_t port, const bootwire::Secret& secret,
+                          uint16_t* boundPort, bool* addressInUse = nullptr);
+
+// Roots of this process that have not finished yet (for tests and diagnostics).
+size_t runningBootstrapRoots();
+
+}  // namespace hcl

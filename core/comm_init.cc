@@ -1,0 +1,114 @@
+#include "core/comm_init.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "core/host_identity.h"
+#include "core/log.h"
+#include "core/params.h"
+
+namespace hcl {
+namespace {
+
+PeerInfo describeSelf(int rank, const Device& device) {
+  PeerInfo self;
+  self.rank = rank;
+  self.hostId = hostIdentity();
+  self.pid = getpid();
+  self.processToken = processToken();
+  self.deviceKind = device.kind();
+  self.vendor = device.vendor();
+  self.deviceIndex = device.index();
+  self.shmEnabled = !paramBool("HCL_SHM_DISABLE");
+  return self;
+}
+
+constexpr TransportKind kAllKinds[] = {TransportKind::Local, TransportKind::Shm, TransportKind::Tcp};
+
+}  // namespace
+
+CommSettings settingsFromParams(const hclConfig_t* config) {
+  CommSettings s;
+  s.timeoutMs = paramInt("HCL_TIMEOUT_MS");
+  s.chunkBytes = static_cast<size_t>(std::max<int64_t>(4096, paramInt("HCL_CHUNK_BYTES")));
+  s.algoOverride = paramString("HCL_ALGO");
+  s.blocking = paramBool("HCL_COMM_BLOCKING");
+  if (config) {
+    if (config->commName) s.name = config->commName;
+    if (config->blocking != HCL_CONFIG_UNDEF_INT) s.blocking = config->blocking != 0;
+  }
+  return s;
+}
+
+Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16], uint64_t commTag,
+                        const CommSettings& settings, std::shared_ptr<Communicator>& out) {
+  const auto start = std::chrono::steady_clock::now();
+  auto comm = std::make_shared<Communicator>(rank, nranks, secret, commTag, settings);
+  log::setThreadRank(rank);
+
+  TransportContext ctx;
+  ctx.rank = rank;
+  ctx.nranks = nranks;
+  std::memcpy(ctx.secret, secret, sizeof ctx.secret);
+  ctx.commTag = commTag;
+  ctx.timeoutMs = settings.timeoutMs;
+  ctx.abortFlag = &comm->abortFlag();
+
+  PeerInfo self = describeSelf(rank, comm->device());
+  std::vector<std::unique_ptr<Transport>> transports;
+  for (TransportKind k : kAllKinds) transports.push_back(makeTransport(k));
+  // Only TCP needs a listener, and only when some peer may be off-host or
+  // shared memory is off; opening one is cheap, so always do it.
+  for (auto& t : transports) HCL_TRY(t->listen(ctx, self));
+
+  std::vector<std::vector<uint8_t>> blobs;
+  HCL_TRY(oob.allgather(self.serialize(), blobs));
+  std::vector<PeerInfo> peers(static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    const auto& b = blobs[static_cast<size_t>(r)];
+    if (!PeerInfo::deserialize(b.data(), b.size(), peers[static_cast<size_t>(r)]) ||
+        peers[static_cast<size_t>(r)].rank != r) {
+      return internalError(fmt::format("rank {}: malformed peer info from rank {}", rank, r));
+    }
+  }
+
+  std::vector<Link> links(static_cast<size_t>(nranks));
+  std::vector<std::vector<int>> peersByKind(std::size(kAllKinds));
+  for (int p = 0; p < nranks; ++p) {
+    if (p == rank) continue;
+    links[static_cast<size_t>(p)] = selectLink(self, peers[static_cast<size_t>(p)]);
+    peersByKind[static_cast<size_t>(links[static_cast<size_t>(p)].kind)].push_back(p);
+  }
+  ctx.peers = &peers;
+  ctx.links = &links;
+
+  for (size_t k = 0; k < transports.size(); ++k) {
+    if (!peersByKind[k].empty()) HCL_TRY(transports[k]->prepare(ctx, peersByKind[k]));
+  }
+  HCL_TRY(oob.barrier());
+  std::vector<std::unique_ptr<Connection>> connections(static_cast<size_t>(nranks));
+  for (size_t k = 0; k < transports.size(); ++k) {
+    if (!peersByKind[k].empty()) HCL_TRY(transports[k]->connect(ctx, peersByKind[k], connections));
+  }
+  HCL_TRY(oob.barrier());
+  for (auto& t : transports) t->finish();
+
+  for (int p = 0; p < nranks; ++p) {
+    if (p == rank) continue;
+    const Link& l = links[static_cast<size_t>(p)];
+    log::info(static_cast<log::Subsys>(log::Init | log::Net), "rank {} -> rank {} via {}: {}", rank, p,
+              connections[static_cast<size_t>(p)]->describe(), l.reason);
+  }
+  comm->setTopology(std::move(peers), std::move(links), std::move(transports), std::move(connections));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  log::info(log::Init, "Init COMPLETE rank {} nranks {} host {} pid {} - {:.1f} ms", rank, nranks,
+            self.hostId, self.pid, ms);
+  out = std::move(comm);
+  return {};
+}
+
+}  // namespace hcl

@@ -1,0 +1,17 @@
+// Builds a communicator: publish PeerInfo, select a link per peer, set up
+// transports in phases separated by out-of-band barriers.
+#pragma once
+
+#include <memory>
+
+#include "core/bootstrap.h"
+#include "core/communicator.h"
+
+namespace hcl {
+
+CommSettings settingsFromParams(const hclConfig_t* config);
+
+Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16], uint64_t commTag,
+                        const CommSettings& settings, std::shared_ptr<Communicator>& out);
+
+}  // namespace hcl

@@ -1,0 +1,78 @@
+#include "core/communicator.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "core/log.h"
+
+namespace hcl {
+
+Communicator::Communicator(int rank, int nranks, const uint8_t secret[16], uint64_t commTag,
+                           CommSettings settings)
+    : rank_(rank),
+      nranks_(nranks),
+      commTag_(commTag),
+      settings_(std::move(settings)),
+      device_(&cpuDevice()),
+      planner_(settings_.algoOverride) {
+  std::memcpy(secret_, secret, sizeof secret_);
+}
+
+Communicator::~Communicator() {
+  // Connections go before the transports that made them.
+  connections_.clear();
+  transports_.clear();
+}
+
+void Communicator::requestAbort() {
+  abortFlag_.store(true, std::memory_order_release);
+  // An operation in flight sees the flag within one polling round and
+  // releases the lock; connections are only touched by the lock holder.
+  std::lock_guard lock(executionMutex_);
+  for (auto& c : connections_) {
+    if (c) c->abort();
+  }
+}
+
+void Communicator::fail(const Status& s) {
+  {
+    std::lock_guard lock(failureMutex_);
+    if (!failure_.ok()) return;
+    failure_ = s;
+  }
+  failed_.store(true, std::memory_order_release);
+  log::warn(log::Init, "communicator failed: {}", s.message());
+  for (auto& c : connections_) {
+    if (c) c->abort();
+  }
+}
+
+Status Communicator::failure() const {
+  if (!failed_.load(std::memory_order_acquire)) return {};
+  std::lock_guard lock(failureMutex_);
+  return failure_;
+}
+
+std::string Communicator::describeLinks() const {
+  std::string out;
+  for (int p = 0; p < nranks_; ++p) {
+    if (p == rank_) continue;
+    const Connection* c = connections_.empty() ? nullptr : connections_[static_cast<size_t>(p)].get();
+    const Link& l = links_[static_cast<size_t>(p)];
+    out += fmt::format("rank {} -> rank {}: {} ({}){}\n", rank_, p, c ? c->describe() : toString(l.kind),
+                       l.reason, "");
+  }
+  return out;
+}
+
+void Communicator::setTopology(std::vector<PeerInfo> peers, std::vector<Link> links,
+                               std::vector<std::unique_ptr<Transport>> transports,
+                               std::vector<std::unique_ptr<Connection>> connections) {
+  peers_ = std::move(peers);
+  links_ = std::move(links);
+  transports_ = std::move(transports);
+  connections_ = std::move(connections);
+}
+
+}  // namespace hcl

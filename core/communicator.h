@@ -1,0 +1,91 @@
+// One rank's view of a communicator: its peers, the link to each, the
+// connections, and its failure state.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "collectives/plan/plan.h"
+#include "core/peer_info.h"
+#include "core/redop.h"
+#include "core/status.h"
+#include "device/device.h"
+#include "transports/link.h"
+#include "transports/transport.h"
+
+namespace hcl {
+
+struct CommSettings {
+  int64_t timeoutMs = 60000;
+  size_t chunkBytes = 512 * 1024;
+  std::string algoOverride;
+  std::string name;  // config commName
+  bool blocking = true;
+};
+
+class Communicator {
+ public:
+  Communicator(int rank, int nranks, const uint8_t secret[16], uint64_t commTag,
+               CommSettings settings);
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  const uint8_t* secret() const { return secret_; }
+  uint64_t commTag() const { return commTag_; }
+  const CommSettings& settings() const { return settings_; }
+  Device& device() { return *device_; }
+  const Planner& planner() const { return planner_; }
+  RedOpTable& redOps() { return redOps_; }
+  const std::vector<PeerInfo>& peers() const { return peers_; }
+  const std::vector<Link>& links() const { return links_; }
+  Connection* connection(int peer) { return connections_[static_cast<size_t>(peer)].get(); }
+
+  // Runs one rank's side of an operation at a time.
+  std::mutex& executionMutex() { return executionMutex_; }
+
+  // Set by hclCommAbort (from any thread); every wait checks it.
+  const std::atomic<bool>& abortFlag() const { return abortFlag_; }
+  void requestAbort();
+
+  // A fatal error: remember it, and break every link so peers fail fast.
+  void fail(const Status& s);
+  // hclSuccess, or the fatal error that broke the communicator.
+  Status failure() const;
+
+  // Per-call serial number of splits, so every child gets a distinct tag.
+  uint64_t nextSplitSerial() { return splitSerial_++; }
+
+  std::string describeLinks() const;
+
+  // Built once at init (core/comm_init.cc).
+  void setTopology(std::vector<PeerInfo> peers, std::vector<Link> links,
+                   std::vector<std::unique_ptr<Transport>> transports,
+                   std::vector<std::unique_ptr<Connection>> connections);
+
+ private:
+  int rank_;
+  int nranks_;
+  uint8_t secret_[16];
+  uint64_t commTag_;
+  CommSettings settings_;
+  Device* device_;
+  Planner planner_;
+  RedOpTable redOps_;
+  std::vector<PeerInfo> peers_;
+  std::vector<Link> links_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+  std::vector<std::unique_ptr<Connection>> connections_;
+  std::mutex executionMutex_;
+  std::atomic<bool> abortFlag_{false};
+  mutable std::mutex failureMutex_;
+  Status failure_;
+  std::atomic<bool> failed_{false};
+  uint64_t splitSerial_ = 0;
+};
+
+}  // namespace hcl

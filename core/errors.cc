@@ -1,0 +1,56 @@
+#include "core/errors.h"
+
+#include <string>
+
+#include "core/handles.h"
+#include "core/log.h"
+
+namespace hcl {
+namespace {
+thread_local std::string tlsLastError;
+thread_local std::string tlsReturned;
+}  // namespace
+
+hclResult_t report(const Status& s, hclComm* comm) {
+  if (s.ok()) return hclSuccess;
+  tlsLastError = s.message();
+  if (comm) {
+    withLiveHandle(comm, [&] {
+      std::lock_guard lock(comm->lastErrorMutex);
+      comm->lastError = s.message();
+    });
+  }
+  if (s.code() == hclInvalidArgument || s.code() == hclInvalidUsage) {
+    log::info(log::Call, "{}", s.message());
+  } else {
+    log::warn(log::Call, "{}", s.message());
+  }
+  return s.code();
+}
+
+const char* lastErrorText(hclComm* comm) {
+  tlsReturned = tlsLastError;
+  if (comm) {
+    withLiveHandle(comm, [&] {
+      std::lock_guard lock(comm->lastErrorMutex);
+      if (!comm->lastError.empty()) tlsReturned = comm->lastError;
+    });
+  }
+  return tlsReturned.c_str();
+}
+
+const char* resultString(hclResult_t r) {
+  switch (r) {
+    case hclSuccess: return "no error";
+    case hclUnhandledCudaError: return "unhandled cuda error (run with HCL_DEBUG=INFO for details)";
+    case hclSystemError: return "unhandled system error (run with HCL_DEBUG=INFO for details)";
+    case hclInternalError: return "internal error - please report this issue to the HCL developers";
+    case hclInvalidArgument: return "invalid argument (run with HCL_DEBUG=WARN for details)";
+    case hclInvalidUsage: return "invalid usage (run with HCL_DEBUG=WARN for details)";
+    case hclRemoteError: return "remote process exited or there was a network error";
+    case hclInProgress: return "HCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+}  // namespace hcl

@@ -1,0 +1,209 @@
+#include "core/executor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/log.h"
+
+namespace hcl {
+
+ScheduleRun::ScheduleRun(Communicator& comm, Schedule schedule, RunBuffers buffers, ReduceSpec spec)
+    : comm_(comm), schedule_(std::move(schedule)), buffers_(std::move(buffers)), spec_(spec) {
+  if (schedule_.scratchBytes > 0) {
+    scratch_ = std::make_unique_for_overwrite<std::byte[]>(schedule_.scratchBytes);
+  }
+  transfers_ = std::make_unique<Transfer[]>(schedule_.transfers);
+  transferPeer_.assign(schedule_.transfers, -1);
+  for (const Step& st : schedule_.steps) {
+    if (st.kind == Step::Kind::Send || st.kind == Step::Kind::Recv) {
+      transferPeer_[st.transfer] = st.peer;
+      if (std::find(peers_.begin(), peers_.end(), st.peer) == peers_.end()) peers_.push_back(st.peer);
+    }
+  }
+}
+
+void* ScheduleRun::resolve(const BufferRef& ref) const {
+  std::byte* base = nullptr;
+  switch (ref.id) {
+    case BufferId::Send: base = static_cast<std::byte*>(const_cast<void*>(buffers_.send)); break;
+    case BufferId::Recv: base = static_cast<std::byte*>(buffers_.recv); break;
+    case BufferId::Scratch: base = scratch_.get(); break;
+    case BufferId::User: base = static_cast<std::byte*>(buffers_.user.at(ref.index)); break;
+  }
+  return base ? base + ref.offset : nullptr;
+}
+
+Status ScheduleRun::pollConnections(bool* progressed) {
+  for (int p : peers_) {
+    HCL_TRY(comm_.connection(p)->progress(progressed));
+  }
+  return {};
+}
+
+int ScheduleRun::waitingOn() const {
+  if (pc_ < schedule_.steps.size()) {
+    const Step& st = schedule_.steps[pc_];
+    if (st.kind == Step::Kind::Wait) return transferPeer_[st.transfer];
+  }
+  for (uint32_t t = 0; t < schedule_.transfers; ++t) {
+    if (!transfers_[t].done()) return transferPeer_[t];
+  }
+  return -1;
+}
+
+Status ScheduleRun::advance(bool* done, bool* progressed) {
+  *done = false;
+  Device& dev = comm_.device();
+  while (pc_ < schedule_.steps.size()) {
+    const Step& st = schedule_.steps[pc_];
+    switch (st.kind) {
+      case Step::Kind::Send:
+      case Step::Kind::Recv: {
+        Transfer& t = transfers_[st.transfer];
+        t.isSend = st.kind == Step::Kind::Send;
+        t.buffer = resolve(t.isSend ? st.a : st.dst);
+        t.bytes = st.bytes;
+        t.tag = schedule_.tag;
+        HCL_TRY(comm_.connection(st.peer)->post(t));
+        break;
+      }
+      case Step::Kind::Wait: {
+        Transfer& t = transfers_[st.transfer];
+        if (!t.done()) {
+          HCL_TRY(pollConnections(progressed));
+          if (!t.done()) return {};
+        }
+        if (t.failed()) {
+          return remoteError(fmt::format("rank {}: transfer with rank {} failed", comm_.rank(),
+                                         transferPeer_[st.transfer]));
+        }
+        break;
+      }
+      case Step::Kind::Reduce:
+        dev.reduce(resolve(st.dst), st.dstForm, resolve(st.a), st.aForm, resolve(st.b), st.bForm,
+                   st.count, spec_);
+        *progressed = true;
+        break;
+      case Step::Kind::Convert:
+        dev.convert(resolve(st.dst), st.dstForm, resolve(st.a), st.aForm, st.count, spec_);
+        *progressed = true;
+        break;
+      case Step::Kind::Copy:
+        dev.copy(resolve(st.dst), resolve(st.a), st.bytes);
+        *progressed = true;
+        break;
+    }
+    ++pc_;
+  }
+  // Every step ran; the run ends when the last transfers complete.
+  for (uint32_t t = 0; t < schedule_.transfers; ++t) {
+    if (!transfers_[t].done()) {
+      HCL_TRY(pollConnections(progressed));
+      if (!transfers_[t].done()) return {};
+    }
+    if (transfers_[t].failed()) {
+      return remoteError(fmt::format("rank {}: transfer with rank {} failed", comm_.rank(), transferPeer_[t]));
+    }
+  }
+  *done = true;
+  return {};
+}
+
+CommTask::CommTask(std::shared_ptr<Communicator> comm, std::string callName)
+    : comm_(std::move(comm)), callName_(std::move(callName)) {}
+
+Status CommTask::advance(bool* done, bool* progressed) {
+  *done = false;
+  while (true) {
+    if (!current_) {
+      if (next_ == makers_.size()) {
+        *done = true;
+        return {};
+      }
+      HCL_TRY(makers_[next_++](current_));
+    }
+    bool runDone = false;
+    HCL_TRY(current_->advance(&runDone, progressed));
+    if (!runDone) return {};
+    current_.reset();
+    *progressed = true;
+  }
+}
+
+Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks) {
+  // Lock communicators in a fixed order so two launches on the same set
+  // cannot deadlock; each is unlocked as soon as its tasks end, so an
+  // hclCommAbort waiting for it returns promptly.
+  std::vector<Communicator*> comms;
+  for (auto& t : tasks) comms.push_back(&t->comm());
+  std::sort(comms.begin(), comms.end());
+  comms.erase(std::unique(comms.begin(), comms.end()), comms.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (Communicator* c : comms) locks.emplace_back(c->executionMutex());
+  std::vector<size_t> unfinishedPerComm(comms.size(), 0);
+  auto commIndex = [&](Communicator* c) {
+    return static_cast<size_t>(std::lower_bound(comms.begin(), comms.end(), c) - comms.begin());
+  };
+  for (auto& t : tasks) ++unfinishedPerComm[commIndex(&t->comm())];
+  auto release = [&](CommTask& t) {
+    const size_t ci = commIndex(&t.comm());
+    if (--unfinishedPerComm[ci] == 0) locks[ci].unlock();
+  };
+
+  std::vector<bool> finished(tasks.size(), false);
+  std::vector<Clock::time_point> lastProgress(tasks.size(), Clock::now());
+  size_t remaining = tasks.size();
+  Backoff backoff;
+  Status firstError;
+  while (remaining > 0) {
+    bool anyProgress = false;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (finished[i]) continue;
+      CommTask& task = *tasks[i];
+      Communicator& comm = task.comm();
+      Status s;
+      if (comm.abortFlag().load(std::memory_order_acquire)) {
+        s = remoteError(fmt::format("rank {}: communicator aborted", comm.rank()));
+      } else if (Status f = comm.failure(); !f.ok()) {
+        s = f;
+      } else {
+        bool done = false, progressed = false;
+        s = task.advance(&done, &progressed);
+        const auto now = Clock::now();
+        if (progressed) lastProgress[i] = now;
+        if (s.ok() && done) {
+          finished[i] = true;
+          --remaining;
+          release(task);
+          anyProgress = true;
+          continue;
+        }
+        if (progressed) anyProgress = true;
+        const int64_t timeout = comm.settings().timeoutMs;
+        if (s.ok() && timeout > 0 && now - lastProgress[i] > std::chrono::milliseconds(timeout)) {
+          const int peer = task.waitingOn();
+          const Connection* c = peer >= 0 ? comm.connection(peer) : nullptr;
+          s = remoteError(fmt::format("rank {}: no progress for {} ms waiting for rank {} ({})",
+                                      comm.rank(), timeout, peer, c ? c->describe() : "?"));
+        }
+      }
+      if (!s.ok()) {
+        Status withCall = s.withContext(task.callName());
+        comm.fail(withCall);
+        if (firstError.ok()) firstError = withCall;
+        finished[i] = true;
+        --remaining;
+        release(task);
+      }
+    }
+    if (anyProgress) {
+      backoff.reset();
+    } else if (remaining > 0) {
+      backoff.pause();
+    }
+  }
+  return firstError;
+}
+
+}  // namespace hcl

@@ -1,0 +1,74 @@
+// The progress layer: runs schedules over a communicator's connections
+// without blocking, so one thread can drive many operations (and many
+// communicators) at once.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/plan/schedule.h"
+#include "core/communicator.h"
+
+namespace hcl {
+
+struct RunBuffers {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  std::vector<void*> user;  // BufferId::User table
+};
+
+// One schedule bound to buffers on one communicator.
+class ScheduleRun {
+ public:
+  ScheduleRun(Communicator& comm, Schedule schedule, RunBuffers buffers, ReduceSpec spec);
+  // Does what it can without blocking. Sets *done when every step ran and
+  // every transfer completed; *progressed when anything moved.
+  Status advance(bool* done, bool* progressed);
+  // The peer the run is waiting for right now (-1: none), for diagnostics.
+  int waitingOn() const;
+  const Schedule& schedule() const { return schedule_; }
+
+ private:
+  void* resolve(const BufferRef& ref) const;
+  Status pollConnections(bool* progressed);
+
+  Communicator& comm_;
+  Schedule schedule_;
+  RunBuffers buffers_;
+  ReduceSpec spec_;
+  std::unique_ptr<std::byte[]> scratch_;
+  std::unique_ptr<Transfer[]> transfers_;
+  std::vector<int> transferPeer_;
+  std::vector<int> peers_;  // every peer this run talks to
+  size_t pc_ = 0;
+};
+
+// The work of one group on one communicator: operations that run one after
+// another. Each is built only when it starts (so a pointer scalar is read
+// then, and scratch is held only while needed).
+class CommTask {
+ public:
+  using Maker = std::function<Status(std::unique_ptr<ScheduleRun>&)>;
+  CommTask(std::shared_ptr<Communicator> comm, std::string callName);
+  void add(Maker maker) { makers_.push_back(std::move(maker)); }
+  Status advance(bool* done, bool* progressed);
+  Communicator& comm() { return *comm_; }
+  const std::string& callName() const { return callName_; }
+  int waitingOn() const { return current_ ? current_->waitingOn() : -1; }
+
+ private:
+  std::shared_ptr<Communicator> comm_;
+  std::string callName_;
+  std::vector<Maker> makers_;
+  size_t next_ = 0;
+  std::unique_ptr<ScheduleRun> current_;
+};
+
+// Drives tasks round-robin until all finish, one fails, a communicator is
+// aborted, or nothing moves for the communicator's timeout. A failure marks
+// the communicator failed, which breaks its links so peers fail too.
+Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks);
+
+}  // namespace hcl

@@ -1,0 +1,12 @@
+#include "core/features.h"
+
+namespace hcl {
+
+std::vector<std::string> hclBuildFeatures() {
+  return {
+      "transports: local, shm, tcp",
+      "devices: cpu",
+  };
+}
+
+}  // namespace hcl

@@ -1,0 +1,195 @@
+#include "core/group.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "collectives/algorithms/p2p.h"
+#include "core/executor.h"
+
+namespace hcl {
+namespace {
+
+struct GroupState {
+  int depth = 0;
+  std::vector<PendingOp> ops;
+  std::vector<std::function<Status()>> inits;
+};
+
+// NCCL's groups are per thread.
+thread_local GroupState tlsGroup;
+
+CommTask::Maker collectiveMaker(PendingOp op) {
+  return [op = std::move(op)](std::unique_ptr<ScheduleRun>& out) -> Status {
+    Communicator& comm = *op.comm;
+    ReduceSpec spec;
+    HCL_TRY(comm.redOps().resolve(op.op, op.type, comm.nranks(), spec));
+    CollArgs args;
+    args.kind = op.kind;
+    args.rank = comm.rank();
+    args.nranks = comm.nranks();
+    args.count = op.count;
+    args.type = op.type;
+    args.loadIsIdentity = accumulatorSize(op.type) == dataTypeSize(op.type) && spec.kind != ReduceKind::PreMulSum;
+    args.root = op.root;
+    args.inPlace = op.send == op.recv;
+    args.chunkBytes = comm.settings().chunkBytes;
+    Schedule schedule = comm.planner().plan(args);
+    RunBuffers buffers{op.send, op.recv, {}};
+    out = std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), spec);
+    return {};
+  };
+}
+
+CommTask::Maker p2pMaker(std::vector<PendingOp> ops) {
+  return [ops = std::move(ops)](std::unique_ptr<ScheduleRun>& out) -> Status {
+    Communicator& comm = *ops.front().comm;
+    std::vector<P2PCall> calls;
+    RunBuffers buffers;
+    for (const PendingOp& op : ops) {
+      P2PCall c;
+      c.isSend = op.isSend;
+      c.peer = op.root;
+      c.bytes = op.count * dataTypeSize(op.type);
+      c.buffer = static_cast<uint32_t>(buffers.user.size());
+      buffers.user.push_back(op.isSend ? const_cast<void*>(op.send) : op.recv);
+      calls.push_back(c);
+    }
+    Schedule schedule;
+    std::string error;
+    if (!p2pSchedule(calls, comm.rank(), schedule, error)) return invalidUsage(error);
+    ReduceSpec spec;
+    out = std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), spec);
+    return {};
+  };
+}
+
+// One task per communicator: its point-to-point calls first (all posted
+// together), then its collectives in call order.
+std::vector<std::unique_ptr<CommTask>> buildTasks(std::vector<PendingOp>& ops) {
+  std::vector<Communicator*> order;
+  for (const PendingOp& op : ops) {
+    if (std::find(order.begin(), order.end(), op.comm.get()) == order.end()) order.push_back(op.comm.get());
+  }
+  std::vector<std::unique_ptr<CommTask>> tasks;
+  for (Communicator* c : order) {
+    std::vector<PendingOp> p2p;
+    std::shared_ptr<Communicator> owner;
+    const char* firstCall = nullptr;
+    for (const PendingOp& op : ops) {
+      if (op.comm.get() != c) continue;
+      owner = op.comm;
+      if (!firstCall) firstCall = op.call;
+      if (op.kind == CollKind::SendRecv) p2p.push_back(op);
+    }
+    auto task = std::make_unique<CommTask>(owner, ops.size() == 1 ? firstCall : "hclGroupEnd");
+    if (!p2p.empty()) task->add(p2pMaker(std::move(p2p)));
+    for (const PendingOp& op : ops) {
+      if (op.comm.get() == c && op.kind != CollKind::SendRecv) task->add(collectiveMaker(op));
+    }
+    tasks.push_back(std::move(task));
+  }
+  return tasks;
+}
+
+Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hclStream*> streams) {
+  // The whole launch runs on the first stream's worker once every involved
+  // stream has reached it; the other streams wait for it to finish, which
+  // keeps each stream's order.
+  struct Launch {
+    std::vector<std::unique_ptr<CommTask>> tasks;
+    std::atomic<size_t> arrived{0};
+    std::atomic<bool> finished{false};
+    Status result;
+  };
+  auto launch = std::make_shared<Launch>();
+  launch->tasks = std::move(tasks);
+  const size_t n = streams.size();
+  streams[0]->impl->enqueue([launch, n]() -> Status {
+    launch->arrived.fetch_add(1);
+    Backoff backoff;
+    while (launch->arrived.load() < n) backoff.pause();
+    launch->result = runTasks(launch->tasks);
+    launch->tasks.clear();
+    launch->finished.store(true, std::memory_order_release);
+    return launch->result;
+  });
+  for (size_t i = 1; i < n; ++i) {
+    streams[i]->impl->enqueue([launch]() -> Status {
+      launch->arrived.fetch_add(1);
+      Backoff backoff;
+      while (!launch->finished.load(std::memory_order_acquire)) backoff.pause();
+      return {};
+    });
+  }
+  return {};
+}
+
+Status launch(std::vector<PendingOp> ops) {
+  if (ops.empty()) return {};
+  std::vector<hclStream*> streams;
+  bool anyNullStream = false;
+  for (const PendingOp& op : ops) {
+    if (!op.stream) {
+      anyNullStream = true;
+    } else if (std::find(streams.begin(), streams.end(), op.stream) == streams.end()) {
+      streams.push_back(op.stream);
+    }
+  }
+  auto tasks = buildTasks(ops);
+  if (!anyNullStream) return runOnStreams(std::move(tasks), std::move(streams));
+  // Blocking launch: earlier work on the involved streams comes first.
+  for (hclStream* s : streams) HCL_TRY(s->impl->synchronize());
+  return runTasks(tasks);
+}
+
+Status runInits(std::vector<std::function<Status()>> inits) {
+  if (inits.size() == 1) return inits[0]();
+  std::vector<Status> results(inits.size());
+  {
+    std::vector<std::jthread> threads;
+    for (size_t i = 0; i < inits.size(); ++i) {
+      threads.emplace_back([&, i] { results[i] = inits[i](); });
+    }
+  }
+  for (const Status& s : results) {
+    if (!s.ok()) return s;
+  }
+  return {};
+}
+
+}  // namespace
+
+bool inGroup() { return tlsGroup.depth > 0; }
+
+Status groupStart() {
+  ++tlsGroup.depth;
+  return {};
+}
+
+Status groupEnd() {
+  if (tlsGroup.depth == 0) return invalidUsage("hclGroupEnd: no matching hclGroupStart");
+  if (--tlsGroup.depth > 0) return {};
+  auto inits = std::move(tlsGroup.inits);
+  auto ops = std::move(tlsGroup.ops);
+  tlsGroup.inits.clear();
+  tlsGroup.ops.clear();
+  if (!inits.empty()) HCL_TRY(runInits(std::move(inits)));
+  return launch(std::move(ops));
+}
+
+Status submit(PendingOp op) {
+  if (inGroup()) {
+    tlsGroup.ops.push_back(std::move(op));
+    return {};
+  }
+  std::vector<PendingOp> ops;
+  ops.push_back(std::move(op));
+  return launch(std::move(ops));
+}
+
+void deferInit(std::function<Status()> init) { tlsGroup.inits.push_back(std::move(init)); }
+
+}  // namespace hcl

@@ -1,0 +1,37 @@
+// NCCL group semantics: calls between hclGroupStart and hclGroupEnd are
+// recorded and launched together. Outside a group each call is a group of one.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "collectives/plan/collective.h"
+#include "core/handles.h"
+
+namespace hcl {
+
+struct PendingOp {
+  const char* call = "";
+  CollKind kind = CollKind::AllReduce;
+  bool isSend = false;  // for SendRecv
+  std::shared_ptr<Communicator> comm;
+  hclComm* handle = nullptr;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  hclDataType_t type = hclFloat32;
+  hclRedOp_t op = hclSum;
+  int root = 0;  // root, or peer for SendRecv
+  hclStream* stream = nullptr;
+};
+
+bool inGroup();
+Status groupStart();
+Status groupEnd();
+// Runs the op now (outside a group) or records it (inside one).
+Status submit(PendingOp op);
+// hclCommInitRank inside a group: runs at hclGroupEnd, concurrently with the
+// group's other initializations.
+void deferInit(std::function<Status()> init);
+
+}  // namespace hcl

@@ -1,0 +1,185 @@
+#include "core/netif.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <memory>
+
+#include "core/log.h"
+#include "core/params.h"
+
+namespace hcl {
+namespace {
+
+int prefixLength(const sockaddr* mask) {
+  if (mask == nullptr) return 0;
+  int bits = 0;
+  if (mask->sa_family == AF_INET) {
+    const auto* m = reinterpret_cast<const sockaddr_in*>(mask);
+    bits = std::popcount(static_cast<uint32_t>(m->sin_addr.s_addr));
+  } else if (mask->sa_family == AF_INET6) {
+    const auto* m = reinterpret_cast<const sockaddr_in6*>(mask);
+    for (uint8_t byte : m->sin6_addr.s6_addr) bits += std::popcount(byte);
+  }
+  return bits;
+}
+
+bool isLinkLocalV6(const sockaddr_in6* a) { return IN6_IS_ADDR_LINKLOCAL(&a->sin6_addr); }
+
+std::string numericAddress(const sockaddr* sa) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  const void* src = sa->sa_family == AF_INET
+                        ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr)
+                        : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
+  if (inet_ntop(sa->sa_family, src, buf, sizeof(buf)) == nullptr) return {};
+  return buf;
+}
+
+// Splits "a,b,c" into its non-empty items.
+std::vector<std::string_view> splitList(std::string_view list) {
+  std::vector<std::string_view> items;
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    if (!item.empty()) items.push_back(item);
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return items;
+}
+
+// "AF_INET" / "AF_INET6" (also "inet", "ipv4", "4", ...); 0 means any.
+int familyFromText(std::string_view text) {
+  std::string t(text);
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (t.empty()) return 0;
+  if (t == "af_inet" || t == "inet" || t == "ipv4" || t == "4") return AF_INET;
+  if (t == "af_inet6" || t == "inet6" || t == "ipv6" || t == "6") return AF_INET6;
+  log::warn(log::Net, "HCL_SOCKET_FAMILY={} is not AF_INET or AF_INET6; ignoring it", text);
+  return 0;
+}
+
+bool isDefaultExcluded(const NetInterface& itf) {
+  return itf.loopback || itf.name.starts_with("docker") || itf.name.starts_with("virbr");
+}
+
+}  // namespace
+
+std::vector<NetInterface> listInterfaces() {
+  std::vector<NetInterface> result;
+  ifaddrs* raw = nullptr;
+  if (getifaddrs(&raw) != 0) {
+    log::warn(log::Net, "getifaddrs failed: {}", std::strerror(errno));
+    return result;
+  }
+  std::unique_ptr<ifaddrs, decltype(&freeifaddrs)> list(raw, &freeifaddrs);
+  for (const ifaddrs* ifa = raw; ifa != nullptr; ifa = ifa->ifa_next) {
+    if (ifa->ifa_addr == nullptr || (ifa->ifa_flags & IFF_UP) == 0) continue;
+    int family = ifa->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    if (family == AF_INET6 && isLinkLocalV6(reinterpret_cast<const sockaddr_in6*>(ifa->ifa_addr))) continue;
+    NetInterface itf;
+    itf.name = ifa->ifa_name;
+    itf.ip = numericAddress(ifa->ifa_addr);
+    if (itf.ip.empty()) continue;
+    itf.family = family;
+    itf.prefixLen = prefixLength(ifa->ifa_netmask);
+    itf.loopback = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
+    result.push_back(std::move(itf));
+  }
+  return result;
+}
+
+bool interfaceMatches(std::string_view spec, std::string_view name) {
+  if (spec.empty()) return true;
+  bool exclude = false;
+  if (spec.front() == '^') {
+    exclude = true;
+    spec.remove_prefix(1);
+  }
+  bool exact = false;
+  if (!spec.empty() && spec.front() == '=') {
+    exact = true;
+    spec.remove_prefix(1);
+  }
+  bool listed = false;
+  for (std::string_view item : splitList(spec)) {
+    if (exact ? name == item : name.starts_with(item)) {
+      listed = true;
+      break;
+    }
+  }
+  return exclude ? !listed : listed;
+}
+
+std::vector<NetInterface> chooseInterfaces() {
+  const std::string spec = paramString("HCL_SOCKET_IFNAME");
+  const int family = familyFromText(paramString("HCL_SOCKET_FAMILY"));
+  std::vector<NetInterface> all = listInterfaces();
+  std::erase_if(all, [&](const NetInterface& itf) { return family != 0 && itf.family != family; });
+
+  std::vector<NetInterface> chosen;
+  if (!spec.empty()) {
+    for (const auto& itf : all)
+      if (interfaceMatches(spec, itf.name)) chosen.push_back(itf);
+    if (chosen.empty()) log::warn(log::Net, "no interface matches HCL_SOCKET_IFNAME={}", spec);
+    return chosen;
+  }
+  for (const auto& itf : all)
+    if (!isDefaultExcluded(itf)) chosen.push_back(itf);
+  if (chosen.empty()) {
+    for (const auto& itf : all)
+      if (itf.loopback) chosen.push_back(itf);
+  }
+  return chosen;
+}
+
+bool parseHostPort(std::string_view text, std::string& ip, uint16_t& port) {
+  std::string_view host;
+  std::string_view portText;
+  if (text.starts_with('[')) {
+    size_t close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') return false;
+    host = text.substr(1, close - 1);
+    portText = text.substr(close + 2);
+  } else {
+    size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) return false;
+    host = text.substr(0, colon);
+    portText = text.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) return false;  // bare IPv6 needs brackets
+  }
+  if (host.empty() || portText.empty()) return false;
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), value);
+  if (ec != std::errc() || end != portText.data() + portText.size() || value == 0 || value > 65535)
+    return false;
+
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  std::string hostStr(host);
+  if (getaddrinfo(hostStr.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) return false;
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, &freeaddrinfo);
+  std::string numeric;
+  for (const addrinfo* ai = res; ai != nullptr && numeric.empty(); ai = ai->ai_next) {
+    if (ai->ai_family == AF_INET || ai->ai_family == AF_INET6) numeric = numericAddress(ai->ai_addr);
+  }
+  if (numeric.empty()) return false;
+  ip = std::move(numeric);
+  port = static_cast<uint16_t>(value);
+  return true;
+}
+
+}  // namespace hcl

@@ -1,0 +1,34 @@
+// Network interfaces and the HCL_SOCKET_IFNAME / NCCL_SOCKET_IFNAME filter.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hcl {
+
+struct NetInterface {
+  std::string name;  // "eth0"
+  std::string ip;    // numeric address
+  int family = 0;    // AF_INET or AF_INET6
+  int prefixLen = 0;
+  bool loopback = false;
+};
+
+// Every up interface with an address (one entry per address).
+std::vector<NetInterface> listInterfaces();
+
+// NCCL's syntax: "eth,ib" prefixes; "^docker" excludes prefixes; "=eth0"
+// exact names; "^=lo" excludes exact names. Empty spec matches everything.
+bool interfaceMatches(std::string_view spec, std::string_view name);
+
+// The interfaces HCL uses for sockets: those matching HCL_SOCKET_IFNAME if
+// set; otherwise every non-loopback, non-docker interface, falling back to
+// loopback when there is nothing else. HCL_SOCKET_FAMILY (AF_INET/AF_INET6)
+// restricts the family.
+std::vector<NetInterface> chooseInterfaces();
+
+// Parses "host:port" or "[v6]:port"; resolves host names to a numeric IP.
+bool parseHostPort(std::string_view text, std::string& ip, uint16_t& port);
+
+}  // namespace hcl

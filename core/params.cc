@@ -1,0 +1,238 @@
+#include "core/params.h"
+
+#include <sys/stat.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "core/log.h"
+
+namespace hcl {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\r\n\v\f";
+  const auto begin = s.find_first_not_of(kSpace);
+  if (begin == std::string_view::npos) return {};
+  const auto end = s.find_last_not_of(kSpace);
+  return s.substr(begin, end - begin + 1);
+}
+
+char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool equalsNoCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+// A non-empty environment value, or nullopt.
+std::optional<std::string> envValue(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+using ConfigEntries = std::unordered_map<std::string, std::string>;
+
+ConfigEntries parseConfigFile(const std::string& path) {
+  ConfigEntries entries;
+  std::ifstream in(path);
+  std::string raw;
+  while (std::getline(in, raw)) {
+    std::string_view line = trim(raw);
+    if (line.empty() || line.front() == '#') continue;
+    // A '#' after whitespace starts a trailing comment; "eth#0" stays a value.
+    for (size_t i = 1; i < line.size(); ++i) {
+      if (line[i] == '#' && (line[i - 1] == ' ' || line[i - 1] == '\t')) {
+        line = trim(line.substr(0, i));
+        break;
+      }
+    }
+    const auto eq = line.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view key = trim(line.substr(0, eq));
+    std::string_view value = trim(line.substr(eq + 1));
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+        value.back() == value.front())
+      value = value.substr(1, value.size() - 2);
+    if (!key.empty()) entries[std::string(key)] = std::string(value);  // last one wins
+  }
+  return entries;
+}
+
+// Shared state: the parsed config file (re-read when its path, size or mtime
+// changes) and the invalid values already warned about.
+class ParamState {
+ public:
+  static ParamState& instance() {
+    static ParamState state;
+    return state;
+  }
+
+  std::optional<std::string> configValue(const std::string& path, const std::string& key) {
+    struct stat st {};
+    const bool exists = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    std::lock_guard lock(mutex_);
+    if (!exists) {
+      cachedPath_.clear();
+      entries_.clear();
+      return std::nullopt;
+    }
+    const int64_t mtimeNs = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+    if (path != cachedPath_ || mtimeNs != cachedMtimeNs_ || st.st_size != cachedSize_) {
+      entries_ = parseConfigFile(path);
+      cachedPath_ = path;
+      cachedMtimeNs_ = mtimeNs;
+      cachedSize_ = st.st_size;
+    }
+    const auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.empty()) return std::nullopt;
+    return it->second;
+  }
+
+  // True the first time this (name, text) pair is reported.
+  bool firstWarning(std::string_view name, const std::string& text) {
+    std::lock_guard lock(mutex_);
+    return warned_.insert(std::string(name) + '=' + text).second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::string cachedPath_;
+  int64_t cachedMtimeNs_ = 0;
+  off_t cachedSize_ = 0;
+  ConfigEntries entries_;
+  std::set<std::string> warned_;
+};
+
+const ParamSpec& requireParam(std::string_view name) {
+  const ParamSpec* spec = findParam(name);
+  if (spec == nullptr) throw std::logic_error("unknown HCL parameter " + std::string(name));
+  return *spec;
+}
+
+const ParamSpec& requireParam(std::string_view name, ParamType type, const char* accessor) {
+  const ParamSpec& spec = requireParam(name);
+  if (spec.type != type)
+    throw std::logic_error(std::string(accessor) + " called for parameter " + spec.name +
+                           " of another type");
+  return spec;
+}
+
+template <typename T>
+T parseOrDefault(const ParamSpec& spec, std::optional<T> (*parse)(std::string_view)) {
+  const ParamValue value = resolveParam(spec.name);
+  if (auto parsed = parse(value.text)) return *parsed;
+  const auto fallback = parse(spec.defaultValue);
+  if (!fallback)
+    throw std::logic_error(std::string("invalid default of parameter ") + spec.name);
+  if (ParamState::instance().firstWarning(spec.name, value.text))
+    log::warn(log::Env, "Invalid value '{}' for {} (from {}), using default {}", value.text,
+              spec.name, paramSourceName(value), spec.defaultValue);
+  return *fallback;
+}
+
+}  // namespace
+
+const char* toString(ParamSource s) {
+  switch (s) {
+    case ParamSource::Default: return "default";
+    case ParamSource::Env: return "env";
+    case ParamSource::NcclEnv: return "NCCL env";
+    case ParamSource::ConfigFile: return "config file";
+  }
+  return "unknown";
+}
+
+const ParamSpec* findParam(std::string_view name) {
+  for (const ParamSpec& spec : paramTable())
+    if (name == spec.name) return &spec;
+  return nullptr;
+}
+
+std::string paramSourceName(const ParamValue& value) {
+  std::string name = toString(value.source);
+  const bool viaAlias = value.source == ParamSource::NcclEnv ||
+                        (value.source == ParamSource::ConfigFile && value.origin.starts_with("NCCL_"));
+  if (viaAlias) name += " (" + value.origin + ")";
+  return name;
+}
+
+std::string paramConfigFilePath() {
+  if (auto v = envValue("HCL_CONF_FILE")) return *v;
+  if (auto v = envValue("NCCL_CONF_FILE")) return *v;
+  if (auto home = envValue("HOME")) return *home + "/.hcl.conf";
+  return {};
+}
+
+ParamValue resolveParam(std::string_view name) {
+  const ParamSpec& spec = requireParam(name);
+  if (auto v = envValue(spec.name)) return {*v, ParamSource::Env, spec.name};
+  if (spec.ncclAlias != nullptr) {
+    if (auto v = envValue(spec.ncclAlias)) return {*v, ParamSource::NcclEnv, spec.ncclAlias};
+  }
+  // The config file cannot name itself.
+  if (name != "HCL_CONF_FILE") {
+    const std::string path = paramConfigFilePath();
+    if (!path.empty()) {
+      auto& state = ParamState::instance();
+      if (auto v = state.configValue(path, spec.name)) return {*v, ParamSource::ConfigFile, spec.name};
+      if (spec.ncclAlias != nullptr) {
+        if (auto v = state.configValue(path, spec.ncclAlias))
+          return {*v, ParamSource::ConfigFile, spec.ncclAlias};
+      }
+    }
+  }
+  return {spec.defaultValue, ParamSource::Default, {}};
+}
+
+std::optional<int64_t> parseParamInt(std::string_view text) {
+  text = trim(text);
+  if (text.empty()) return std::nullopt;
+  int shift = 0;
+  switch (text.back()) {
+    case 'k': case 'K': shift = 10; break;
+    case 'm': case 'M': shift = 20; break;
+    case 'g': case 'G': shift = 30; break;
+    default: break;
+  }
+  if (shift != 0) text.remove_suffix(1);
+  if (text.size() > 1 && text.front() == '+' && text[1] != '-') text.remove_prefix(1);
+  int64_t number = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  const int64_t factor = int64_t{1} << shift;
+  if (number > std::numeric_limits<int64_t>::max() / factor ||
+      number < std::numeric_limits<int64_t>::min() / factor)
+    return std::nullopt;
+  return number * factor;
+}
+
+std::optional<bool> parseParamBool(std::string_view text) {
+  text = trim(text);
+  for (std::string_view t : {"1", "true", "yes", "on"})
+    if (equalsNoCase(text, t)) return true;
+  for (std::string_view f : {"0", "false", "no", "off"})
+    if (equalsNoCase(text, f)) return false;
+  return std::nullopt;
+}
+
+int64_t paramInt(std::string_view name) {
+  return parseOrDefault<int64_t>(requireParam(name, ParamType::Int, "paramInt"), parseParamInt);
+}
+
+bool paramBool(std::string_view name) {
+  return parseOrDefault<bool>(requireParam(name, ParamType::Bool, "paramBool"), parseParamBool);
+}
+
+std::string paramString(std::string_view name) { return resolveParam(name).text; }
+
+}  // namespace hcl

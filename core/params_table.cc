@@ -1,0 +1,57 @@
+// The one table of every HCL knob. Adding a knob is adding one row here (and
+// one line to docs/parameters.md, which a test checks).
+#include <array>
+
+#include "core/params.h"
+
+namespace hcl {
+namespace {
+
+using enum ParamType;
+
+constexpr std::array kParams = {
+    ParamSpec{"HCL_DEBUG", String, "",
+              "Log level: VERSION, WARN, INFO, TRACE (unset: WARN; NONE silences)", "NCCL_DEBUG"},
+    ParamSpec{"HCL_DEBUG_SUBSYS", String, "INIT,BOOTSTRAP,ENV",
+              "Comma list of INIT,COLL,P2P,SHM,NET,GRAPH,TUNING,ENV,ALLOC,CALL,BOOTSTRAP,PROXY,"
+              "DESTROY,ALL shown at INFO/TRACE; a leading ^ inverts the list",
+              "NCCL_DEBUG_SUBSYS"},
+    ParamSpec{"HCL_DEBUG_FILE", String, "",
+              "Log file instead of stderr; %h expands to the hostname, %p to the pid",
+              "NCCL_DEBUG_FILE"},
+    ParamSpec{"HCL_CONF_FILE", String, "",
+              "Config file with NAME=VALUE lines (unset: ~/.hcl.conf)", "NCCL_CONF_FILE"},
+    ParamSpec{"HCL_COMM_ID", String, "", "host:port of the bootstrap root", "NCCL_COMM_ID"},
+    ParamSpec{"HCL_COMM_SECRET", String, "",
+              "Mixed into the secret of unique ids made from HCL_COMM_ID", nullptr},
+    ParamSpec{"HCL_SOCKET_IFNAME", String, "",
+              "Network interface filter for sockets", "NCCL_SOCKET_IFNAME"},
+    ParamSpec{"HCL_SOCKET_FAMILY", String, "",
+              "Address family of sockets: AF_INET or AF_INET6", "NCCL_SOCKET_FAMILY"},
+    ParamSpec{"HCL_HOSTID", String, "",
+              "Overrides the host identity (emulates several hosts on one machine)", nullptr},
+    ParamSpec{"HCL_SHM_DISABLE", Bool, "0",
+              "Use TCP even between ranks on one host", "NCCL_SHM_DISABLE"},
+    ParamSpec{"HCL_SHM_CMA_THRESHOLD", Int, "65536",
+              "Shared-memory messages at least this large use process_vm_readv single copy "
+              "(0 disables)",
+              nullptr},
+    ParamSpec{"HCL_SHM_SLOT_BYTES", Int, "262144", "Bytes per shared-memory FIFO slot", nullptr},
+    ParamSpec{"HCL_SHM_SLOTS", Int, "8", "Slots per shared-memory FIFO", nullptr},
+    ParamSpec{"HCL_TCP_BUFFER_BYTES", Int, "4194304", "Socket send/receive buffer size in bytes",
+              nullptr},
+    ParamSpec{"HCL_TIMEOUT_MS", Int, "60000",
+              "A wait on a peer that sees no progress for this many milliseconds fails", nullptr},
+    ParamSpec{"HCL_CHUNK_BYTES", Int, "524288", "Pipeline slice size of ring algorithms in bytes",
+              nullptr},
+    ParamSpec{"HCL_ALGO", String, "", "Collective algorithm override", "NCCL_ALGO"},
+    ParamSpec{"HCL_SPIN_US", Int, "50", "Busy-poll time in microseconds before backing off",
+              nullptr},
+    ParamSpec{"HCL_COMM_BLOCKING", Bool, "1", "Communicators are blocking", "NCCL_COMM_BLOCKING"},
+};
+
+}  // namespace
+
+std::span<const ParamSpec> paramTable() { return kParams; }
+
+}  // namespace hcl

@@ -1,0 +1,71 @@
+#include "core/peer_info.h"
+
+#include "core/wire.h"
+
+namespace hcl {
+namespace {
+constexpr uint32_t kPeerInfoMagic = 0x48434C50;  // "HCLP"
+}
+
+const char* toString(DeviceKind k) {
+  switch (k) {
+    case DeviceKind::Cpu: return "cpu";
+    case DeviceKind::Cuda: return "cuda";
+    case DeviceKind::Hip: return "hip";
+  }
+  return "unknown";
+}
+
+std::vector<uint8_t> PeerInfo::serialize() const {
+  WireWriter w;
+  w.put(kPeerInfoMagic);
+  w.put<int32_t>(rank);
+  w.putString(hostId);
+  w.put(pid);
+  w.put(processToken);
+  w.put(static_cast<uint8_t>(deviceKind));
+  w.putString(vendor);
+  w.put<int32_t>(deviceIndex);
+  w.put<uint8_t>(shmEnabled ? 1 : 0);
+  w.put<uint32_t>(static_cast<uint32_t>(addresses.size()));
+  for (const auto& a : addresses) {
+    w.putString(a.ifname);
+    w.putString(a.ip);
+    w.put(a.port);
+    w.put(a.prefixLen);
+  }
+  return w.take();
+}
+
+bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
+  WireReader r(data, size);
+  uint32_t magic = 0;
+  int32_t rank = 0, devIndex = 0;
+  uint8_t kind = 0, shm = 0;
+  uint32_t naddr = 0;
+  if (!r.get(magic) || magic != kPeerInfoMagic) return false;
+  r.get(rank);
+  r.getString(out.hostId);
+  r.get(out.pid);
+  r.get(out.processToken);
+  r.get(kind);
+  r.getString(out.vendor);
+  r.get(devIndex);
+  r.get(shm);
+  r.get(naddr);
+  if (!r.ok() || kind > static_cast<uint8_t>(DeviceKind::Hip) || naddr > 1024) return false;
+  out.rank = rank;
+  out.deviceKind = static_cast<DeviceKind>(kind);
+  out.deviceIndex = devIndex;
+  out.shmEnabled = shm != 0;
+  out.addresses.resize(naddr);
+  for (auto& a : out.addresses) {
+    r.getString(a.ifname);
+    r.getString(a.ip);
+    r.get(a.port);
+    r.get(a.prefixLen);
+  }
+  return r.ok() && r.atEnd();
+}
+
+}  // namespace hcl

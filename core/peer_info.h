@@ -1,0 +1,36 @@
+// What every rank publishes about itself at bootstrap. Link selection is a
+// pure function of two of these, so both ends of a link reach the same answer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hcl {
+
+enum class DeviceKind : uint8_t { Cpu = 0, Cuda = 1, Hip = 2 };
+const char* toString(DeviceKind k);
+
+struct NetAddress {
+  std::string ifname;  // e.g. "eth0", "lo"
+  std::string ip;      // numeric, v4 or v6
+  uint16_t port = 0;   // this rank's TCP listener on that interface
+  uint8_t prefixLen = 0;  // subnet prefix length of the interface
+};
+
+struct PeerInfo {
+  int rank = -1;
+  std::string hostId;      // HCL_HOSTID, or hostname + boot id
+  int64_t pid = 0;
+  uint64_t processToken = 0;  // random per process: tells processes apart across pid namespaces
+  DeviceKind deviceKind = DeviceKind::Cpu;
+  std::string vendor = "cpu";
+  int deviceIndex = -1;
+  bool shmEnabled = true;  // false under HCL_SHM_DISABLE=1
+  std::vector<NetAddress> addresses;
+
+  std::vector<uint8_t> serialize() const;
+  static bool deserialize(const uint8_t* data, size_t size, PeerInfo& out);
+};
+
+}  // namespace hcl

@@ -1,0 +1,42 @@
+// User-created reduction operators (hclRedOpCreatePreMulSum) of one communicator.
+#pragma once
+
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "collectives/reduce/reduce.h"
+#include "core/status.h"
+
+namespace hcl {
+
+class RedOpTable {
+ public:
+  // Registers a PreMulSum op. For hclScalarHostImmediate the scalar is read
+  // now; for hclScalarDevice (a host pointer on the CPU device) it is read
+  // each time an operation using it runs.
+  Status create(hclDataType_t type, const void* scalar, hclScalarResidence_t residence,
+                hclRedOp_t* out);
+  Status destroy(hclRedOp_t op);
+  bool isValid(hclRedOp_t op) const;
+  // Resolves `op` for data type `type` into a ReduceSpec (reading a pointer
+  // scalar now). Fails if the op was created for another type.
+  Status resolve(hclRedOp_t op, hclDataType_t type, int nranks, ReduceSpec& out) const;
+
+ private:
+  struct Entry {
+    hclDataType_t type;
+    hclScalarResidence_t residence;
+    const void* pointer;
+    double valueFloat;
+    int64_t valueInt;
+    uint64_t valueUint;
+  };
+  mutable std::mutex mutex_;
+  std::vector<std::optional<Entry>> entries_;  // op = hclNumOps + index
+};
+
+// Reads one scalar of `type` at `p` into the three representations.
+void readScalar(hclDataType_t type, const void* p, double& f, int64_t& i, uint64_t& u);
+
+}  // namespace hcl

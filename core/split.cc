@@ -1,0 +1,113 @@
+#include "core/split.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "collectives/algorithms/p2p.h"
+#include "collectives/algorithms/ring.h"
+#include "core/bootstrap.h"
+#include "core/comm_init.h"
+#include "core/executor.h"
+
+namespace hcl {
+namespace {
+
+Status runOne(Communicator& parent, std::shared_ptr<Communicator> owner, Schedule schedule, RunBuffers buffers) {
+  std::vector<std::unique_ptr<CommTask>> tasks;
+  tasks.push_back(std::make_unique<CommTask>(owner, "hclCommSplit"));
+  auto shared = std::make_shared<std::pair<Schedule, RunBuffers>>(std::move(schedule), std::move(buffers));
+  tasks.back()->add([&parent, shared](std::unique_ptr<ScheduleRun>& out) -> Status {
+    out = std::make_unique<ScheduleRun>(parent, shared->first, shared->second, ReduceSpec{});
+    return {};
+  });
+  return runTasks(tasks);
+}
+
+// Out-of-band collectives among a subset of the parent's ranks, over the
+// parent's links. Other colors run their own exchanges at the same time on
+// disjoint pairs, so messages never cross.
+class SubsetOob final : public Oob {
+ public:
+  SubsetOob(std::shared_ptr<Communicator> parent, std::vector<int> members, int myIndex)
+      : parent_(std::move(parent)), members_(std::move(members)), me_(myIndex) {}
+  int rank() const override { return me_; }
+  int size() const override { return static_cast<int>(members_.size()); }
+
+  Status allgather(const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>& all) override {
+    const size_t m = members_.size();
+    std::vector<uint64_t> sizes(m, 0);
+    sizes[static_cast<size_t>(me_)] = mine.size();
+    HCL_TRY(exchange([&](size_t i) { return static_cast<void*>(&sizes[i]); },
+                     [&](size_t) { return sizeof(uint64_t); }));
+    all.assign(m, {});
+    for (size_t i = 0; i < m; ++i) all[i].resize(sizes[i]);
+    all[static_cast<size_t>(me_)] = mine;
+    return exchange([&](size_t i) { return static_cast<void*>(all[i].data()); },
+                    [&](size_t i) { return static_cast<size_t>(sizes[i]); });
+  }
+
+ private:
+  // Sends slot me_ to every member and receives slot i from member i.
+  template <typename BufferOf, typename BytesOf>
+  Status exchange(BufferOf bufferOf, BytesOf bytesOf) {
+    std::vector<P2PCall> calls;
+    RunBuffers buffers;
+    for (size_t i = 0; i < members_.size(); ++i) {
+      if (static_cast<int>(i) == me_) continue;
+      buffers.user.push_back(bufferOf(static_cast<size_t>(me_)));
+      calls.push_back({true, members_[i], bytesOf(static_cast<size_t>(me_)), static_cast<uint32_t>(buffers.user.size() - 1)});
+      buffers.user.push_back(bufferOf(i));
+      calls.push_back({false, members_[i], bytesOf(i), static_cast<uint32_t>(buffers.user.size() - 1)});
+    }
+    Schedule schedule;
+    std::string error;
+    if (!p2pSchedule(calls, parent_->rank(), schedule, error)) return internalError(error);
+    schedule.tag = static_cast<uint32_t>(CollKind::Control);
+    return runOne(*parent_, parent_, std::move(schedule), std::move(buffers));
+  }
+
+  std::shared_ptr<Communicator> parent_;
+  std::vector<int> members_;
+  int me_;
+};
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+}  // namespace
+
+Status splitCommunicator(const std::shared_ptr<Communicator>& parent, int color, int key,
+                         const CommSettings& settings, std::shared_ptr<Communicator>& out) {
+  out.reset();
+  const int n = parent->nranks();
+  const uint64_t serial = parent->nextSplitSerial();
+  std::vector<int32_t> table(static_cast<size_t>(2 * n), 0);
+  const int32_t mine[2] = {color, key};
+  CollArgs args;
+  args.kind = CollKind::Control;
+  args.rank = parent->rank();
+  args.nranks = n;
+  args.count = 2;
+  args.type = hclInt32;
+  args.chunkBytes = parent->settings().chunkBytes;
+  HCL_TRY(runOne(*parent, parent, ringAllGather(args), RunBuffers{mine, table.data(), {}}));
+  if (color == HCL_SPLIT_NOCOLOR) return {};
+
+  std::vector<int> members;
+  for (int r = 0; r < n; ++r) {
+    if (table[static_cast<size_t>(2 * r)] == color) members.push_back(r);
+  }
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
+    return table[static_cast<size_t>(2 * a + 1)] < table[static_cast<size_t>(2 * b + 1)];
+  });
+  const int myIndex = static_cast<int>(std::find(members.begin(), members.end(), parent->rank()) - members.begin());
+  SubsetOob oob(parent, members, myIndex);
+  const uint64_t tag = mix(mix(parent->commTag(), serial), static_cast<uint32_t>(color));
+  return initCommunicator(oob, static_cast<int>(members.size()), myIndex, parent->secret(), tag, settings, out);
+}
+
+}  // namespace hcl

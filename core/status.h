@@ -1,0 +1,44 @@
+// A result code plus a human-readable message; the currency of every internal call.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "hcl.h"
+
+namespace hcl {
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(hclResult_t code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  static Status success() { return {}; }
+  bool ok() const { return code_ == hclSuccess; }
+  hclResult_t code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+  // Prefixes the message with context, e.g. the API call name.
+  Status withContext(const std::string& context) const {
+    if (ok()) return *this;
+    return {code_, context + ": " + message_};
+  }
+
+ private:
+  hclResult_t code_ = hclSuccess;
+  std::string message_;
+};
+
+inline Status invalidArgument(std::string msg) { return {hclInvalidArgument, std::move(msg)}; }
+inline Status invalidUsage(std::string msg) { return {hclInvalidUsage, std::move(msg)}; }
+inline Status systemError(std::string msg) { return {hclSystemError, std::move(msg)}; }
+inline Status remoteError(std::string msg) { return {hclRemoteError, std::move(msg)}; }
+inline Status internalError(std::string msg) { return {hclInternalError, std::move(msg)}; }
+
+}  // namespace hcl
+
+#define HCL_TRY(expr)                        \
+  do {                                       \
+    ::hcl::Status hcl_try_status_ = (expr);  \
+    if (!hcl_try_status_.ok()) return hcl_try_status_; \
+  } while (0)

@@ -1,0 +1,74 @@
+#include "core/validate.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "core/datatype.h"
+
+namespace hcl {
+
+Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
+  if (!comm) return invalidArgument("comm is NULL");
+  if (!isLiveHandle(comm)) {
+    return invalidArgument(fmt::format("comm {} is not a valid communicator (destroyed or never created)",
+                                       static_cast<const void*>(comm)));
+  }
+  if (!comm->impl) {
+    if (!comm->initStatus.ok()) return invalidUsage("comm failed to initialize: " + comm->initStatus.message());
+    return invalidUsage("comm is still initializing (complete the group with hclGroupEnd first)");
+  }
+  HCL_TRY(comm->impl->failure());
+  if (comm->impl->abortFlag().load()) return invalidUsage("comm was aborted");
+  out = comm->impl;
+  return {};
+}
+
+Status checkDataType(hclDataType_t type) {
+  if (!isValidDataType(type)) {
+    return invalidArgument(fmt::format("datatype {} is not a valid hclDataType_t (0..{})",
+                                       static_cast<int>(type), hclNumTypes - 1));
+  }
+  return {};
+}
+
+Status checkOp(Communicator& comm, hclRedOp_t op) {
+  if (!comm.redOps().isValid(op)) {
+    return invalidArgument(fmt::format(
+        "op {} is not a valid reduction operator (built-in 0..4 or one from hclRedOpCreatePreMulSum)",
+        static_cast<int>(op)));
+  }
+  return {};
+}
+
+Status checkBuffer(const char* name, const void* buffer, size_t count) {
+  if (!buffer && count > 0) return invalidArgument(fmt::format("{} is NULL with count {}", name, count));
+  return {};
+}
+
+Status checkCount(const char* name, size_t count, size_t multiplier, hclDataType_t type) {
+  const size_t es = dataTypeSize(type);
+  const size_t limit = std::numeric_limits<size_t>::max() / 2;  // leave room for offsets
+  if (count > 0 && (multiplier > limit / count || count * multiplier > limit / es)) {
+    return invalidArgument(fmt::format("{} {} overflows: {} x {} elements of {} bytes do not fit in memory",
+                                       name, count, count, multiplier, es));
+  }
+  return {};
+}
+
+Status checkRank(const char* name, int value, int nranks) {
+  if (value < 0 || value >= nranks) {
+    return invalidArgument(fmt::format("{} {} is out of range for a communicator of {} ranks", name, value, nranks));
+  }
+  return {};
+}
+
+Status checkStream(hclStream_t stream) {
+  if (stream && !isLiveHandle(stream)) {
+    return invalidArgument(fmt::format("stream {} is not a stream from hclStreamCreate (or was destroyed)",
+                                       static_cast<const void*>(stream)));
+  }
+  return {};
+}
+
+}  // namespace hcl

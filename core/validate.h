@@ -1,0 +1,21 @@
+// Argument checks shared by the API entry points. Each returns
+// hclInvalidArgument/hclInvalidUsage with a message naming the argument and
+// its value; the caller prefixes the call name.
+#pragma once
+
+#include <memory>
+
+#include "core/handles.h"
+
+namespace hcl {
+
+Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out);
+Status checkDataType(hclDataType_t type);
+Status checkOp(Communicator& comm, hclRedOp_t op);
+Status checkBuffer(const char* name, const void* buffer, size_t count);
+// count * multiplier elements of `type` must fit in size_t bytes.
+Status checkCount(const char* name, size_t count, size_t multiplier, hclDataType_t type);
+Status checkRank(const char* name, int value, int nranks);
+Status checkStream(hclStream_t stream);
+
+}  // namespace hcl

@@ -1,0 +1,376 @@
+#include "core/bootstrap.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <asio.hpp>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/bootstrap_root.h"
+#include "core/bootstrap_wire.h"
+#include "test_env.h"
+
+namespace hcl {
+namespace {
+
+using asio::ip::tcp;
+using namespace std::chrono_literals;
+
+constexpr int64_t kGenerousMs = 30000;
+
+UniqueIdContents contentsOf(const hclUniqueId& id) {
+  UniqueIdContents c;
+  EXPECT_TRUE(decodeUniqueId(id, c).ok());
+  return c;
+}
+
+hclUniqueId freshId() {
+  test::ScopedEnv commId("HCL_COMM_ID", std::nullopt);
+  test::ScopedEnv ncclCommId("NCCL_COMM_ID", std::nullopt);
+  hclUniqueId id;
+  const Status st = createUniqueId(&id);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return id;
+}
+
+// Runs fn(rank) on one thread per rank and waits for all of them.
+void runRanks(int nranks, const std::function<void(int)>& fn) {
+  std::vector<std::jthread> threads;
+  for (int r = 0; r < nranks; ++r) threads.emplace_back([&fn, r] { fn(r); });
+}
+
+std::vector<uint8_t> blobFor(int rank, int round) {
+  std::vector<uint8_t> blob(static_cast<size_t>((rank * 7 + round * 13) % 41));
+  for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<uint8_t>(rank * 31 + round * 5 + i);
+  return blob;
+}
+
+uint16_t freeLoopbackPort() {
+  asio::io_context io;
+  tcp::acceptor probe(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  return probe.local_endpoint().port();
+}
+
+// A hand-made connection to a root, for playing strangers and broken ranks.
+class RawClient {
+ public:
+  explicit RawClient(const hclUniqueId& id) : socket_(io_) {
+    const auto c = contentsOf(id);
+    socket_.connect(tcp::endpoint(asio::ip::make_address(c.rootIp), c.rootPort));
+  }
+  void send(std::span<const uint8_t> bytes) { asio::write(socket_, asio::buffer(bytes.data(), bytes.size())); }
+  void sendHello(const UniqueIdContents& c, int nranks, int rank) {
+    bootwire::Hello hello;
+    std::copy(std::begin(c.secret), std::end(c.secret), hello.secret.begin());
+    hello.nranks = nranks;
+    hello.rank = rank;
+    send(bootwire::encodeHello(hello));
+  }
+  // Reads one frame; false if the connection ended or nothing came in time.
+  bool readFrame(bootwire::Kind& kind, std::vector<uint8_t>& payload) {
+    std::array<uint8_t, bootwire::kFrameHeaderBytes> header{};
+    if (!readExactly(header.data(), header.size())) return false;
+    const auto h = bootwire::decodeFrameHeader(header);
+    kind = h.kind;
+    payload.resize(h.length);
+    return readExactly(payload.data(), payload.size());
+  }
+  // True once the root closed the connection (without sending anything).
+  bool closedByPeer() {
+    uint8_t byte = 0;
+    std::error_code ec;
+    if (!waitReadable()) return false;
+    const size_t n = socket_.read_some(asio::buffer(&byte, 1), ec);
+    return n == 0 && (ec == asio::error::eof || ec == asio::error::connection_reset);
+  }
+  void close() { socket_.close(); }
+
+ private:
+  bool waitReadable() {
+    pollfd pfd{socket_.native_handle(), POLLIN, 0};
+    return ::poll(&pfd, 1, 20000) == 1;
+  }
+  bool readExactly(uint8_t* p, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      if (!waitReadable()) return false;
+      std::error_code ec;
+      got += socket_.read_some(asio::buffer(p + got, n - got), ec);
+      if (ec) return false;
+    }
+    return true;
+  }
+
+  asio::io_context io_;
+  tcp::socket socket_;
+};
+
+void expectRounds(Oob& oob, int nranks, int rounds) {
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<std::vector<uint8_t>> all;
+    const Status st = oob.allgather(blobFor(oob.rank(), round), all);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(all.size(), static_cast<size_t>(nranks));
+    for (int r = 0; r < nranks; ++r) EXPECT_EQ(all[r], blobFor(r, round)) << "round " << round << " rank " << r;
+    ASSERT_TRUE(oob.barrier().ok());
+  }
+}
+
+class BootstrapRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(BootstrapRanks, AllgatherRoundsAndBarriers) {
+  const int nranks = GetParam();
+  const hclUniqueId id = freshId();
+  runRanks(nranks, [&](int rank) {
+    std::unique_ptr<Oob> oob;
+    const Status st = connectBootstrap(id, nranks, rank, kGenerousMs, nullptr, oob);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(oob->rank(), rank);
+    EXPECT_EQ(oob->size(), nranks);
+    expectRounds(*oob, nranks, 6);
+
+    // One round large enough to need many partial socket writes.
+    std::vector<uint8_t> big(rank == 0 ? (3u << 20) : 1, static_cast<uint8_t>(rank + 1));
+    std::vector<std::vector<uint8_t>> all;
+    ASSERT_TRUE(oob->allgather(big, all).ok());
+    ASSERT_EQ(all.size(), static_cast<size_t>(nranks));
+    EXPECT_EQ(all[0].size(), 3u << 20);
+    for (int r = 0; r < nranks; ++r) EXPECT_EQ(all[r].back(), static_cast<uint8_t>(r + 1));
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, BootstrapRanks, ::testing::Values(1, 2, 3, 5));
+
+TEST(Bootstrap, RootExitsOnceEveryRankLeft) {
+  const size_t before = runningBootstrapRoots();
+  const hclUniqueId id = freshId();
+  EXPECT_EQ(runningBootstrapRoots(), before + 1);
+  runRanks(2, [&](int rank) {
+    std::unique_ptr<Oob> oob;
+    ASSERT_TRUE(connectBootstrap(id, 2, rank, kGenerousMs, nullptr, oob).ok());
+    ASSERT_TRUE(oob->barrier().ok());
+  });
+  const auto giveUp = std::chrono::steady_clock::now() + 20s;
+  while (runningBootstrapRoots() != before && std::chrono::steady_clock::now() < giveUp)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(runningBootstrapRoots(), before);
+}
+
+TEST(Bootstrap, CommIdModeRank0StartsTheRoot) {
+  const std::string address = "127.0.0.1:" + std::to_string(freeLoopbackPort());
+  test::ScopedEnv commId("HCL_COMM_ID", address);
+  constexpr int kRanks = 3;
+  // Twice on the same address: the second root must take over the port.
+  for (int generation = 0; generation < 2; ++generation) {
+    hclUniqueId id;
+    ASSERT_TRUE(createUniqueId(&id).ok());
+    ASSERT_TRUE(contentsOf(id).rootStartedByRank0);
+    runRanks(kRanks, [&](int rank) {
+      hclUniqueId own;  // every rank computes the id by itself
+      ASSERT_TRUE(createUniqueId(&own).ok());
+      // The other ranks come first and must wait for rank 0's root.
+      if (rank == 0) std::this_thread::sleep_for(200ms);
+      std::unique_ptr<Oob> oob;
+      const Status st = connectBootstrap(own, kRanks, rank, kGenerousMs, nullptr, oob);
+      ASSERT_TRUE(st.ok()) << st.message();
+      expectRounds(*oob, kRanks, 3);
+    });
+  }
+}
+
+TEST(Bootstrap, CommIdRootBindFailureNamesTheAddress) {
+  test::ScopedEnv commId("HCL_COMM_ID", "192.0.2.123:4567");  // TEST-NET: not an address of this host
+  hclUniqueId id;
+  ASSERT_TRUE(createUniqueId(&id).ok());
+  std::unique_ptr<Oob> oob;
+  const Status st = connectBootstrap(id, 2, 0, 2000, nullptr, oob);
+  if (st.ok()) GTEST_SKIP() << "192.0.2.123 is an address of this host";
+  EXPECT_EQ(st.code(), hclSystemError);
+  EXPECT_NE(st.message().find("192.0.2.123:4567"), std::string::npos) << st.message();
+}
+
+TEST(Bootstrap, StrangersAreDroppedWithoutDisturbingTheRanks) {
+  constexpr int kRanks = 3;
+  const hclUniqueId id = freshId();
+  const UniqueIdContents contents = contentsOf(id);
+  std::atomic<bool> strangersDone{false};
+  runRanks(kRanks + 1, [&](int slot) {
+    if (slot == kRanks) {
+      UniqueIdContents wrong = contents;
+      wrong.secret[3] ^= 0x40;
+      RawClient wrongSecret(id);
+      wrongSecret.sendHello(wrong, kRanks, 1);
+      EXPECT_TRUE(wrongSecret.closedByPeer());
+
+      RawClient garbage(id);
+      const std::string http = "GET / HTTP/1.0\r\n\r\n";
+      garbage.send(std::span(reinterpret_cast<const uint8_t*>(http.data()), http.size()));
+      EXPECT_TRUE(garbage.closedByPeer());
+
+      // The right secret but the wrong size of communicator: told, then closed.
+      RawClient wrongSize(id);
+      wrongSize.sendHello(contents, kRanks + 4, 0);
+      bootwire::Kind kind{};
+      std::vector<uint8_t> payload;
+      ASSERT_TRUE(wrongSize.readFrame(kind, payload));
+      EXPECT_EQ(kind, bootwire::Kind::Error);
+      strangersDone = true;
+      return;
+    }
+    // Rank 0 joins last, after every stranger was dealt with.
+    if (slot == 0)
+      while (!strangersDone) std::this_thread::sleep_for(5ms);
+    std::unique_ptr<Oob> oob;
+    const Status st = connectBootstrap(id, kRanks, slot, kGenerousMs, nullptr, oob);
+    ASSERT_TRUE(st.ok()) << st.message();
+    expectRounds(*oob, kRanks, 2);
+  });
+}
+
+TEST(Bootstrap, DuplicateRankIsRejectedWithoutDisturbingTheRanks) {
+  const hclUniqueId id = freshId();
+  const UniqueIdContents contents = contentsOf(id);
+  RawClient first(id);
+  first.sendHello(contents, 2, 0);
+  std::this_thread::sleep_for(100ms);  // lets the root register the first rank 0
+  std::unique_ptr<Oob> second;
+  const Status st = connectBootstrap(id, 2, 0, 5000, nullptr, second);
+  bootwire::Kind kind{};
+  std::vector<uint8_t> payload;
+  if (st.code() != hclRemoteError) {
+    // The second one won the race; then the first one is the duplicate.
+    ASSERT_TRUE(first.readFrame(kind, payload));
+    EXPECT_EQ(kind, bootwire::Kind::Error);
+    return;
+  }
+  EXPECT_NE(st.message().find("joined twice"), std::string::npos) << st.message();
+  // The first rank 0 is still in: once rank 1 arrives, the join completes.
+  std::jthread rank1([&] {
+    std::unique_ptr<Oob> oob;
+    const Status joined = connectBootstrap(id, 2, 1, 5000, nullptr, oob);
+    EXPECT_TRUE(joined.ok()) << joined.message();
+  });
+  ASSERT_TRUE(first.readFrame(kind, payload));
+  EXPECT_EQ(kind, bootwire::Kind::JoinOk);
+}
+
+TEST(Bootstrap, CrashedRankFailsTheOthersWithAnError) {
+  constexpr int kRanks = 3;
+  const hclUniqueId id = freshId();
+  const UniqueIdContents contents = contentsOf(id);
+  runRanks(kRanks, [&](int rank) {
+    if (rank == 2) {
+      // Joins properly, then vanishes without saying bye.
+      RawClient crashing(id);
+      crashing.sendHello(contents, kRanks, rank);
+      bootwire::Kind kind{};
+      std::vector<uint8_t> payload;
+      ASSERT_TRUE(crashing.readFrame(kind, payload));
+      EXPECT_EQ(kind, bootwire::Kind::JoinOk);
+      crashing.close();
+      return;
+    }
+    std::unique_ptr<Oob> oob;
+    ASSERT_TRUE(connectBootstrap(id, kRanks, rank, 5000, nullptr, oob).ok());
+    std::vector<std::vector<uint8_t>> all;
+    const Status st = oob->allgather(blobFor(rank, 0), all);
+    EXPECT_EQ(st.code(), hclRemoteError) << st.message();
+    EXPECT_NE(st.message().find("rank 2 left the bootstrap"), std::string::npos) << st.message();
+    // The failure sticks.
+    EXPECT_FALSE(oob->barrier().ok());
+  });
+}
+
+TEST(Bootstrap, RankLeavingMidRoundFailsTheOthers) {
+  constexpr int kRanks = 3;
+  const hclUniqueId id = freshId();
+  runRanks(kRanks, [&](int rank) {
+    std::unique_ptr<Oob> oob;
+    ASSERT_TRUE(connectBootstrap(id, kRanks, rank, 5000, nullptr, oob).ok());
+    ASSERT_TRUE(oob->barrier().ok());
+    if (rank == 1) return;  // leaves (says bye) while the others start another round
+    std::vector<std::vector<uint8_t>> all;
+    const Status st = oob->allgather(blobFor(rank, 1), all);
+    EXPECT_EQ(st.code(), hclRemoteError) << st.message();
+    EXPECT_NE(st.message().find("rank 1 left the bootstrap"), std::string::npos) << st.message();
+  });
+}
+
+TEST(Bootstrap, MissingRankTimesOutOnTheClient) {
+  const hclUniqueId id = freshId();
+  runRanks(2, [&](int rank) {
+    std::unique_ptr<Oob> oob;
+    const Status st = connectBootstrap(id, 3, rank, 500, nullptr, oob);
+    EXPECT_FALSE(st.ok());
+    EXPECT_EQ(oob, nullptr);
+    // The first rank to give up may make the root fail the other one first.
+    if (st.code() != hclRemoteError) {
+      EXPECT_EQ(st.code(), hclSystemError);
+      EXPECT_NE(st.message().find("bootstrap"), std::string::npos) << st.message();
+      EXPECT_NE(st.message().find("500 ms"), std::string::npos) << st.message();
+    }
+  });
+}
+
+TEST(Bootstrap, MissingRankTimesOutOnTheRoot) {
+  hclUniqueId id;
+  {
+    test::ScopedEnv timeout("HCL_TIMEOUT_MS", "300");
+    id = freshId();
+  }
+  runRanks(3, [&](int rank) {
+    if (rank == 2) return;
+    std::unique_ptr<Oob> oob;
+    const Status st = connectBootstrap(id, 3, rank, kGenerousMs, nullptr, oob);
+    EXPECT_EQ(st.code(), hclRemoteError) << st.message();
+    EXPECT_NE(st.message().find("timed out waiting for ranks 2"), std::string::npos) << st.message();
+  });
+}
+
+TEST(Bootstrap, AbortFlagEndsAWaitingJoin) {
+  const hclUniqueId id = freshId();
+  std::atomic<bool> abortFlag{false};
+  std::jthread aborter([&] {
+    std::this_thread::sleep_for(200ms);
+    abortFlag = true;
+  });
+  std::unique_ptr<Oob> oob;
+  const Status st = connectBootstrap(id, 2, 0, 0 /* no timeout */, &abortFlag, oob);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("abort"), std::string::npos) << st.message();
+  EXPECT_EQ(oob, nullptr);
+}
+
+TEST(Bootstrap, AbortFlagEndsConnectRetries) {
+  test::ScopedEnv commId("HCL_COMM_ID", "127.0.0.1:" + std::to_string(freeLoopbackPort()));
+  hclUniqueId id;
+  ASSERT_TRUE(createUniqueId(&id).ok());
+  std::atomic<bool> abortFlag{false};
+  std::jthread aborter([&] {
+    std::this_thread::sleep_for(200ms);
+    abortFlag = true;
+  });
+  std::unique_ptr<Oob> oob;
+  // Rank 0 never starts the root, so rank 1 keeps being refused.
+  const Status st = connectBootstrap(id, 2, 1, 0, &abortFlag, oob);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("abort"), std::string::npos) << st.message();
+}
+
+TEST(Bootstrap, InvalidArguments) {
+  const hclUniqueId id = freshId();
+  std::unique_ptr<Oob> oob;
+  EXPECT_EQ(connectBootstrap(id, 2, 2, 1000, nullptr, oob).code(), hclInvalidArgument);
+  EXPECT_EQ(connectBootstrap(id, 0, 0, 1000, nullptr, oob).code(), hclInvalidArgument);
+  EXPECT_EQ(connectBootstrap(id, 2, -1, 1000, nullptr, oob).code(), hclInvalidArgument);
+  hclUniqueId bad{};
+  EXPECT_EQ(connectBootstrap(bad, 1, 0, 1000, nullptr, oob).code(), hclInvalidArgument);
+}
+
+}  // namespace
+}  // namespace hcl

@@ -1,0 +1,506 @@
+// reduce() and convert() for every data type, operator, form combination and
+// aliasing pattern, against a scalar reference model of the numerical contract
+// (docs/numerics.md) written independently of the kernels.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "collectives/reduce/reduce.h"
+#include "reference_formats.h"
+
+namespace hcl {
+namespace {
+
+using testref::refEncoder;
+using testref::refFormat;
+using testref::roundToF32;
+
+const hclDataType_t kAllTypes[] = {hclInt8,    hclUint8,      hclInt32,     hclUint32,
+                                   hclInt64,   hclUint64,     hclFloat16,   hclFloat32,
+                                   hclFloat64, hclBfloat16,   hclFloat8e4m3, hclFloat8e5m2};
+const ReduceKind kAllKinds[] = {ReduceKind::Sum, ReduceKind::Prod, ReduceKind::Max,
+                                ReduceKind::Min, ReduceKind::Avg,  ReduceKind::PreMulSum};
+const size_t kCounts[] = {0, 1, 7, 1031};
+constexpr int kAvgRanks = 3;
+
+bool isAddLike(ReduceKind k) {
+  return k == ReduceKind::Sum || k == ReduceKind::Avg || k == ReduceKind::PreMulSum;
+}
+
+// ---- Reference models: element values as raw bits <-> reference values. ----
+
+template <class T>
+struct IntModel {
+  using Val = T;
+  static size_t size(Form) { return sizeof(T); }
+  static T fromBits(uint64_t v) {  // low bytes: arithmetic modulo 2^width
+    T t;
+    std::memcpy(&t, &v, sizeof t);
+    return t;
+  }
+  static uint64_t toBits(T t) {
+    uint64_t v = 0;
+    std::memcpy(&v, &t, sizeof t);
+    return v;
+  }
+  static uint64_t random(Form, std::mt19937_64& rng) {
+    // Half small numbers (exercise avg/prod without always wrapping), half anything.
+    if (rng() % 2) return toBits(T(int(rng() % 41) - 20));
+    return toBits(fromBits(rng()));
+  }
+  static T load(uint64_t bits, Form f, const ReduceSpec& spec) {
+    const T x = fromBits(bits);
+    if (f == Form::Native && spec.kind == ReduceKind::PreMulSum) {
+      const uint64_t s = std::is_signed_v<T> ? uint64_t(spec.scalarInt) : spec.scalarUint;
+      return fromBits(uint64_t(x) * s);
+    }
+    return x;
+  }
+  static T combine(T x, T y, ReduceKind k) {
+    if (isAddLike(k)) return fromBits(uint64_t(x) + uint64_t(y));
+    if (k == ReduceKind::Prod) return fromBits(uint64_t(x) * uint64_t(y));
+    if (k == ReduceKind::Max) return x > y ? x : y;
+    return x < y ? x : y;
+  }
+  static uint64_t store(T v, Form f, const ReduceSpec& spec) {
+    if (f == Form::Native && spec.kind == ReduceKind::Avg) {
+      if constexpr (std::is_signed_v<T>)
+        v = T(int64_t(v) / int64_t(spec.nranks));
+      else
+        v = T(uint64_t(v) / uint64_t(spec.nranks));
+    }
+    return toBits(v);
+  }
+  static bool isNaN(uint64_t, Form) { return false; }
+  static std::string show(uint64_t bits, Form) {
+    return std::to_string(fromBits(bits) + 0);  // + 0 prints int8 as a number
+  }
+};
+
+double refMax(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a == 0 && b == 0) return (std::signbit(a) && std::signbit(b)) ? -0.0 : 0.0;
+  return a > b ? a : b;
+}
+double refMin(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a == 0 && b == 0) return (std::signbit(a) || std::signbit(b)) ? -0.0 : 0.0;
+  return a < b ? a : b;
+}
+
+template <hclDataType_t kType>
+struct FloatModel {
+  using Val = double;
+  static constexpr bool kF64 = kType == hclFloat64;
+  static constexpr bool kNarrow = kType != hclFloat32 && kType != hclFloat64;
+
+  static size_t size(Form f) {
+    return f == Form::Native ? dataTypeSize(kType) : accumulatorSize(kType);
+  }
+  static double acc(double x) { return kF64 ? x : roundToF32(x); }
+  static bool narrowBits(Form f) { return kNarrow && f == Form::Native; }
+  static double decode(uint64_t bits, Form f) {
+    if (narrowBits(f)) return refFormat(kType).decode(uint32_t(bits));
+    if (kF64) return std::bit_cast<double>(bits);
+    return std::bit_cast<float>(uint32_t(bits));
+  }
+  static uint64_t encodeAcc(double v) {
+    if (kF64) return std::bit_cast<uint64_t>(v);
+    return std::bit_cast<uint32_t>(static_cast<float>(v));  // v is already an fp32 value
+  }
+  static uint64_t random(Form f, std::mt19937_64& rng) {
+    const unsigned pick = rng() % 100;
+    if (narrowBits(f)) {
+      const auto& f8 = refFormat(kType);
+      if (pick < 50) return rng() & ((1u << f8.bits()) - 1);  // any code, specials included
+      // A code near 1.0, so that sums and products round in interesting ways.
+      const uint32_t exp = uint32_t(f8.bias - 3 + int(rng() % 6));
+      const uint32_t code = (exp << f8.manBits) | uint32_t(rng() & ((1u << f8.manBits) - 1));
+      return code | (rng() % 2 ? f8.signBit() : 0u);
+    }
+    double v;
+    if (pick < 3) {
+      const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1.0, -1.0};
+      v = specials[rng() % std::size(specials)];
+    } else if (pick < 8) {
+      if (kF64) return rng();
+      return uint32_t(rng());  // any fp32 bit pattern
+    } else {
+      std::uniform_real_distribution<double> unit(-1.0, 1.0);
+      v = std::ldexp(unit(rng), int(rng() % 24) - 12);
+      if (kNarrow && pick < 50)  // the exact value of a narrow code, as fp32
+        v = refFormat(kType).decode(refEncoder(kType).encode(v));
+    }
+    return encodeAcc(acc(v));
+  }
+  static double load(uint64_t bits, Form f, const ReduceSpec& spec) {
+    const double v = decode(bits, f);
+    if (f == Form::Native && spec.kind == ReduceKind::PreMulSum)
+      return acc(v * acc(spec.scalarFloat));
+    return v;
+  }
+  static double combine(double x, double y, ReduceKind k) {
+    if (isAddLike(k)) return acc(x + y);
+    if (k == ReduceKind::Prod) return acc(x * y);
+    if (k == ReduceKind::Max) return refMax(x, y);
+    return refMin(x, y);
+  }
+  static uint64_t store(double v, Form f, const ReduceSpec& spec) {
+    if (f == Form::Acc) return encodeAcc(v);
+    if (spec.kind == ReduceKind::Avg) v = acc(v / spec.nranks);
+    if (kNarrow) return refEncoder(kType).encode(v);
+    return encodeAcc(v);
+  }
+  static bool isNaN(uint64_t bits, Form f) { return std::isnan(decode(bits, f)); }
+  static std::string show(uint64_t bits, Form f) {
+    std::ostringstream os;
+    os << std::hexfloat << decode(bits, f) << " (0x" << std::hex << bits << ")";
+    return os.str();
+  }
+};
+
+// ---- Raw buffers holding count elements of a given byte size. ----
+
+constexpr uint8_t kCanary = 0xA5;
+
+class Buffer {
+ public:
+  explicit Buffer(size_t bytes) : bytes_(bytes), words_((bytes + 64 + 7) / 8) {
+    std::memset(words_.data(), kCanary, words_.size() * 8);
+  }
+  void* data() { return words_.data(); }
+  void put(size_t elemSize, size_t i, uint64_t bits) {
+    std::memcpy(raw() + i * elemSize, &bits, elemSize);
+  }
+  uint64_t get(size_t elemSize, size_t i) const {
+    uint64_t v = 0;
+    std::memcpy(&v, raw() + i * elemSize, elemSize);
+    return v;
+  }
+  bool tailIntact() const {
+    for (size_t i = bytes_; i < words_.size() * 8; ++i)
+      if (raw()[i] != kCanary) return false;
+    return true;
+  }
+
+ private:
+  uint8_t* raw() { return reinterpret_cast<uint8_t*>(words_.data()); }
+  const uint8_t* raw() const { return reinterpret_cast<const uint8_t*>(words_.data()); }
+  size_t bytes_;
+  std::vector<uint64_t> words_;
+};
+
+enum class Alias { None, DstIsA, DstIsB, DstIsBoth };
+
+const char* formName(Form f) { return f == Form::Native ? "Native" : "Acc"; }
+const char* aliasName(Alias a) {
+  switch (a) {
+    case Alias::None: return "none";
+    case Alias::DstIsA: return "dst==a";
+    case Alias::DstIsB: return "dst==b";
+    default: return "dst==a==b";
+  }
+}
+
+ReduceSpec specFor(hclDataType_t t, ReduceKind k) {
+  ReduceSpec s;
+  s.type = t;
+  s.kind = k;
+  s.nranks = kAvgRanks;
+  switch (t) {
+    case hclFloat32: s.scalarFloat = double(1.1f); break;
+    case hclFloat64: s.scalarFloat = 1.1; break;
+    default: s.scalarFloat = -0.375; break;  // exact in every narrow format
+  }
+  s.scalarInt = -3;
+  s.scalarUint = 251;
+  return s;
+}
+
+template <class M>
+void expectElements(const Buffer& got, size_t elemSize, Form form,
+                    const std::vector<uint64_t>& want, const std::string& what) {
+  int failures = 0;
+  for (size_t i = 0; i < want.size() && failures < 5; ++i) {
+    const uint64_t g = got.get(elemSize, i);
+    const bool ok = M::isNaN(want[i], form) ? M::isNaN(g, form) : g == want[i];
+    if (!ok) {
+      ++failures;
+      ADD_FAILURE() << what << " element " << i << ": got " << M::show(g, form) << ", want "
+                    << M::show(want[i], form);
+    }
+  }
+  EXPECT_TRUE(got.tailIntact()) << what << ": wrote past the end";
+}
+
+template <class M>
+void checkReduce(const ReduceSpec& spec, Form af, Form bf, Form df, size_t count, Alias alias,
+                 std::mt19937_64& rng) {
+  std::ostringstream what;
+  what << dataTypeName(spec.type) << " " << reduceKindName(spec.kind) << " " << formName(af)
+       << "+" << formName(bf) << "->" << formName(df) << " count " << count << " "
+       << aliasName(alias);
+  const size_t sa = M::size(af), sb = M::size(bf), sd = M::size(df);
+  std::vector<uint64_t> aBits(count), bBits(count), want(count);
+  for (size_t i = 0; i < count; ++i) {
+    aBits[i] = M::random(af, rng);
+    bBits[i] = alias == Alias::DstIsBoth ? aBits[i] : M::random(bf, rng);
+    const auto r = M::combine(M::load(aBits[i], af, spec), M::load(bBits[i], bf, spec), spec.kind);
+    want[i] = M::store(r, df, spec);
+  }
+  Buffer a(count * sa), b(count * sb), d(count * std::max({sa, sb, sd}));
+  for (size_t i = 0; i < count; ++i) {
+    a.put(sa, i, aBits[i]);
+    b.put(sb, i, bBits[i]);
+    if (alias == Alias::DstIsA || alias == Alias::DstIsBoth) d.put(sa, i, aBits[i]);
+    if (alias == Alias::DstIsB) d.put(sb, i, bBits[i]);
+  }
+  const void* ap = (alias == Alias::DstIsA || alias == Alias::DstIsBoth) ? d.data() : a.data();
+  const void* bp = alias == Alias::DstIsB ? d.data() : alias == Alias::DstIsBoth ? ap : b.data();
+  reduce(d.data(), df, ap, af, bp, bf, count, spec);
+  expectElements<M>(d, sd, df, want, what.str());
+  if (alias == Alias::None) {  // inputs untouched
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(a.get(sa, i), aBits[i]) << what.str() << ": input a modified";
+      ASSERT_EQ(b.get(sb, i), bBits[i]) << what.str() << ": input b modified";
+    }
+  }
+}
+
+template <class M>
+void checkConvert(const ReduceSpec& spec, Form sf, Form df, size_t count, bool inPlace,
+                  std::mt19937_64& rng) {
+  std::ostringstream what;
+  what << "convert " << dataTypeName(spec.type) << " " << reduceKindName(spec.kind) << " "
+       << formName(sf) << "->" << formName(df) << " count " << count
+       << (inPlace ? " in place" : "");
+  const size_t ss = M::size(sf), sd = M::size(df);
+  std::vector<uint64_t> src(count), want(count);
+  for (size_t i = 0; i < count; ++i) {
+    src[i] = M::random(sf, rng);
+    const auto v = M::load(src[i], sf, spec);
+    want[i] = df == Form::Acc && sf == Form::Acc ? src[i] : M::store(v, df, spec);
+  }
+  Buffer s(count * ss), d(count * std::max(ss, sd));
+  for (size_t i = 0; i < count; ++i) (inPlace ? d : s).put(ss, i, src[i]);
+  convert(d.data(), df, inPlace ? d.data() : s.data(), sf, count, spec);
+  expectElements<M>(d, sd, df, want, what.str());
+}
+
+// Calls fn.template operator()<Model>() for the model of type t.
+template <class Fn>
+void withModel(hclDataType_t t, Fn&& fn) {
+  switch (t) {
+    case hclInt8: return fn.template operator()<IntModel<int8_t>>();
+    case hclUint8: return fn.template operator()<IntModel<uint8_t>>();
+    case hclInt32: return fn.template operator()<IntModel<int32_t>>();
+    case hclUint32: return fn.template operator()<IntModel<uint32_t>>();
+    case hclInt64: return fn.template operator()<IntModel<int64_t>>();
+    case hclUint64: return fn.template operator()<IntModel<uint64_t>>();
+    case hclFloat16: return fn.template operator()<FloatModel<hclFloat16>>();
+    case hclFloat32: return fn.template operator()<FloatModel<hclFloat32>>();
+    case hclFloat64: return fn.template operator()<FloatModel<hclFloat64>>();
+    case hclBfloat16: return fn.template operator()<FloatModel<hclBfloat16>>();
+    case hclFloat8e4m3: return fn.template operator()<FloatModel<hclFloat8e4m3>>();
+    default: return fn.template operator()<FloatModel<hclFloat8e5m2>>();
+  }
+}
+
+class ReduceAgainstReference
+    : public ::testing::TestWithParam<std::tuple<hclDataType_t, ReduceKind>> {};
+
+TEST_P(ReduceAgainstReference, AllFormsCountsAndAliasing) {
+  const auto [type, kind] = GetParam();
+  const ReduceSpec spec = specFor(type, kind);
+  std::mt19937_64 rng(uint64_t(type) * 100 + uint64_t(kind));
+  withModel(type, [&]<class M>() {
+    for (Form af : {Form::Native, Form::Acc})
+      for (Form bf : {Form::Native, Form::Acc})
+        for (Form df : {Form::Native, Form::Acc})
+          for (size_t count : kCounts)
+            for (Alias alias : {Alias::None, Alias::DstIsA, Alias::DstIsB, Alias::DstIsBoth}) {
+              if (alias == Alias::DstIsBoth && af != bf) continue;
+              checkReduce<M>(spec, af, bf, df, count, alias, rng);
+            }
+  });
+}
+
+TEST_P(ReduceAgainstReference, ConvertAllForms) {
+  const auto [type, kind] = GetParam();
+  const ReduceSpec spec = specFor(type, kind);
+  std::mt19937_64 rng(uint64_t(type) * 100 + uint64_t(kind) + 7);
+  withModel(type, [&]<class M>() {
+    for (Form sf : {Form::Native, Form::Acc})
+      for (Form df : {Form::Native, Form::Acc})
+        for (size_t count : kCounts)
+          for (bool inPlace : {false, true}) checkConvert<M>(spec, sf, df, count, inPlace, rng);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTypesAndOps, ReduceAgainstReference,
+    ::testing::Combine(::testing::ValuesIn(kAllTypes), ::testing::ValuesIn(kAllKinds)),
+    [](const auto& info) {
+      return std::string(dataTypeName(std::get<0>(info.param))) + "_" +
+             reduceKindName(std::get<1>(info.param));
+    });
+
+// ---- Hand-written cases from the contract. ----
+
+template <class T>
+std::vector<T> reduceNative(hclDataType_t t, ReduceKind k, const std::vector<T>& a,
+                            const std::vector<T>& b, ReduceSpec spec = {}) {
+  spec.type = t;
+  spec.kind = k;
+  std::vector<T> out(a.size());
+  reduce(out.data(), Form::Native, a.data(), Form::Native, b.data(), Form::Native, a.size(), spec);
+  return out;
+}
+
+TEST(ReduceIntegers, AvgTruncatesTheWrappedSumTowardZero) {
+  ReduceSpec spec;
+  spec.nranks = 2;
+  const int32_t kMax = std::numeric_limits<int32_t>::max();
+  EXPECT_EQ(reduceNative<int32_t>(hclInt32, ReduceKind::Avg, {-3, 3, -5, 7, kMax, -7},
+                                  {0, 0, 0, 0, 1, 0}, spec),
+            (std::vector<int32_t>{-1, 1, -2, 3, std::numeric_limits<int32_t>::min() / 2, -3}));
+  EXPECT_EQ(reduceNative<uint8_t>(hclUint8, ReduceKind::Avg, {255, 3}, {3, 0}, spec),
+            (std::vector<uint8_t>{1, 1}));  // 258 wraps to 2
+  EXPECT_EQ(reduceNative<int8_t>(hclInt8, ReduceKind::Avg, {127, -128}, {1, -1}, spec),
+            (std::vector<int8_t>{-64, 63}));
+}
+
+TEST(ReduceIntegers, AvgOverManyRanksWithAccPartials) {
+  // 4 ranks: ((r0 + r1) + r2) + r3, the last step finalizing into Native.
+  ReduceSpec spec;
+  spec.type = hclInt64;
+  spec.kind = ReduceKind::Avg;
+  spec.nranks = 4;
+  const std::vector<int64_t> r0{-10, 9}, r1{3, 1}, r2{-1, 1}, r3{0, 0};
+  std::vector<int64_t> acc(2), out(2);
+  reduce(acc.data(), Form::Acc, r0.data(), Form::Native, r1.data(), Form::Native, 2, spec);
+  reduce(acc.data(), Form::Acc, acc.data(), Form::Acc, r2.data(), Form::Native, 2, spec);
+  reduce(out.data(), Form::Native, acc.data(), Form::Acc, r3.data(), Form::Native, 2, spec);
+  EXPECT_EQ(out, (std::vector<int64_t>{-2, 2}));  // -8/4, 11/4
+}
+
+TEST(ReduceIntegers, SumAndProdWrap) {
+  EXPECT_EQ(reduceNative<int8_t>(hclInt8, ReduceKind::Sum, {127, -128, -100}, {1, -1, -100}),
+            (std::vector<int8_t>{-128, 127, 56}));
+  EXPECT_EQ(reduceNative<uint8_t>(hclUint8, ReduceKind::Sum, {200, 255}, {100, 1}),
+            (std::vector<uint8_t>{44, 0}));
+  EXPECT_EQ(reduceNative<int8_t>(hclInt8, ReduceKind::Prod, {16, -128}, {16, -1}),
+            (std::vector<int8_t>{0, -128}));
+  EXPECT_EQ(reduceNative<uint8_t>(hclUint8, ReduceKind::Prod, {255}, {255}),
+            (std::vector<uint8_t>{1}));
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(reduceNative<int64_t>(hclInt64, ReduceKind::Sum, {kMin}, {-1}),
+            (std::vector<int64_t>{std::numeric_limits<int64_t>::max()}));
+  EXPECT_EQ(reduceNative<uint32_t>(hclUint32, ReduceKind::Prod, {0x10000u}, {0x10001u}),
+            (std::vector<uint32_t>{0x10000u}));
+}
+
+TEST(ReducePreMulSum, IntegerScalarsWrap) {
+  ReduceSpec spec;
+  spec.scalarInt = -2;
+  EXPECT_EQ(reduceNative<int32_t>(hclInt32, ReduceKind::PreMulSum,
+                                  {std::numeric_limits<int32_t>::max(), 5}, {0, 1}, spec),
+            (std::vector<int32_t>{2, -12}));
+  spec.scalarInt = 1000;  // wraps to -24 in int8
+  EXPECT_EQ(reduceNative<int8_t>(hclInt8, ReduceKind::PreMulSum, {1, 2}, {0, 1}, spec),
+            (std::vector<int8_t>{-24, -72}));
+  spec.scalarUint = 0xFFFFFFFFu;  // -1 modulo 2^32
+  EXPECT_EQ(reduceNative<uint32_t>(hclUint32, ReduceKind::PreMulSum, {5, 0}, {0, 7}, spec),
+            (std::vector<uint32_t>{0xFFFFFFFBu, 0xFFFFFFF9u}));
+  spec.scalarUint = 3;
+  EXPECT_EQ(reduceNative<uint64_t>(hclUint64, ReduceKind::PreMulSum, {~0ull}, {0}, spec),
+            (std::vector<uint64_t>{~0ull - 2}));
+}
+
+TEST(ReducePreMulSum, FloatScalars) {
+  ReduceSpec spec;
+  spec.scalarFloat = 0.5;
+  // fp16 1, 3 and 2, 5: 0.5 + 1 = 1.5, 1.5 + 2.5 = 4.
+  EXPECT_EQ(reduceNative<uint16_t>(hclFloat16, ReduceKind::PreMulSum, {0x3C00, 0x4200},
+                                   {0x4000, 0x4500}, spec),
+            (std::vector<uint16_t>{0x3E00, 0x4400}));
+  spec.scalarFloat = 3.0;
+  EXPECT_EQ(reduceNative<float>(hclFloat32, ReduceKind::PreMulSum, {1.5f, -2.0f}, {0.25f, 1.0f},
+                                spec),
+            (std::vector<float>{5.25f, -3.0f}));
+  // bf16 (1 + 2^-7) * 3 twice: the fp32 sum 6 + 6*2^-7 is a bf16 tie, rounded
+  // once at the end, to even (6.0625).
+  EXPECT_EQ(reduceNative<uint16_t>(hclBfloat16, ReduceKind::PreMulSum, {0x3F81}, {0x3F81}, spec),
+            (std::vector<uint16_t>{0x40C2}));
+}
+
+TEST(ReduceFloats, NaNAndInfinity) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = INFINITY;
+  const auto mx = reduceNative<float>(hclFloat32, ReduceKind::Max, {nan, 1, -inf, 0.0f, -0.0f},
+                                      {1, nan, 2, -0.0f, 0.0f});
+  EXPECT_TRUE(std::isnan(mx[0]));
+  EXPECT_TRUE(std::isnan(mx[1]));
+  EXPECT_EQ(mx[2], 2.0f);
+  EXPECT_FALSE(std::signbit(mx[3]));  // max(+0, -0) = +0 in either order
+  EXPECT_FALSE(std::signbit(mx[4]));
+  const auto mn = reduceNative<double>(hclFloat64, ReduceKind::Min, {NAN, 1, -0.0, 0.0, inf},
+                                       {1, NAN, 0.0, -0.0, 5});
+  EXPECT_TRUE(std::isnan(mn[0]));
+  EXPECT_TRUE(std::isnan(mn[1]));
+  EXPECT_TRUE(std::signbit(mn[2]));  // min(+0, -0) = -0 in either order
+  EXPECT_TRUE(std::signbit(mn[3]));
+  EXPECT_EQ(mn[4], 5.0);
+  const auto sum = reduceNative<float>(hclFloat32, ReduceKind::Sum, {inf, inf, nan}, {-inf, 1, 1});
+  EXPECT_TRUE(std::isnan(sum[0]));
+  EXPECT_EQ(sum[1], inf);
+  EXPECT_TRUE(std::isnan(sum[2]));
+}
+
+TEST(ReduceFloats, NarrowNaNPropagationAndOverflow) {
+  // fp16: max/min with NaN, overflow of a sum to inf.
+  const auto mx = reduceNative<uint16_t>(hclFloat16, ReduceKind::Max, {0x7E00, 0x3C00, 0x7BFF},
+                                         {0x3C00, 0xFE00, 0x7BFF});
+  EXPECT_EQ(mx[0] & 0x7E00, 0x7E00);
+  EXPECT_EQ(mx[1] & 0x7E00, 0x7E00);
+  EXPECT_EQ(mx[2], 0x7BFF);
+  EXPECT_EQ(reduceNative<uint16_t>(hclFloat16, ReduceKind::Sum, {0x7BFF}, {0x7BFF}),
+            (std::vector<uint16_t>{0x7C00}));
+  // e4m3: NaN propagates through min, sums saturate at 448.
+  EXPECT_EQ(reduceNative<uint8_t>(hclFloat8e4m3, ReduceKind::Min, {0x7F, 0x01}, {0x01, 0xFF}),
+            (std::vector<uint8_t>{0x7F, 0xFF}));
+  EXPECT_EQ(reduceNative<uint8_t>(hclFloat8e4m3, ReduceKind::Sum, {0x7E, 0xFE}, {0x7E, 0xFE}),
+            (std::vector<uint8_t>{0x7E, 0xFE}));
+  // e5m2: finite sums saturate at 57344, inf stays inf, inf - inf is NaN.
+  const auto e5 = reduceNative<uint8_t>(hclFloat8e5m2, ReduceKind::Sum, {0x7B, 0x7C, 0x7C},
+                                        {0x7B, 0x3C, 0xFC});
+  EXPECT_EQ(e5[0], 0x7B);
+  EXPECT_EQ(e5[1], 0x7C);
+  EXPECT_TRUE(std::isnan(testref::kRefE5m2.decode(e5[2])));
+}
+
+TEST(ReduceFloats, AvgDividesInTheAccumulator) {
+  // fp16 avg of 1, 2, 2 over 3 ranks, with an Acc partial: 5/3 rounded once to fp16.
+  ReduceSpec spec;
+  spec.type = hclFloat16;
+  spec.kind = ReduceKind::Avg;
+  spec.nranks = 3;
+  const std::vector<uint16_t> r0{0x3C00}, r1{0x4000}, r2{0x4000};
+  std::vector<float> acc(1);
+  std::vector<uint16_t> out(1);
+  reduce(acc.data(), Form::Acc, r0.data(), Form::Native, r1.data(), Form::Native, 1, spec);
+  EXPECT_EQ(acc[0], 3.0f);  // Acc holds the sum, not yet divided
+  reduce(out.data(), Form::Native, r2.data(), Form::Native, acc.data(), Form::Acc, 1, spec);
+  EXPECT_EQ(out[0], testref::refEncoder(hclFloat16).encode(double(5.0f / 3.0f)));
+  EXPECT_EQ(out[0], 0x3EAB);
+}
+
+}  // namespace
+}  // namespace hcl

@@ -1,0 +1,269 @@
+// Misuse, dead or aborting peers, and segment lifetime of the shm transport.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <deque>
+#include <thread>
+
+#include "shm_test_fixture.h"
+#include "transports/shm/shm_transport.h"
+
+namespace hcl::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+Transfer& addTransfer(std::deque<Transfer>& transfers, bool isSend, std::vector<uint8_t>& data,
+                      uint32_t tag) {
+  Transfer& t = transfers.emplace_back();
+  t.isSend = isSend;
+  t.buffer = data.data();
+  t.bytes = data.size();
+  t.tag = tag;
+  return t;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Rank 0 sends (sendTag, sendBytes); rank 1 expects (recvTag, recvBytes) and
+// must fail with hclInvalidUsage, then aborts so rank 0 cannot wait forever.
+int mismatch(int rank, const CommIdentity& id, SharedState& shared, uint32_t sendTag, size_t sendBytes,
+             uint32_t recvTag, size_t recvBytes) {
+  RankSetup setup;
+  CHILD_CHECK_OK(setUpRank(rank, 2, id, shared.barrier, setup));
+  Connection& c = *setup.connections[1 - rank];
+  std::deque<Transfer> transfers;
+  if (rank == 0) {
+    std::vector<uint8_t> data(sendBytes, 1);
+    Transfer& send = addTransfer(transfers, true, data, sendTag);
+    CHILD_CHECK_OK(c.post(send));
+    // Copy-through sends complete once in the FIFO; a single-copy send waits
+    // for the reader, which aborts instead.
+    const Status s = driveUntilDone(setup.all, {&send});
+    if (s.ok()) {
+      CHILD_CHECK(!send.failed(), "send failed without an error");
+    } else {
+      CHILD_CHECK(s.code() == hclRemoteError && contains(s.message(), "aborted"), "{}", s.message());
+      CHILD_CHECK(send.failed(), "send not marked failed");
+    }
+    CHILD_CHECK(shared.barrier.wait(30s), "final barrier");
+    return 0;
+  }
+  std::vector<uint8_t> data(recvBytes, 0);
+  Transfer& recv = addTransfer(transfers, false, data, recvTag);
+  CHILD_CHECK_OK(c.post(recv));
+  const Status s = driveUntilDone(setup.all, {&recv});
+  CHILD_CHECK(s.code() == hclInvalidUsage, "got {} ({})", s.message(), static_cast<int>(s.code()));
+  const std::string expected = fmt::format("rank 1: message from rank 0 has tag {}/{} bytes, expected tag {}/{} bytes",
+                                           sendTag, sendBytes, recvTag, recvBytes);
+  CHILD_CHECK(contains(s.message(), expected), "message '{}' lacks '{}'", s.message(), expected);
+  CHILD_CHECK(recv.failed(), "receive not marked failed");
+  // The connection stays failed.
+  Transfer& again = addTransfer(transfers, false, data, recvTag);
+  CHILD_CHECK(c.post(again).code() == hclInvalidUsage, "post after failure succeeded");
+  CHILD_CHECK(again.failed(), "transfer posted after failure not marked failed");
+  bool moved = false;
+  CHILD_CHECK(c.progress(&moved).code() == hclInvalidUsage, "progress after failure succeeded");
+  c.abort();
+  CHILD_CHECK(shared.barrier.wait(30s), "final barrier");
+  return 0;
+}
+
+TEST_F(ShmTest, TagMismatchIsInvalidUsage) {
+  SharedState& shared = makeShared(2);
+  expectAllExitedZero(
+      runProcesses(2, [&](int rank) { return mismatch(rank, id_, shared, 5, 64, 6, 64); }));
+}
+
+TEST_F(ShmTest, SizeMismatchOfLargeMessageIsInvalidUsage) {
+  SharedState& shared = makeShared(2);
+  expectAllExitedZero(runProcesses(
+      2, [&](int rank) { return mismatch(rank, id_, shared, 9, 1 << 20, 9, (1 << 20) + 1); }));
+}
+
+// Rank 1 starts sending a large message and is SIGKILLed part way; rank 0,
+// which also waits for a second message, must fail with hclRemoteError.
+int killedMidTransfer(int rank, const CommIdentity& id, SharedState& shared, const char* threshold) {
+  ::setenv("HCL_SHM_CMA_THRESHOLD", threshold, 1);
+  RankSetup setup;
+  CHILD_CHECK_OK(setUpRank(rank, 2, id, shared.barrier, setup));
+  Connection& c = *setup.connections[1 - rank];
+  std::deque<Transfer> transfers;
+  std::vector<uint8_t> big(64 << 20, 3), small(1, 0);
+  if (rank == 1) {
+    Transfer& send = addTransfer(transfers, true, big, 1);
+    CHILD_CHECK_OK(c.post(send));
+    bool moved = false;
+    for (int i = 0; i < 3; ++i) CHILD_CHECK_OK(c.progress(&moved));
+    // Wait (bounded) until the receiver has started, then die.
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (shared.flag.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+      CHILD_CHECK_OK(c.progress(&moved));
+    }
+    ::raise(SIGKILL);
+    return 1;
+  }
+  Transfer& recvBig = addTransfer(transfers, false, big, 1);
+  Transfer& recvSmall = addTransfer(transfers, false, small, 2);
+  CHILD_CHECK_OK(c.post(recvBig));
+  CHILD_CHECK_OK(c.post(recvSmall));
+  bool moved = false;
+  CHILD_CHECK_OK(c.progress(&moved));
+  shared.flag.store(1);
+  const Status s = driveUntilDone(setup.all, {&recvBig, &recvSmall}, 30s);
+  CHILD_CHECK(s.code() == hclRemoteError, "got {} ({})", s.message(), static_cast<int>(s.code()));
+  CHILD_CHECK(contains(s.message(), "rank 0: rank 1 (pid ") && contains(s.message(), "exited"),
+              "message: {}", s.message());
+  CHILD_CHECK(recvSmall.failed(), "pending receive not marked failed");
+  CHILD_CHECK(c.progress(&moved).code() == hclRemoteError, "connection did not stay failed");
+  return 0;
+}
+
+void expectSurvivorDetectsKill(const std::vector<ChildStatus>& statuses) {
+  ASSERT_EQ(statuses.size(), 2u);
+  EXPECT_TRUE(statuses[0].exited && statuses[0].code == 0)
+      << "survivor exited=" << statuses[0].exited << " code=" << statuses[0].code
+      << " signal=" << statuses[0].signal << " timedOut=" << statuses[0].timedOut;
+  EXPECT_EQ(statuses[1].signal, SIGKILL) << "victim exited=" << statuses[1].exited << " code="
+                                         << statuses[1].code;
+  EXPECT_FALSE(statuses[1].timedOut);
+}
+
+TEST_F(ShmTest, PeerKilledDuringSingleCopyTransferFailsSurvivor) {
+  SharedState& shared = makeShared(2);
+  expectSurvivorDetectsKill(
+      runProcesses(2, [&](int rank) { return killedMidTransfer(rank, id_, shared, "65536"); }));
+}
+
+TEST_F(ShmTest, PeerKilledDuringCopyThroughTransferFailsSurvivor) {
+  SharedState& shared = makeShared(2);
+  expectSurvivorDetectsKill(
+      runProcesses(2, [&](int rank) { return killedMidTransfer(rank, id_, shared, "0"); }));
+}
+
+// Rank 0 aborts its connection while rank 1 waits for a message.
+int abortingPeer(int rank, const CommIdentity& id, SharedState& shared) {
+  RankSetup setup;
+  CHILD_CHECK_OK(setUpRank(rank, 2, id, shared.barrier, setup));
+  Connection& c = *setup.connections[1 - rank];
+  if (rank == 0) {
+    c.abort();
+    // Stay alive, so the peer sees an abort and not an exit.
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (shared.flag.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
+    CHILD_CHECK(shared.flag.load() == 1, "peer never finished");
+    return 0;
+  }
+  std::deque<Transfer> transfers;
+  std::vector<uint8_t> data(4096, 0);
+  Transfer& recv = addTransfer(transfers, false, data, 7);
+  CHILD_CHECK_OK(c.post(recv));
+  const Status s = driveUntilDone(setup.all, {&recv}, 30s);
+  shared.flag.store(1);
+  CHILD_CHECK(s.code() == hclRemoteError, "got {} ({})", s.message(), static_cast<int>(s.code()));
+  CHILD_CHECK(contains(s.message(), "rank 1: rank 0 (pid ") && contains(s.message(), "aborted"),
+              "message: {}", s.message());
+  CHILD_CHECK(recv.failed(), "receive not marked failed");
+  return 0;
+}
+
+TEST_F(ShmTest, PeerAbortIsDetected) {
+  SharedState& shared = makeShared(2);
+  expectAllExitedZero(runProcesses(2, [&](int rank) { return abortingPeer(rank, id_, shared); }));
+}
+
+// The tests below run in this process only: no peer ever shows up.
+
+TransportContext contextFor(const CommIdentity& id, int rank, int nranks, int64_t timeoutMs) {
+  TransportContext ctx;
+  ctx.rank = rank;
+  ctx.nranks = nranks;
+  std::copy(std::begin(id.secret), std::end(id.secret), ctx.secret);
+  ctx.commTag = id.commTag;
+  ctx.timeoutMs = timeoutMs;
+  return ctx;
+}
+
+TEST_F(ShmTest, SegmentIsUnlinkedWhenFinishNeverRuns) {
+  {
+    auto transport = makeShmTransport();
+    EXPECT_EQ(transport->kind(), TransportKind::Shm);
+    ASSERT_TRUE(transport->prepare(contextFor(id_, 0, 3, 1000), {1, 2}).ok());
+    const auto segments = segmentsInDevShm(id_);
+    ASSERT_EQ(segments.size(), 2u);
+    const std::string expected = fmt::format("{}-{:x}-0-1", segmentPrefix(id_), id_.commTag);
+    EXPECT_TRUE(segments[0] == expected || segments[1] == expected) << segments[0] << " " << segments[1];
+    struct stat st {};
+    ASSERT_EQ(::stat(("/dev/shm/" + expected).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+  }
+  EXPECT_TRUE(segmentsInDevShm(id_).empty());
+}
+
+TEST_F(ShmTest, PrepareFailsWhenTheSegmentAlreadyExists) {
+  auto first = makeShmTransport();
+  ASSERT_TRUE(first->prepare(contextFor(id_, 0, 2, 1000), {1}).ok());
+  auto second = makeShmTransport();
+  const Status s = second->prepare(contextFor(id_, 0, 2, 1000), {1});
+  EXPECT_EQ(s.code(), hclSystemError);
+  EXPECT_TRUE(contains(s.message(), "O_EXCL")) << s.message();
+  // The failed attempt must not remove the first transport's segment.
+  EXPECT_EQ(segmentsInDevShm(id_).size(), 1u);
+}
+
+TEST_F(ShmTest, HigherRankTimesOutWhenSegmentNeverAppears) {
+  auto transport = makeShmTransport();
+  std::vector<std::unique_ptr<Connection>> out(2);
+  const auto ctx = contextFor(id_, 1, 2, 200);
+  ASSERT_TRUE(transport->prepare(ctx, {0}).ok());
+  const Status s = transport->connect(ctx, {0}, out);
+  EXPECT_EQ(s.code(), hclRemoteError);
+  EXPECT_TRUE(contains(s.message(), "timed out")) << s.message();
+}
+
+TEST_F(ShmTest, LowerRankTimesOutWhenPeerNeverAttaches) {
+  {
+    auto transport = makeShmTransport();
+    std::vector<std::unique_ptr<Connection>> out(2);
+    const auto ctx = contextFor(id_, 0, 2, 200);
+    ASSERT_TRUE(transport->prepare(ctx, {1}).ok());
+    const Status s = transport->connect(ctx, {1}, out);
+    EXPECT_EQ(s.code(), hclRemoteError);
+    EXPECT_TRUE(contains(s.message(), "rank 1 to open shm segment")) << s.message();
+  }
+  EXPECT_TRUE(segmentsInDevShm(id_).empty());
+}
+
+TEST_F(ShmTest, ConnectHonoursTheAbortFlag) {
+  auto transport = makeShmTransport();
+  std::vector<std::unique_ptr<Connection>> out(2);
+  std::atomic<bool> abortFlag{true};
+  auto ctx = contextFor(id_, 1, 2, 600000);
+  ctx.abortFlag = &abortFlag;
+  const Status s = transport->connect(ctx, {0}, out);
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(contains(s.message(), "aborted")) << s.message();
+}
+
+TEST_F(ShmTest, InvalidPeerRankIsRejected) {
+  auto transport = makeShmTransport();
+  EXPECT_EQ(transport->prepare(contextFor(id_, 0, 2, 1000), {0}).code(), hclInvalidArgument);
+  EXPECT_EQ(transport->prepare(contextFor(id_, 0, 2, 1000), {2}).code(), hclInvalidArgument);
+}
+
+TEST_F(ShmTest, InvalidSlotParametersAreRejected) {
+  ::setenv("HCL_SHM_SLOTS", "0", 1);
+  auto transport = makeShmTransport();
+  const Status s = transport->prepare(contextFor(id_, 0, 2, 1000), {1});
+  ::unsetenv("HCL_SHM_SLOTS");
+  EXPECT_EQ(s.code(), hclInvalidArgument);
+  EXPECT_TRUE(contains(s.message(), "HCL_SHM_SLOTS=0")) << s.message();
+  EXPECT_TRUE(segmentsInDevShm(id_).empty());
+}
+
+}  // namespace
+}  // namespace hcl::test

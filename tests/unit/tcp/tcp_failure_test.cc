@@ -1,0 +1,105 @@
+// A peer that aborts or goes away mid-transfer fails the other side, no hang.
+#include "tcp_mesh_support.h"
+
+namespace hcl::test {
+namespace {
+
+constexpr size_t kBig = size_t{64} << 20;  // far beyond the socket buffers
+
+enum class Departure { AbortKeepObject, AbortThenDestroy, Destroy };
+
+class TcpPeerGoneTest : public TcpTest, public ::testing::WithParamInterface<Departure> {};
+
+bool isSocketFailure(const Status& s) { return s.code() == hclRemoteError; }
+
+// Rank 1 receives part of a big message from rank 0 and then goes away.
+TEST_P(TcpPeerGoneTest, ReceiverLeavingFailsTheSender) {
+  const Departure how = GetParam();
+  MeshSpec mesh(2);
+  std::barrier<> barrier(2);
+  runRanks(2, [&](int rank) {
+    RankSide side;
+    const Status setup = setUpRank(mesh, rank, barrier, side);
+    ASSERT_TRUE(setup.ok()) << setup.message();
+    auto& conn = side.connections[static_cast<size_t>(1 - rank)];
+    std::vector<uint8_t> data(kBig, 1);
+    if (rank == 0) {
+      Transfer send;
+      send.buffer = data.data(), send.bytes = kBig, send.tag = 4;
+      ASSERT_TRUE(conn->post(send).ok());
+      barrier.arrive_and_wait();  // rank 1 leaves after this
+      const Status status = waitAll({conn.get()}, {&send});
+      EXPECT_TRUE(isSocketFailure(status)) << status.message();
+      EXPECT_NE(status.message().find("rank 0: connection to rank 1 (tcp "), std::string::npos)
+          << status.message();
+      EXPECT_TRUE(send.failed());
+      barrier.arrive_and_wait();
+    } else {
+      barrier.arrive_and_wait();  // never receives: rank 0's data piles up unread
+      if (how != Departure::Destroy) conn->abort();
+      if (how != Departure::AbortKeepObject) conn.reset();
+      barrier.arrive_and_wait();  // rank 0 has seen the failure
+    }
+  });
+}
+
+// Rank 0 is sending a big message to rank 1 when rank 1 goes away.
+TEST_P(TcpPeerGoneTest, SenderLeavingMidMessageFailsTheReceiver) {
+  const Departure how = GetParam();
+  MeshSpec mesh(2);
+  std::barrier<> barrier(2);
+  runRanks(2, [&](int rank) {
+    RankSide side;
+    const Status setup = setUpRank(mesh, rank, barrier, side);
+    ASSERT_TRUE(setup.ok()) << setup.message();
+    auto& conn = side.connections[static_cast<size_t>(1 - rank)];
+    std::vector<uint8_t> data(kBig, 2);
+    if (rank == 0) {
+      Transfer recv;
+      recv.isSend = false, recv.buffer = data.data(), recv.bytes = kBig, recv.tag = 3;
+      ASSERT_TRUE(conn->post(recv).ok());
+      barrier.arrive_and_wait();
+      const Status status = waitAll({conn.get()}, {&recv});
+      EXPECT_TRUE(isSocketFailure(status)) << status.message();
+      EXPECT_NE(status.message().find("closed by peer"), std::string::npos) << status.message();
+      EXPECT_TRUE(recv.failed());
+      barrier.arrive_and_wait();
+    } else {
+      Transfer send;
+      send.buffer = data.data(), send.bytes = kBig, send.tag = 3;
+      ASSERT_TRUE(conn->post(send).ok());
+      while (send.progressed == 0) {  // until part of the message is on the wire
+        bool madeProgress = false;
+        ASSERT_TRUE(conn->progress(&madeProgress).ok());
+      }
+      EXPECT_FALSE(send.done());
+      barrier.arrive_and_wait();
+      if (how != Departure::Destroy) conn->abort();
+      if (how == Departure::AbortKeepObject) {
+        bool madeProgress = false;
+        const Status status = conn->progress(&madeProgress);
+        EXPECT_EQ(status.code(), hclRemoteError);
+        EXPECT_NE(status.message().find("aborted"), std::string::npos) << status.message();
+        EXPECT_TRUE(send.failed());
+      } else {
+        conn.reset();
+      }
+      barrier.arrive_and_wait();
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Departures, TcpPeerGoneTest,
+                         ::testing::Values(Departure::AbortKeepObject, Departure::AbortThenDestroy,
+                                           Departure::Destroy),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case Departure::AbortKeepObject: return std::string("Abort");
+                             case Departure::AbortThenDestroy: return std::string("AbortThenDestroy");
+                             case Departure::Destroy: return std::string("Destroy");
+                           }
+                           return std::string("Unknown");
+                         });
+
+}  // namespace
+}  // namespace hcl::test

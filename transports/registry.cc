@@ -1,0 +1,28 @@
+// The one place that maps a transport kind to its implementation.
+// Adding a transport: a new folder plus one line here.
+#include "transports/local/local_transport.h"
+#include "transports/shm/shm_transport.h"
+#include "transports/tcp/tcp_transport.h"
+#include "transports/transport.h"
+
+namespace hcl {
+
+const char* toString(TransportKind k) {
+  switch (k) {
+    case TransportKind::Local: return "local";
+    case TransportKind::Shm: return "shm";
+    case TransportKind::Tcp: return "tcp";
+  }
+  return "unknown";
+}
+
+std::unique_ptr<Transport> makeTransport(TransportKind kind) {
+  switch (kind) {
+    case TransportKind::Local: return makeLocalTransport();
+    case TransportKind::Shm: return makeShmTransport();
+    case TransportKind::Tcp: return makeTcpTransport();
+  }
+  return nullptr;
+}
+
+}  // namespace hcl

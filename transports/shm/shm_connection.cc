@@ -1,0 +1,366 @@
+#include "transports/shm/shm_connection.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <fmt/format.h>
+#include <utility>
+
+#include "core/deadline.h"
+#include "transports/shm/shm_process.h"
+
+namespace hcl::shm {
+
+std::string formatBytes(uint64_t bytes) {
+  constexpr uint64_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+  if (bytes >= kGiB && bytes % kGiB == 0) return fmt::format("{} GiB", bytes / kGiB);
+  if (bytes >= kMiB && bytes % kMiB == 0) return fmt::format("{} MiB", bytes / kMiB);
+  if (bytes >= kKiB && bytes % kKiB == 0) return fmt::format("{} KiB", bytes / kKiB);
+  return fmt::format("{} B", bytes);
+}
+
+namespace {
+
+// Bounds the work of one progress() call in each direction, so a call never
+// takes long (4 MiB is about a millisecond of copying).
+constexpr uint64_t kMaxBytesPerProgress = 4ull << 20;
+constexpr auto kPeerCheckInterval = std::chrono::milliseconds(50);
+
+class ShmConnection final : public Connection {
+ public:
+  explicit ShmConnection(ConnectionConfig c)
+      : rank_(c.rank),
+        peer_(c.peer),
+        side_(c.side),
+        segment_(std::move(c.segment)),
+        header_(segment_->header()),
+        sendFifo_(header_.fifo[side_]),
+        recvFifo_(header_.fifo[1 - side_]),
+        slots_(header_.slots),
+        slotBytes_(header_.slotBytes),
+        cmaThreshold_(c.cmaThreshold),
+        watchPeerPid_(c.watchPeerPid),
+        myPid_(::getpid()),
+        peerPid_(header_.side[1 - side_].pid.load(std::memory_order_acquire)) {
+    // Both ends start with empty FIFOs; these are the only writers of their counters.
+    sendHead_ = sendFifo_.head.load(std::memory_order_acquire);
+    sendTailSeen_ = sendFifo_.tail.load(std::memory_order_acquire);
+    recvTail_ = recvFifo_.tail.load(std::memory_order_acquire);
+    recvHeadSeen_ = recvFifo_.head.load(std::memory_order_acquire);
+    cmaSent_ = sendFifo_.cmaCompleted.load(std::memory_order_acquire);
+  }
+
+  Status post(Transfer& t) override {
+    if (!failure_.ok()) {
+      t.complete(Transfer::State::Failed);
+      return failure_;
+    }
+    if (t.bytes > 0 && t.buffer == nullptr) {
+      t.complete(Transfer::State::Failed);
+      return invalidArgument(fmt::format("rank {}: shm {} of {} bytes to/from rank {} with a null buffer",
+                                         rank_, t.isSend ? "send" : "receive", t.bytes, peer_));
+    }
+    t.progressed = 0;
+    (t.isSend ? sends_ : recvs_).push_back(&t);
+    return {};
+  }
+
+  Status progress(bool* madeProgress) override {
+    if (!failure_.ok()) return failure_;
+    bool moved = false;
+    Status s = progressSends(moved);
+    if (s.ok()) s = progressReceives(moved);
+    if (s.ok()) completeSingleCopySends(moved);
+    if (s.ok() && !moved && hasPendingWork()) s = checkPeer();
+    if (!s.ok()) {
+      if (madeProgress) *madeProgress = true;
+      return fail(std::move(s));
+    }
+    if (moved && madeProgress) *madeProgress = true;
+    return {};
+  }
+
+  void abort() override { header_.side[side_].aborted.store(1, std::memory_order_release); }
+
+  std::string describe() const override {
+    const uint32_t cma = header_.side[side_].peerCanReadMemory.load(std::memory_order_acquire);
+    if (cmaThreshold_ > 0 && cma == kCmaAvailable) {
+      return fmt::format("shm, single copy (process_vm_readv) from {}",
+                         formatBytes(static_cast<uint64_t>(cmaThreshold_)));
+    }
+    return fmt::format("shm, copy through {}x{} slots", slots_, formatBytes(slotBytes_));
+  }
+
+ private:
+  // ---- FIFO access -------------------------------------------------------
+
+  uint8_t* reserveSendSlot() {
+    if (sendHead_ - sendTailSeen_ >= slots_) {
+      sendTailSeen_ = sendFifo_.tail.load(std::memory_order_acquire);
+      if (sendHead_ - sendTailSeen_ >= slots_) return nullptr;
+    }
+    return segment_->slot(side_, sendHead_ % slots_);
+  }
+  void publishSendSlot() { sendFifo_.head.store(++sendHead_, std::memory_order_release); }
+
+  const uint8_t* peekReceiveSlot() {
+    if (recvTail_ == recvHeadSeen_) {
+      recvHeadSeen_ = recvFifo_.head.load(std::memory_order_acquire);
+      if (recvTail_ == recvHeadSeen_) return nullptr;
+    }
+    return segment_->slot(1 - side_, recvTail_ % slots_);
+  }
+  void releaseReceiveSlot() { recvFifo_.tail.store(++recvTail_, std::memory_order_release); }
+
+  // ---- sends -------------------------------------------------------------
+
+  MessageMode chooseMode(size_t bytes) {
+    if (cmaThreshold_ <= 0 || bytes < static_cast<uint64_t>(cmaThreshold_)) return MessageMode::Copy;
+    // Written by the peer during setup; read on the first large send.
+    if (peerCanReadMemory_ == kCmaUnknown) {
+      peerCanReadMemory_ = header_.side[side_].peerCanReadMemory.load(std::memory_order_acquire);
+    }
+    return peerCanReadMemory_ == kCmaAvailable ? MessageMode::SingleCopy : MessageMode::Copy;
+  }
+
+  Status progressSends(bool& moved) {
+    uint64_t budget = kMaxBytesPerProgress;
+    while (!sends_.empty() && budget > 0) {
+      Transfer& t = *sends_.front();
+      if (!sendStarted_) {
+        sendMode_ = chooseMode(t.bytes);
+        sendFragments_ = 0;
+        sendStarted_ = true;
+      }
+      if (sendMode_ == MessageMode::SingleCopy) {
+        uint8_t* slot = reserveSendSlot();
+        if (slot == nullptr) return {};
+        const SlotHeader h{t.tag, static_cast<uint32_t>(MessageMode::SingleCopy), t.bytes, 0,
+                           ++cmaSent_, myPid_, reinterpret_cast<uintptr_t>(t.buffer)};
+        std::memcpy(slot, &h, sizeof h);
+        publishSendSlot();
+        pendingSingleCopy_.emplace_back(cmaSent_, &t);
+        sends_.pop_front();
+        sendStarted_ = false;
+        moved = true;
+        continue;
+      }
+      const uint64_t fragments = t.bytes == 0 ? 1 : (t.bytes + slotBytes_ - 1) / slotBytes_;
+      while (sendFragments_ < fragments && budget > 0) {
+        uint8_t* slot = reserveSendSlot();
+        if (slot == nullptr) return {};
+        const uint64_t len = std::min<uint64_t>(slotBytes_, t.bytes - t.progressed);
+        const SlotHeader h{t.tag, static_cast<uint32_t>(MessageMode::Copy), t.bytes, sendFragments_,
+                           0, 0, 0};
+        std::memcpy(slot, &h, sizeof h);
+        if (len > 0) std::memcpy(slot + kSlotHeaderBytes, static_cast<const uint8_t*>(t.buffer) + t.progressed, len);
+        publishSendSlot();
+        t.progressed += len;
+        ++sendFragments_;
+        budget -= std::min(budget, std::max<uint64_t>(len, 1));
+        moved = true;
+      }
+      if (sendFragments_ < fragments) return {};
+      sends_.pop_front();
+      sendStarted_ = false;
+      t.complete(Transfer::State::Done);
+    }
+    return {};
+  }
+
+  void completeSingleCopySends(bool& moved) {
+    if (pendingSingleCopy_.empty()) return;
+    const uint64_t completed = sendFifo_.cmaCompleted.load(std::memory_order_acquire);
+    while (!pendingSingleCopy_.empty() && pendingSingleCopy_.front().first <= completed) {
+      Transfer* t = pendingSingleCopy_.front().second;
+      pendingSingleCopy_.pop_front();
+      t->complete(Transfer::State::Done);
+      moved = true;
+    }
+  }
+
+  // ---- receives ----------------------------------------------------------
+
+  Status progressReceives(bool& moved) {
+    uint64_t budget = kMaxBytesPerProgress;
+    while (!recvs_.empty() && budget > 0) {
+      Transfer& t = *recvs_.front();
+      if (!recvStarted_) {
+        const uint8_t* slot = peekReceiveSlot();
+        if (slot == nullptr) return {};
+        SlotHeader h;
+        std::memcpy(&h, slot, sizeof h);
+        if (h.fragment != 0 || (h.mode != static_cast<uint32_t>(MessageMode::Copy) &&
+                                h.mode != static_cast<uint32_t>(MessageMode::SingleCopy))) {
+          return corrupted(h);
+        }
+        if (h.tag != t.tag || h.bytes != t.bytes) {
+          return invalidUsage(fmt::format(
+              "rank {}: message from rank {} has tag {}/{} bytes, expected tag {}/{} bytes "
+              "(mismatched collectives or send/recv sizes?)",
+              rank_, peer_, h.tag, h.bytes, t.tag, t.bytes));
+        }
+        recvStarted_ = true;
+        recvMode_ = static_cast<MessageMode>(h.mode);
+        recvFragments_ = 0;
+        if (recvMode_ == MessageMode::SingleCopy) {
+          recvSource_ = h;
+          releaseReceiveSlot();  // the descriptor is ours now; free the slot early
+          moved = true;
+        }
+      }
+      const bool finished = recvMode_ == MessageMode::Copy ? receiveFragments(t, budget, moved)
+                                                            : readSingleCopy(t, budget, moved);
+      if (!recvStatus_.ok()) return std::exchange(recvStatus_, {});
+      if (!finished) return {};
+      if (recvMode_ == MessageMode::SingleCopy) {
+        recvFifo_.cmaCompleted.store(recvSource_.cmaSequence, std::memory_order_release);
+      }
+      recvs_.pop_front();
+      recvStarted_ = false;
+      t.complete(Transfer::State::Done);
+      moved = true;
+    }
+    return {};
+  }
+
+  // Copies fragments of the current message out of the FIFO. True when the
+  // whole message has arrived.
+  bool receiveFragments(Transfer& t, uint64_t& budget, bool& moved) {
+    while (recvFragments_ == 0 || t.progressed < t.bytes) {
+      if (budget == 0) return false;
+      const uint8_t* slot = peekReceiveSlot();
+      if (slot == nullptr) return false;
+      SlotHeader h;
+      std::memcpy(&h, slot, sizeof h);
+      if (h.fragment != recvFragments_ || h.tag != t.tag || h.bytes != t.bytes ||
+          h.mode != static_cast<uint32_t>(MessageMode::Copy)) {
+        recvStatus_ = corrupted(h);
+        return false;
+      }
+      const uint64_t len = std::min<uint64_t>(slotBytes_, t.bytes - t.progressed);
+      if (len > 0) std::memcpy(static_cast<uint8_t*>(t.buffer) + t.progressed, slot + kSlotHeaderBytes, len);
+      releaseReceiveSlot();
+      t.progressed += len;
+      ++recvFragments_;
+      budget -= std::min(budget, std::max<uint64_t>(len, 1));
+      moved = true;
+    }
+    return true;
+  }
+
+  // Reads the current message from the sender's buffer, at most `budget` bytes
+  // per call. True when it has all been read.
+  bool readSingleCopy(Transfer& t, uint64_t& budget, bool& moved) {
+    while (t.progressed < t.bytes && budget > 0) {
+      const uint64_t len = std::min<uint64_t>(budget, t.bytes - t.progressed);
+      int err = 0;
+      const ssize_t n = readProcessMemory(recvSource_.cmaPid, recvSource_.cmaAddress + t.progressed,
+                                          static_cast<uint8_t*>(t.buffer) + t.progressed, len, &err);
+      if (n < 0 && (err == EINTR || err == EAGAIN)) return false;
+      if (n < 0 && err == ESRCH) {
+        recvStatus_ = remoteError(fmt::format("rank {}: rank {} (pid {}, shm) exited", rank_, peer_,
+                                              recvSource_.cmaPid));
+        return false;
+      }
+      if (n <= 0) {
+        recvStatus_ = systemError(fmt::format(
+            "rank {}: process_vm_readv of {} bytes from rank {} (pid {}) failed: {}", rank_, len,
+            peer_, recvSource_.cmaPid, n < 0 ? std::strerror(err) : "no bytes read"));
+        return false;
+      }
+      t.progressed += static_cast<uint64_t>(n);
+      budget -= std::min<uint64_t>(budget, static_cast<uint64_t>(n));
+      moved = true;
+    }
+    return t.progressed == t.bytes;
+  }
+
+  Status corrupted(const SlotHeader& h) const {
+    return internalError(fmt::format(
+        "rank {}: corrupted shm stream from rank {} (fragment {} mode {} tag {} bytes {}, expected "
+        "fragment {})",
+        rank_, peer_, h.fragment, h.mode, h.tag, h.bytes, recvStarted_ ? recvFragments_ : 0));
+  }
+
+  // ---- failure -----------------------------------------------------------
+
+  bool hasPendingWork() const {
+    return !sends_.empty() || !recvs_.empty() || !pendingSingleCopy_.empty();
+  }
+
+  // Rate-limited: is the peer still there and not aborted?
+  Status checkPeer() {
+    const auto now = Clock::now();
+    if (now < nextPeerCheck_) return {};
+    nextPeerCheck_ = now + kPeerCheckInterval;
+    if (header_.side[1 - side_].aborted.load(std::memory_order_acquire) != 0) {
+      return remoteError(fmt::format("rank {}: rank {} (pid {}, shm) aborted", rank_, peer_, peerPid_));
+    }
+    if (watchPeerPid_ && processExited(peerPid_)) {
+      return remoteError(fmt::format("rank {}: rank {} (pid {}, shm) exited", rank_, peer_, peerPid_));
+    }
+    return {};
+  }
+
+  Status fail(Status s) {
+    failure_ = s;
+    std::deque<Transfer*> sends = std::exchange(sends_, {});
+    std::deque<Transfer*> recvs = std::exchange(recvs_, {});
+    auto singleCopy = std::exchange(pendingSingleCopy_, {});
+    for (Transfer* t : sends) t->complete(Transfer::State::Failed);
+    for (Transfer* t : recvs) t->complete(Transfer::State::Failed);
+    for (auto& [seq, t] : singleCopy) t->complete(Transfer::State::Failed);
+    return s;
+  }
+
+  const int rank_;
+  const int peer_;
+  const int side_;
+  const std::shared_ptr<Segment> segment_;
+  SegmentHeader& header_;
+  FifoControl& sendFifo_;
+  FifoControl& recvFifo_;
+  const uint64_t slots_;
+  const uint64_t slotBytes_;
+  const int64_t cmaThreshold_;
+  const bool watchPeerPid_;
+  const int64_t myPid_;
+  const int64_t peerPid_;
+
+  Status failure_;
+  Clock::time_point nextPeerCheck_{};
+
+  // Producer side of FIFO side_.
+  uint64_t sendHead_ = 0;
+  uint64_t sendTailSeen_ = 0;
+  uint64_t cmaSent_ = 0;
+  uint32_t peerCanReadMemory_ = kCmaUnknown;
+  std::deque<Transfer*> sends_;  // front is the one being pushed
+  bool sendStarted_ = false;
+  MessageMode sendMode_ = MessageMode::Copy;
+  uint64_t sendFragments_ = 0;
+  std::deque<std::pair<uint64_t, Transfer*>> pendingSingleCopy_;  // (sequence, transfer)
+
+  // Consumer side of FIFO 1 - side_.
+  uint64_t recvTail_ = 0;
+  uint64_t recvHeadSeen_ = 0;
+  std::deque<Transfer*> recvs_;  // front is the one being filled
+  bool recvStarted_ = false;
+  MessageMode recvMode_ = MessageMode::Copy;
+  uint64_t recvFragments_ = 0;
+  SlotHeader recvSource_{};
+  Status recvStatus_;
+};
+
+}  // namespace
+
+std::unique_ptr<Connection> makeShmConnection(ConnectionConfig config) {
+  return std::make_unique<ShmConnection>(std::move(config));
+}
+
+}  // namespace hcl::shm

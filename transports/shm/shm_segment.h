@@ -1,0 +1,106 @@
+// The shared segment of one pair of ranks (low < high): a header, then two
+// single-producer/single-consumer FIFOs of fixed-size slots. FIFO d carries
+// messages from side d to side 1-d (side 0 is the low rank, which creates it).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+
+namespace hcl::shm {
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+static_assert(std::atomic<int64_t>::is_always_lock_free);
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+
+constexpr uint64_t kSegmentMagic = 0x31304d48534c4348ull;  // "HCLSHM01"
+constexpr size_t kCacheLine = 64;
+
+// Whether the other side could read this side's memory with process_vm_readv.
+enum CmaCapability : uint32_t { kCmaUnknown = 0, kCmaAvailable = 1, kCmaUnavailable = 2 };
+
+struct alignas(kCacheLine) SideInfo {
+  std::atomic<int64_t> pid;  // non-zero once this side has attached (release)
+  std::atomic<uint64_t> probeAddress;  // a known 8-byte value in this process
+  std::atomic<uint64_t> probeValue;
+  std::atomic<uint32_t> aborted;
+  std::atomic<uint32_t> peerCanReadMemory;  // CmaCapability, written by the other side
+};
+
+struct FifoControl {
+  alignas(kCacheLine) std::atomic<uint64_t> head;  // slots published by the producer
+  alignas(kCacheLine) std::atomic<uint64_t> tail;  // slots released by the consumer
+  // Sequence number of the last single-copy message the consumer finished reading.
+  alignas(kCacheLine) std::atomic<uint64_t> cmaCompleted;
+};
+
+struct SegmentHeader {
+  std::atomic<uint64_t> magic;  // stored last by the creator
+  uint32_t slots;
+  uint32_t reserved;
+  uint64_t slotBytes;   // payload capacity of one slot
+  uint64_t slotStride;  // SlotHeader + payload, cache-line aligned
+  uint64_t totalBytes;
+  int32_t ranks[2];
+  SideInfo side[2];
+  FifoControl fifo[2];
+};
+
+enum class MessageMode : uint32_t { Copy = 1, SingleCopy = 2 };
+
+// At the start of every slot. Every fragment of a message repeats the
+// message's tag, size and mode so the stream can be checked.
+struct SlotHeader {
+  uint32_t tag;
+  uint32_t mode;  // MessageMode
+  uint64_t bytes;
+  uint64_t fragment;  // index of this fragment within the message
+  uint64_t cmaSequence;  // single copy: value cmaCompleted reaches when read
+  int64_t cmaPid;
+  uint64_t cmaAddress;
+};
+static_assert(sizeof(SlotHeader) <= kCacheLine);
+constexpr size_t kSlotHeaderBytes = kCacheLine;
+
+struct Geometry {
+  uint32_t slots = 0;
+  uint64_t slotBytes = 0;
+};
+
+// HCL_SHM_SLOTS x HCL_SHM_SLOT_BYTES, validated.
+Status geometryFromParams(Geometry& out);
+
+// "/hcl-<hex of secret[0..8)>-<commTag hex>-<low>-<high>"
+std::string segmentName(const uint8_t (&secret)[16], uint64_t commTag, int low, int high);
+
+// One mapping of a segment; unmapped on destruction. Does not unlink.
+class Segment {
+ public:
+  Segment(std::string name, void* base, size_t bytes);
+  ~Segment();
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  // shm_open(O_CREAT|O_EXCL), size, map, initialise the header. Unlinks on failure.
+  static Status create(const std::string& name, const Geometry& geometry, int low, int high,
+                       std::shared_ptr<Segment>& out);
+  // Opens an existing segment; *missing is set (and success returned) when
+  // it does not exist yet.
+  static Status open(const std::string& name, int low, int high, std::shared_ptr<Segment>& out,
+                     bool* missing);
+
+  const std::string& name() const { return name_; }
+  SegmentHeader& header() const;
+  uint8_t* slot(int fifo, uint64_t index) const;
+
+ private:
+  std::string name_;
+  void* base_;
+  size_t bytes_;
+};
+
+}  // namespace hcl::shm

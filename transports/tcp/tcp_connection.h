@@ -1,0 +1,41 @@
+// A Connection over one or more TcpStreams to one peer. Today every message
+// uses stream 0; striping over several streams would keep both ends' k-th
+// message on the same stream. post() and progress() must not run
+// concurrently; abort() may be called from any thread.
+#pragma once
+
+#include <asio/io_context.hpp>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transports/tcp/tcp_stream.h"
+#include "transports/transport.h"
+
+namespace hcl::tcp {
+
+class TcpConnection final : public Connection {
+ public:
+  // `io` owns the reactor the streams' sockets were created on.
+  TcpConnection(int rank, int peer, std::shared_ptr<asio::io_context> io,
+                std::vector<std::unique_ptr<TcpStream>> streams);
+
+  Status post(Transfer& transfer) override;
+  Status progress(bool* madeProgress) override;
+  void abort() override;
+  std::string describe() const override;
+
+ private:
+  Status fail(Status status);
+
+  int rank_;
+  int peer_;
+  std::shared_ptr<asio::io_context> io_;  // declared first: outlives the sockets
+  std::vector<std::unique_ptr<TcpStream>> streams_;
+  Status failure_;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace hcl::tcp

@@ -1,0 +1,23 @@
+// Message framing on a TCP stream: a 16-byte little-endian header
+// {tag u32, flags u32, bytes u64} followed by the payload.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace hcl::tcp {
+
+inline constexpr size_t kFrameHeaderBytes = 16;
+using FrameHeaderBytes = std::array<uint8_t, kFrameHeaderBytes>;
+
+struct FrameHeader {
+  uint32_t tag = 0;
+  uint32_t flags = 0;  // reserved, sent as 0
+  uint64_t bytes = 0;
+};
+
+FrameHeaderBytes encodeFrameHeader(const FrameHeader& header);
+FrameHeader decodeFrameHeader(const FrameHeaderBytes& raw);
+
+}  // namespace hcl::tcp

@@ -1,0 +1,27 @@
+// A listening socket on one chosen interface, open from listen() to finish().
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+
+#include <memory>
+#include <vector>
+
+#include "core/netif.h"
+#include "core/peer_info.h"
+#include "core/status.h"
+
+namespace hcl::tcp {
+
+struct TcpListener {
+  explicit TcpListener(asio::io_context& io) : acceptor(io) {}
+  asio::ip::tcp::acceptor acceptor;
+  NetAddress address;  // as published, with the bound port
+};
+
+// Opens an ephemeral-port listener on each interface; interfaces that cannot
+// be bound are skipped with a warning. Fails when none could be opened.
+Status openListeners(int rank, asio::io_context& io, const std::vector<NetInterface>& interfaces,
+                     std::vector<std::unique_ptr<TcpListener>>& out);
+
+}  // namespace hcl::tcp

@@ -1,0 +1,98 @@
+#include "transports/tcp/tcp_stream.h"
+
+#include <fmt/format.h>
+#include <sys/socket.h>
+
+#include <asio/error.hpp>
+
+namespace hcl::tcp {
+
+TcpStream::TcpStream(int rank, int peer, asio::ip::tcp::socket socket, std::string description)
+    : rank_(rank),
+      peer_(peer),
+      socket_(std::move(socket)),
+      fd_(socket_.native_handle()),
+      description_(std::move(description)) {
+  asio::error_code ignored;
+  socket_.non_blocking(true, ignored);
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  iov_.reserve(FrameQueue::kMaxBuffers);
+}
+
+Status TcpStream::progress(bool* madeProgress) {
+  HCL_TRY(progressSends(madeProgress));
+  return progressRecvs(madeProgress);
+}
+
+Status TcpStream::progressSends(bool* madeProgress) {
+  size_t moved = 0;
+  while (!sends_.empty() && moved < kMaxBytesPerProgress) {
+    sends_.gather(iov_, kMaxBytesPerProgress - moved);
+    const size_t wanted = asio::buffer_size(iov_);
+    asio::error_code ec;
+    const size_t n = socket_.write_some(iov_, ec);
+    if (ec == asio::error::would_block) return recvs_.empty() ? checkPeerStillThere() : Status{};
+    if (ec) return socketFailure(ec);
+    if (n > 0 && madeProgress) *madeProgress = true;
+    moved += n;
+    HCL_TRY(sends_.advance(n, [](const PendingFrame&) { return Status{}; }));
+    if (n < wanted) break;  // the socket buffer is full
+  }
+  return {};
+}
+
+Status TcpStream::progressRecvs(bool* madeProgress) {
+  size_t moved = 0;
+  while (!recvs_.empty() && moved < kMaxBytesPerProgress) {
+    recvs_.gather(iov_, kMaxBytesPerProgress - moved);
+    const size_t wanted = asio::buffer_size(iov_);
+    asio::error_code ec;
+    const size_t n = socket_.read_some(iov_, ec);
+    if (ec == asio::error::would_block) break;
+    if (ec) return socketFailure(ec);
+    if (n > 0 && madeProgress) *madeProgress = true;
+    moved += n;
+    HCL_TRY(recvs_.advance(n, [this](const PendingFrame& frame) { return checkHeader(frame); }));
+    if (n < wanted) break;  // nothing more has arrived
+  }
+  return {};
+}
+
+Status TcpStream::checkHeader(const PendingFrame& frame) const {
+  const FrameHeader header = decodeFrameHeader(frame.header);
+  const Transfer& expected = *frame.transfer;
+  if (header.tag == expected.tag && header.bytes == expected.bytes) return {};
+  return invalidUsage(fmt::format(
+      "rank {}: message from rank {} has tag {}/{} bytes, expected tag {}/{} bytes "
+      "(mismatched collectives or send/recv sizes?)",
+      rank_, peer_, header.tag, header.bytes, expected.tag, expected.bytes));
+}
+
+Status TcpStream::checkPeerStillThere() {
+  uint8_t probe = 0;
+  asio::error_code ec;
+  socket_.receive(asio::buffer(&probe, 1), asio::socket_base::message_peek, ec);
+  if (!ec || ec == asio::error::would_block) return {};
+  return socketFailure(ec);
+}
+
+Status TcpStream::socketFailure(const asio::error_code& ec) const {
+  if (ec == asio::error::eof)
+    return remoteError(
+        fmt::format("rank {}: connection to rank {} ({}) closed by peer", rank_, peer_, description_));
+  if (ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+      ec == asio::error::connection_aborted)
+    return remoteError(
+        fmt::format("rank {}: connection to rank {} ({}) reset", rank_, peer_, description_));
+  return remoteError(fmt::format("rank {}: connection to rank {} ({}) failed: {}", rank_, peer_,
+                                 description_, ec.message()));
+}
+
+void TcpStream::failAll() {
+  sends_.failAll();
+  recvs_.failAll();
+}
+
+void TcpStream::shutdown() { ::shutdown(fd_, SHUT_RDWR); }
+
+}  // namespace hcl::tcp

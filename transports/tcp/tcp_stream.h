@@ -1,0 +1,59 @@
+// One TCP socket carrying framed messages to one peer, driven by non-blocking
+// reads and writes. Sends and receives queue independently; bytes are read
+// only into posted receives, so an unread message waits in the kernel.
+#pragma once
+
+#include <asio/buffer.hpp>
+#include <asio/ip/tcp.hpp>
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "transports/tcp/tcp_frame_queue.h"
+#include "transports/transport.h"
+
+namespace hcl::tcp {
+
+class TcpStream {
+ public:
+  // Caps the bytes moved per direction in one progress() call, so a call
+  // stays short and the caller can serve its other connections.
+  static constexpr size_t kMaxBytesPerProgress = size_t{4} << 20;
+
+  // `socket` must be connected and past the hello exchange.
+  TcpStream(int rank, int peer, asio::ip::tcp::socket socket, std::string description);
+
+  void postSend(Transfer& transfer) { sends_.push(transfer); }
+  void postRecv(Transfer& transfer) { recvs_.push(transfer); }
+
+  // Moves bytes in both directions; returns the first failure.
+  Status progress(bool* madeProgress);
+  // Completes every queued transfer Failed.
+  void failAll();
+  // Shuts the socket down in both directions so the peer sees EOF. Safe to
+  // call from another thread while progress() runs.
+  void shutdown();
+
+  const std::string& description() const { return description_; }
+
+ private:
+  Status progressSends(bool* madeProgress);
+  Status progressRecvs(bool* madeProgress);
+  Status checkHeader(const PendingFrame& frame) const;
+  // With sends stuck and no receive posted nothing reads the socket; peek so
+  // a peer that went away is still noticed.
+  Status checkPeerStillThere();
+  Status socketFailure(const asio::error_code& ec) const;
+
+  int rank_;
+  int peer_;
+  asio::ip::tcp::socket socket_;
+  int fd_;  // for shutdown() from other threads
+  std::string description_;
+  FrameQueue sends_;
+  FrameQueue recvs_;
+  std::vector<asio::mutable_buffer> iov_;
+};
+
+}  // namespace hcl::tcp

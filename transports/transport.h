@@ -1,0 +1,95 @@
+// The transport seam. A Transport sets up Connections to peers; a Connection
+// moves messages in both directions, non-blocking, with per-direction FIFO
+// matching: the k-th send posted to a peer matches the k-th receive that peer
+// posts from us. Transports know nothing about collectives.
+//
+// Setup runs in phases with an out-of-band barrier between them, so that one
+// side can create resources (a listener, a shared segment) before the other
+// opens them:
+//   listen(self)  -> publish PeerInfo -> prepare(peers) -> barrier ->
+//   connect(peers) -> barrier -> finish()
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/deadline.h"
+#include "core/peer_info.h"
+#include "core/status.h"
+
+namespace hcl {
+
+struct Link;
+
+enum class TransportKind : uint8_t { Local = 0, Shm = 1, Tcp = 2 };
+const char* toString(TransportKind k);
+
+// One message in flight. Owned by the caller, which keeps it alive (and does
+// not move it) until state() leaves Pending or the connection is destroyed.
+struct Transfer {
+  enum class State : int { Pending = 0, Done = 1, Failed = 2 };
+
+  bool isSend = true;
+  void* buffer = nullptr;  // source for sends, destination for receives
+  size_t bytes = 0;
+  // Checked on receive: a message with a different tag or size is an error
+  // ("peer sent allgather of 8 bytes, expected allreduce of 16 bytes").
+  uint32_t tag = 0;
+
+  std::atomic<int> state{static_cast<int>(State::Pending)};
+  bool done() const { return state.load(std::memory_order_acquire) != static_cast<int>(State::Pending); }
+  bool failed() const { return state.load(std::memory_order_acquire) == static_cast<int>(State::Failed); }
+  void complete(State s) { state.store(static_cast<int>(s), std::memory_order_release); }
+
+  size_t progressed = 0;  // transport-private progress counter
+};
+
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  // Queues a transfer. Never blocks.
+  virtual Status post(Transfer& transfer) = 0;
+  // Moves bytes for queued transfers; never blocks. Sets *madeProgress when
+  // any byte moved or any transfer completed. A failure (peer gone, size
+  // mismatch) is returned, and every queued transfer is marked Failed.
+  virtual Status progress(bool* madeProgress) = 0;
+  // Breaks the link so the peer notices quickly (socket shutdown, shared flag).
+  virtual void abort() = 0;
+  // "tcp 10.0.0.2:41233 via eth0", "shm (single copy above 64 KiB)", ...
+  virtual std::string describe() const = 0;
+};
+
+// What a transport needs to know about the communicator being built.
+struct TransportContext {
+  int rank = 0;
+  int nranks = 0;
+  const std::vector<PeerInfo>* peers = nullptr;  // filled after the PeerInfo exchange
+  const std::vector<Link>* links = nullptr;  // links[peer], filled after selection
+  uint8_t secret[16] = {};                        // shared by the communicator's members
+  uint64_t commTag = 0;                           // distinguishes communicators of one secret
+  int64_t timeoutMs = 60000;
+  const std::atomic<bool>* abortFlag = nullptr;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual TransportKind kind() const = 0;
+  // Before PeerInfo is published: open listeners, add addresses to `self`.
+  virtual Status listen(const TransportContext& ctx, PeerInfo& self) = 0;
+  // After PeerInfo exchange: create resources for links to `peers`.
+  virtual Status prepare(const TransportContext& ctx, const std::vector<int>& peers) = 0;
+  // After a barrier: open the links. out[peer] receives each connection.
+  virtual Status connect(const TransportContext& ctx, const std::vector<int>& peers,
+                         std::vector<std::unique_ptr<Connection>>& out) = 0;
+  // After a second barrier: drop names other ranks no longer need (unlink).
+  virtual void finish() = 0;
+};
+
+std::unique_ptr<Transport> makeTransport(TransportKind kind);
+
+}  // namespace hcl
