@@ -15,4 +15,6 @@ HCL_INSTANTIATE_DIRECT(uint32_t)
 HCL_INSTANTIATE_DIRECT(int64_t)
 HCL_INSTANTIATE_DIRECT(uint64_t)
 
+#undef HCL_INSTANTIATE_DIRECT
+
 }  // namespace hcl::reduce_kernels

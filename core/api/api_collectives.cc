@@ -17,7 +17,7 @@ struct CollCall {
   hclDataType_t type;
   hclRedOp_t op = hclSum;
   bool reduces = false;
-  int root = -1;          // -1: no root
+  int root = -1;          // -1: no root (collectives without one)
   size_t sendMultiplier;  // elements in sendbuff = count * sendMultiplier (nranks when 0)
   size_t recvMultiplier;
   bool rootOnlySend = false;  // scatter: sendbuff matters only at root
@@ -29,8 +29,9 @@ hclResult_t submitCollective(CollCall c, hclComm_t comm, hclStream_t stream) {
   Status s = checkComm(comm, impl);
   if (s.ok()) s = checkDataType(c.type);
   if (s.ok() && c.reduces) s = checkOp(*impl, c.op);
-  if (s.ok() && c.root >= 0) s = checkRank("root", c.root, impl->nranks());
-  if (s.ok() && c.root < -1) s = checkRank("root", c.root, impl->nranks());
+  const bool hasRoot = c.kind == CollKind::Reduce || c.kind == CollKind::Broadcast || c.kind == CollKind::Gather ||
+                       c.kind == CollKind::Scatter;
+  if (s.ok() && hasRoot) s = checkRank("root", c.root, impl->nranks());
   if (s.ok()) s = checkStream(stream);
   if (s.ok()) {
     const size_t n = static_cast<size_t>(impl->nranks());
@@ -55,7 +56,7 @@ hclResult_t submitCollective(CollCall c, hclComm_t comm, hclStream_t stream) {
     op.count = c.count;
     op.type = c.type;
     op.op = c.op;
-    op.root = c.root < 0 ? 0 : c.root;
+    op.root = hasRoot ? c.root : 0;
     op.stream = stream;
     return report(submit(std::move(op)), comm);
   }
@@ -77,7 +78,6 @@ hclResult_t hclReduce(const void* sendbuff, void* recvbuff, size_t count, hclDat
                       hclRedOp_t op, int root, hclComm_t comm, hclStream_t stream) {
   CollCall c{"hclReduce", CollKind::Reduce, sendbuff, recvbuff, count, datatype, op, true, root, 1, 1};
   c.rootOnlyRecv = true;
-  if (root < 0) c.root = -2;
   return submitCollective(c, comm, stream);
 }
 
@@ -85,14 +85,12 @@ hclResult_t hclBroadcast(const void* sendbuff, void* recvbuff, size_t count, hcl
                          int root, hclComm_t comm, hclStream_t stream) {
   CollCall c{"hclBroadcast", CollKind::Broadcast, sendbuff, recvbuff, count, datatype, hclSum, false, root, 1, 1};
   c.rootOnlySend = true;
-  if (root < 0) c.root = -2;
   return submitCollective(c, comm, stream);
 }
 
 hclResult_t hclBcast(void* buff, size_t count, hclDataType_t datatype, int root, hclComm_t comm,
                      hclStream_t stream) {
   CollCall c{"hclBcast", CollKind::Broadcast, buff, buff, count, datatype, hclSum, false, root, 1, 1};
-  if (root < 0) c.root = -2;
   return submitCollective(c, comm, stream);
 }
 
@@ -121,7 +119,6 @@ hclResult_t hclGather(const void* sendbuff, void* recvbuff, size_t count, hclDat
                       hclComm_t comm, hclStream_t stream) {
   CollCall c{"hclGather", CollKind::Gather, sendbuff, recvbuff, count, datatype, hclSum, false, root, 1, 0};
   c.rootOnlyRecv = true;
-  if (root < 0) c.root = -2;
   return submitCollective(c, comm, stream);
 }
 
@@ -129,7 +126,6 @@ hclResult_t hclScatter(const void* sendbuff, void* recvbuff, size_t count, hclDa
                        hclComm_t comm, hclStream_t stream) {
   CollCall c{"hclScatter", CollKind::Scatter, sendbuff, recvbuff, count, datatype, hclSum, false, root, 0, 1};
   c.rootOnlySend = true;
-  if (root < 0) c.root = -2;
   return submitCollective(c, comm, stream);
 }
 

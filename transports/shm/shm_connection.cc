@@ -1,5 +1,6 @@
 #include "transports/shm/shm_connection.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,7 +8,6 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
-#include <fmt/format.h>
 #include <utility>
 
 #include "core/deadline.h"
@@ -61,8 +61,9 @@ class ShmConnection final : public Connection {
     }
     if (t.bytes > 0 && t.buffer == nullptr) {
       t.complete(Transfer::State::Failed);
-      return invalidArgument(fmt::format("rank {}: shm {} of {} bytes to/from rank {} with a null buffer",
-                                         rank_, t.isSend ? "send" : "receive", t.bytes, peer_));
+      return invalidArgument(
+          fmt::format("rank {}: shm {} of {} bytes to/from rank {} with a null buffer", rank_,
+                      t.isSend ? "send" : "receive", t.bytes, peer_));
     }
     t.progressed = 0;
     (t.isSend ? sends_ : recvs_).push_back(&t);
@@ -119,7 +120,8 @@ class ShmConnection final : public Connection {
   // ---- sends -------------------------------------------------------------
 
   MessageMode chooseMode(size_t bytes) {
-    if (cmaThreshold_ <= 0 || bytes < static_cast<uint64_t>(cmaThreshold_)) return MessageMode::Copy;
+    if (cmaThreshold_ <= 0 || bytes < static_cast<uint64_t>(cmaThreshold_))
+      return MessageMode::Copy;
     // Written by the peer during setup; read on the first large send.
     if (peerCanReadMemory_ == kCmaUnknown) {
       peerCanReadMemory_ = header_.side[side_].peerCanReadMemory.load(std::memory_order_acquire);
@@ -139,8 +141,9 @@ class ShmConnection final : public Connection {
       if (sendMode_ == MessageMode::SingleCopy) {
         uint8_t* slot = reserveSendSlot();
         if (slot == nullptr) return {};
-        const SlotHeader h{t.tag, static_cast<uint32_t>(MessageMode::SingleCopy), t.bytes, 0,
-                           ++cmaSent_, myPid_, reinterpret_cast<uintptr_t>(t.buffer)};
+        const SlotHeader h{
+            t.tag,  static_cast<uint32_t>(MessageMode::SingleCopy), t.bytes, 0, ++cmaSent_,
+            myPid_, reinterpret_cast<uintptr_t>(t.buffer)};
         std::memcpy(slot, &h, sizeof h);
         publishSendSlot();
         pendingSingleCopy_.emplace_back(cmaSent_, &t);
@@ -154,10 +157,12 @@ class ShmConnection final : public Connection {
         uint8_t* slot = reserveSendSlot();
         if (slot == nullptr) return {};
         const uint64_t len = std::min<uint64_t>(slotBytes_, t.bytes - t.progressed);
-        const SlotHeader h{t.tag, static_cast<uint32_t>(MessageMode::Copy), t.bytes, sendFragments_,
-                           0, 0, 0};
+        const SlotHeader h{
+            t.tag, static_cast<uint32_t>(MessageMode::Copy), t.bytes, sendFragments_, 0, 0, 0};
         std::memcpy(slot, &h, sizeof h);
-        if (len > 0) std::memcpy(slot + kSlotHeaderBytes, static_cast<const uint8_t*>(t.buffer) + t.progressed, len);
+        if (len > 0)
+          std::memcpy(slot + kSlotHeaderBytes, static_cast<const uint8_t*>(t.buffer) + t.progressed,
+                      len);
         publishSendSlot();
         t.progressed += len;
         ++sendFragments_;
@@ -214,7 +219,7 @@ class ShmConnection final : public Connection {
         }
       }
       const bool finished = recvMode_ == MessageMode::Copy ? receiveFragments(t, budget, moved)
-                                                            : readSingleCopy(t, budget, moved);
+                                                           : readSingleCopy(t, budget, moved);
       if (!recvStatus_.ok()) return std::exchange(recvStatus_, {});
       if (!finished) return {};
       if (recvMode_ == MessageMode::SingleCopy) {
@@ -243,7 +248,8 @@ class ShmConnection final : public Connection {
         return false;
       }
       const uint64_t len = std::min<uint64_t>(slotBytes_, t.bytes - t.progressed);
-      if (len > 0) std::memcpy(static_cast<uint8_t*>(t.buffer) + t.progressed, slot + kSlotHeaderBytes, len);
+      if (len > 0)
+        std::memcpy(static_cast<uint8_t*>(t.buffer) + t.progressed, slot + kSlotHeaderBytes, len);
       releaseReceiveSlot();
       t.progressed += len;
       ++recvFragments_;
@@ -259,12 +265,13 @@ class ShmConnection final : public Connection {
     while (t.progressed < t.bytes && budget > 0) {
       const uint64_t len = std::min<uint64_t>(budget, t.bytes - t.progressed);
       int err = 0;
-      const ssize_t n = readProcessMemory(recvSource_.cmaPid, recvSource_.cmaAddress + t.progressed,
-                                          static_cast<uint8_t*>(t.buffer) + t.progressed, len, &err);
+      const ssize_t n =
+          readProcessMemory(recvSource_.cmaPid, recvSource_.cmaAddress + t.progressed,
+                            static_cast<uint8_t*>(t.buffer) + t.progressed, len, &err);
       if (n < 0 && (err == EINTR || err == EAGAIN)) return false;
       if (n < 0 && err == ESRCH) {
-        recvStatus_ = remoteError(fmt::format("rank {}: rank {} (pid {}, shm) exited", rank_, peer_,
-                                              recvSource_.cmaPid));
+        recvStatus_ = remoteError(
+            fmt::format("rank {}: rank {} (pid {}, shm) exited", rank_, peer_, recvSource_.cmaPid));
         return false;
       }
       if (n <= 0) {
@@ -299,10 +306,12 @@ class ShmConnection final : public Connection {
     if (now < nextPeerCheck_) return {};
     nextPeerCheck_ = now + kPeerCheckInterval;
     if (header_.side[1 - side_].aborted.load(std::memory_order_acquire) != 0) {
-      return remoteError(fmt::format("rank {}: rank {} (pid {}, shm) aborted", rank_, peer_, peerPid_));
+      return remoteError(
+          fmt::format("rank {}: rank {} (pid {}, shm) aborted", rank_, peer_, peerPid_));
     }
     if (watchPeerPid_ && processExited(peerPid_)) {
-      return remoteError(fmt::format("rank {}: rank {} (pid {}, shm) exited", rank_, peer_, peerPid_));
+      return remoteError(
+          fmt::format("rank {}: rank {} (pid {}, shm) exited", rank_, peer_, peerPid_));
     }
     return {};
   }

@@ -1,13 +1,13 @@
 #include "transports/shm/shm_segment.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
 #include <memory>
 #include <new>
 
@@ -45,7 +45,8 @@ std::string errnoText(int err) { return fmt::format("{} ({})", std::strerror(err
 Status geometryFromParams(Geometry& out) {
   const int64_t slots = paramInt("HCL_SHM_SLOTS");
   if (slots < 1 || slots > kMaxSlots) {
-    return invalidArgument(fmt::format("HCL_SHM_SLOTS={} is out of range [1, {}]", slots, kMaxSlots));
+    return invalidArgument(
+        fmt::format("HCL_SHM_SLOTS={} is out of range [1, {}]", slots, kMaxSlots));
   }
   const int64_t slotBytes = paramInt("HCL_SHM_SLOT_BYTES");
   if (slotBytes < kMinSlotBytes || slotBytes > kMaxSlotBytes) {
@@ -92,12 +93,13 @@ Status Segment::create(const std::string& name, const Geometry& geometry, int lo
   }
   auto fail = [&](std::string what, int err) {
     ::shm_unlink(name.c_str());
-    return systemError(fmt::format("rank {}: {} of shm segment {} ({} bytes) for rank {} failed: {}{}",
-                                   low, what, name, total, high, errnoText(err),
-                                   err == ENOSPC || err == ENOMEM
-                                       ? " (enlarge /dev/shm, lower HCL_SHM_SLOTS/HCL_SHM_SLOT_BYTES "
-                                         "or set HCL_SHM_DISABLE=1)"
-                                       : ""));
+    return systemError(
+        fmt::format("rank {}: {} of shm segment {} ({} bytes) for rank {} failed: {}{}", low, what,
+                    name, total, high, errnoText(err),
+                    err == ENOSPC || err == ENOMEM
+                        ? " (enlarge /dev/shm, lower HCL_SHM_SLOTS/HCL_SHM_SLOT_BYTES "
+                          "or set HCL_SHM_DISABLE=1)"
+                        : ""));
   };
   if (::ftruncate(fd.get(), static_cast<off_t>(total)) != 0) return fail("ftruncate", errno);
   // Reserve the pages now: a full /dev/shm becomes an error here instead of SIGBUS later.
@@ -129,8 +131,8 @@ Status Segment::open(const std::string& name, int low, int high, std::shared_ptr
       *missing = true;
       return {};
     }
-    return systemError(
-        fmt::format("rank {}: shm_open({}) for rank {} failed: {}", high, name, low, errnoText(err)));
+    return systemError(fmt::format("rank {}: shm_open({}) for rank {} failed: {}", high, name, low,
+                                   errnoText(err)));
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {

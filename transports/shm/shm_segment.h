@@ -24,7 +24,7 @@ constexpr size_t kCacheLine = 64;
 enum CmaCapability : uint32_t { kCmaUnknown = 0, kCmaAvailable = 1, kCmaUnavailable = 2 };
 
 struct alignas(kCacheLine) SideInfo {
-  std::atomic<int64_t> pid;  // non-zero once this side has attached (release)
+  std::atomic<int64_t> pid;            // non-zero once this side has attached (release)
   std::atomic<uint64_t> probeAddress;  // a known 8-byte value in this process
   std::atomic<uint64_t> probeValue;
   std::atomic<uint32_t> aborted;
@@ -58,7 +58,7 @@ struct SlotHeader {
   uint32_t tag;
   uint32_t mode;  // MessageMode
   uint64_t bytes;
-  uint64_t fragment;  // index of this fragment within the message
+  uint64_t fragment;     // index of this fragment within the message
   uint64_t cmaSequence;  // single copy: value cmaCompleted reaches when read
   int64_t cmaPid;
   uint64_t cmaAddress;

@@ -1,10 +1,10 @@
 #include "transports/shm/shm_transport.h"
 
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstring>
-#include <fmt/format.h>
 #include <map>
 #include <random>
 #include <string>
@@ -44,7 +44,8 @@ class ShmTransport final : public Transport {
       HCL_TRY(checkPeerRank(ctx, peer, "prepare"));
       if (peer < ctx.rank) continue;  // the lower rank of a pair creates its segment
       if (segments_.count(peer) != 0) {
-        return invalidUsage(fmt::format("rank {}: shm prepare() called twice for rank {}", ctx.rank, peer));
+        return invalidUsage(
+            fmt::format("rank {}: shm prepare() called twice for rank {}", ctx.rank, peer));
       }
       const std::string name = shm::segmentName(ctx.secret, ctx.commTag, ctx.rank, peer);
       std::shared_ptr<Segment> segment;
@@ -52,7 +53,8 @@ class ShmTransport final : public Transport {
       created_.push_back(name);
       attach(segment->header().side[0]);
       segments_[peer] = std::move(segment);
-      log::trace(log::Shm, "rank {}: created shm segment {} for rank {} ({} slots of {} per direction)",
+      log::trace(log::Shm,
+                 "rank {}: created shm segment {} for rank {} ({} slots of {} per direction)",
                  ctx.rank, name, peer, geometry.slots, shm::formatBytes(geometry.slotBytes));
     }
     return {};
@@ -84,7 +86,8 @@ class ShmTransport final : public Transport {
       if (peer < ctx.rank) continue;
       auto it = segments_.find(peer);
       if (it == segments_.end()) {
-        return invalidUsage(fmt::format("rank {}: shm connect() to rank {} without prepare()", ctx.rank, peer));
+        return invalidUsage(
+            fmt::format("rank {}: shm connect() to rank {} without prepare()", ctx.rank, peer));
       }
       shm::SegmentHeader& h = it->second->header();
       HCL_TRY(waitForAttach(ctx, peer, h.side[1], deadline, it->second->name()));
@@ -115,12 +118,13 @@ class ShmTransport final : public Transport {
   static Status interrupted(const TransportContext& ctx, const Deadline& deadline, int peer,
                             const std::string& what) {
     if (ctx.abortFlag != nullptr && ctx.abortFlag->load(std::memory_order_acquire)) {
-      return internalError(fmt::format("rank {}: shm connect to rank {} aborted while waiting for {}",
-                                       ctx.rank, peer, what));
+      return internalError(fmt::format(
+          "rank {}: shm connect to rank {} aborted while waiting for {}", ctx.rank, peer, what));
     }
     if (deadline.expired()) {
-      return remoteError(fmt::format("rank {}: timed out after {} ms waiting for {} (HCL_TIMEOUT_MS)",
-                                     ctx.rank, ctx.timeoutMs, what));
+      return remoteError(
+          fmt::format("rank {}: timed out after {} ms waiting for {} (HCL_TIMEOUT_MS)", ctx.rank,
+                      ctx.timeoutMs, what));
     }
     return {};
   }
@@ -162,8 +166,9 @@ class ShmTransport final : public Transport {
     if (n == static_cast<ssize_t>(sizeof value) && value == expected) return shm::kCmaAvailable;
     if (!loggedCmaFallback_) {
       loggedCmaFallback_ = true;
-      const std::string why = n < 0 ? fmt::format("failed: {}", std::strerror(err))
-                                    : std::string("read back a different value (another pid namespace?)");
+      const std::string why =
+          n < 0 ? fmt::format("failed: {}", std::strerror(err))
+                : std::string("read back a different value (another pid namespace?)");
       log::info(log::Shm,
                 "rank {}: process_vm_readv from rank {} (pid {}) {}; shm copies through shared "
                 "memory instead (single copy needs ptrace access: same user and "

@@ -32,8 +32,8 @@ Status TcpConnection::progress(bool* madeProgress) {
 
 Status TcpConnection::fail(Status status) {
   if (aborted_.load(std::memory_order_acquire))
-    status = remoteError(fmt::format("rank {}: connection to rank {} ({}) was aborted", rank_,
-                                     peer_, describe()));
+    status = remoteError(
+        fmt::format("rank {}: connection to rank {} ({}) was aborted", rank_, peer_, describe()));
   failure_ = std::move(status);
   // Tell the peer at once instead of letting it wait for messages that will not come.
   for (auto& stream : streams_) {

@@ -3,9 +3,8 @@
 // frame bytes already moved. Several frames can be moved by one writev/readv.
 #pragma once
 
-#include <asio/buffer.hpp>
-
 #include <algorithm>
+#include <asio/buffer.hpp>
 #include <cstddef>
 #include <deque>
 #include <vector>

@@ -3,7 +3,6 @@
 
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
-
 #include <memory>
 #include <vector>
 

@@ -2,12 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <asio/connect.hpp>
+#include <algorithm>
 #include <asio/error.hpp>
 #include <asio/read.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/write.hpp>
-#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -105,12 +104,13 @@ Status MeshSetup::plan(const std::vector<int>& peers) {
   if (ctx_.peers == nullptr || ctx_.links == nullptr ||
       ctx_.peers->size() < static_cast<size_t>(ctx_.nranks) ||
       ctx_.links->size() < static_cast<size_t>(ctx_.nranks)) {
-    return internalError(fmt::format("rank {}: TCP connect needs the peer infos and links of all {} ranks",
-                                     rank, ctx_.nranks));
+    return internalError(fmt::format(
+        "rank {}: TCP connect needs the peer infos and links of all {} ranks", rank, ctx_.nranks));
   }
   for (int peer : std::set<int>(peers.begin(), peers.end())) {
     if (peer < 0 || peer >= ctx_.nranks)
-      return invalidArgument(fmt::format("rank {}: TCP peer rank {} is outside [0, {})", rank, peer, ctx_.nranks));
+      return invalidArgument(
+          fmt::format("rank {}: TCP peer rank {} is outside [0, {})", rank, peer, ctx_.nranks));
     if (peer == rank) continue;
     if (peer < rank) {
       incoming_.emplace(peer, std::nullopt);
@@ -129,8 +129,8 @@ Status MeshSetup::plan(const std::vector<int>& peers) {
     asio::error_code ec;
     const asio::ip::address ip = asio::ip::make_address(o->address.ip, ec);
     if (ec) {
-      return invalidArgument(fmt::format("rank {}: rank {} published the invalid address '{}'", rank,
-                                         peer, o->address.ip));
+      return invalidArgument(fmt::format("rank {}: rank {} published the invalid address '{}'",
+                                         rank, peer, o->address.ip));
     }
     o->endpoint = tcp::endpoint(ip, o->address.port);
     o->hello = encodeHello(makeHello(ctx_, peer));
@@ -163,8 +163,9 @@ Status MeshSetup::run() {
       break;
     }
     if (deadline.expired()) {
-      result = remoteError(fmt::format("rank {}: TCP connection setup timed out after {} ms; missing {}",
-                                       ctx_.rank, ctx_.timeoutMs, missingPeers()));
+      result =
+          remoteError(fmt::format("rank {}: TCP connection setup timed out after {} ms; missing {}",
+                                  ctx_.rank, ctx_.timeoutMs, missingPeers()));
       break;
     }
     if (io_.stopped()) io_.restart();
@@ -176,7 +177,8 @@ Status MeshSetup::run() {
 
 bool MeshSetup::complete() const {
   return std::all_of(outgoing_.begin(), outgoing_.end(), [](const auto& o) { return o->done; }) &&
-         std::all_of(incoming_.begin(), incoming_.end(), [](const auto& in) { return in.second.has_value(); });
+         std::all_of(incoming_.begin(), incoming_.end(),
+                     [](const auto& in) { return in.second.has_value(); });
 }
 
 std::string MeshSetup::missingPeers() const {
@@ -242,13 +244,14 @@ void MeshSetup::onConnected(Outgoing& o, const asio::error_code& ec) {
       return;
     }
     o.done = true;
-    log::info(log::Net, "rank {}: connected to rank {} via {}", ctx_.rank, o.peer, describeAddress(o.address));
+    log::info(log::Net, "rank {}: connected to rank {} via {}", ctx_.rank, o.peer,
+              describeAddress(o.address));
   });
 }
 
 void MeshSetup::retryLater(Outgoing& o, std::string why) {
-  log::trace(log::Net, "rank {}: connecting to rank {} at {} failed ({}); retrying", ctx_.rank, o.peer,
-             describeAddress(o.address), why);
+  log::trace(log::Net, "rank {}: connecting to rank {} at {} failed ({}); retrying", ctx_.rank,
+             o.peer, describeAddress(o.address), why);
   o.lastError = std::move(why);
   asio::error_code ignored;
   o.socket.close(ignored);
@@ -307,7 +310,8 @@ void MeshSetup::onHello(Handshake& h, const asio::error_code& ec) {
     log::warn(log::Net, "dropped connection from {}: {}", h.remote, why);
     return;
   }
-  it->second = Accepted{std::move(h.socket), fmt::format("tcp {} via {}", h.remote, h.listener->address.ifname)};
+  it->second = Accepted{std::move(h.socket),
+                        fmt::format("tcp {} via {}", h.remote, h.listener->address.ifname)};
   log::info(log::Net, "rank {}: accepted rank {} from {}", ctx_.rank, hello.fromRank, h.remote);
 }
 
@@ -315,11 +319,14 @@ void MeshSetup::emitConnections(const std::shared_ptr<asio::io_context>& io,
                                 std::vector<std::unique_ptr<Connection>>& out) {
   auto emit = [&](int peer, tcp::socket socket, std::string description) {
     std::vector<std::unique_ptr<TcpStream>> streams;
-    streams.push_back(std::make_unique<TcpStream>(ctx_.rank, peer, std::move(socket), std::move(description)));
-    out[static_cast<size_t>(peer)] = std::make_unique<TcpConnection>(ctx_.rank, peer, io, std::move(streams));
+    streams.push_back(
+        std::make_unique<TcpStream>(ctx_.rank, peer, std::move(socket), std::move(description)));
+    out[static_cast<size_t>(peer)] =
+        std::make_unique<TcpConnection>(ctx_.rank, peer, io, std::move(streams));
   };
   for (auto& o : outgoing_) emit(o->peer, std::move(o->socket), describeAddress(o->address));
-  for (auto& [peer, accepted] : incoming_) emit(peer, std::move(accepted->socket), std::move(accepted->description));
+  for (auto& [peer, accepted] : incoming_)
+    emit(peer, std::move(accepted->socket), std::move(accepted->description));
 }
 
 }  // namespace

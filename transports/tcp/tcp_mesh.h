@@ -4,7 +4,6 @@
 #pragma once
 
 #include <asio/io_context.hpp>
-
 #include <memory>
 #include <vector>
 

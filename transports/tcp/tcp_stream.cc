@@ -62,10 +62,10 @@ Status TcpStream::checkHeader(const PendingFrame& frame) const {
   const FrameHeader header = decodeFrameHeader(frame.header);
   const Transfer& expected = *frame.transfer;
   if (header.tag == expected.tag && header.bytes == expected.bytes) return {};
-  return invalidUsage(fmt::format(
-      "rank {}: message from rank {} has tag {}/{} bytes, expected tag {}/{} bytes "
-      "(mismatched collectives or send/recv sizes?)",
-      rank_, peer_, header.tag, header.bytes, expected.tag, expected.bytes));
+  return invalidUsage(
+      fmt::format("rank {}: message from rank {} has tag {}/{} bytes, expected tag {}/{} bytes "
+                  "(mismatched collectives or send/recv sizes?)",
+                  rank_, peer_, header.tag, header.bytes, expected.tag, expected.bytes));
 }
 
 Status TcpStream::checkPeerStillThere() {
@@ -78,8 +78,8 @@ Status TcpStream::checkPeerStillThere() {
 
 Status TcpStream::socketFailure(const asio::error_code& ec) const {
   if (ec == asio::error::eof)
-    return remoteError(
-        fmt::format("rank {}: connection to rank {} ({}) closed by peer", rank_, peer_, description_));
+    return remoteError(fmt::format("rank {}: connection to rank {} ({}) closed by peer", rank_,
+                                   peer_, description_));
   if (ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
       ec == asio::error::connection_aborted)
     return remoteError(

@@ -5,7 +5,6 @@
 
 #include <asio/buffer.hpp>
 #include <asio/ip/tcp.hpp>
-
 #include <string>
 #include <vector>
 

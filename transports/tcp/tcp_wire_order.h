@@ -8,14 +8,13 @@
 namespace hcl::tcp {
 
 template <typename T>
-  requires std::is_unsigned_v<T>
+requires std::is_unsigned_v<T>
 void storeLittleEndian(uint8_t* out, T value) {
   for (size_t i = 0; i < sizeof(T); ++i) out[i] = static_cast<uint8_t>(value >> (8 * i));
 }
 
 template <typename T>
-  requires std::is_unsigned_v<T>
-T loadLittleEndian(const uint8_t* in) {
+requires std::is_unsigned_v<T> T loadLittleEndian(const uint8_t* in) {
   T value = 0;
   for (size_t i = 0; i < sizeof(T); ++i) value |= static_cast<T>(in[i]) << (8 * i);
   return value;

@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -120,17 +121,22 @@ struct FloatModel {
     const unsigned pick = rng() % 100;
     if (narrowBits(f)) {
       const auto& f8 = refFormat(kType);
-      if (pick < 50) return rng() & ((1u << f8.bits()) - 1);  // any code, specials included
+      if (pick < 8) {  // zeros, infinities (or the max) and NaN, often enough to meet in pairs
+        const uint32_t top = f8.ieeeSpecials ? f8.infCode() : f8.maxCode();
+        const uint32_t specials[] = {0, f8.signBit(), top, top | f8.signBit(), f8.magnitudeMask()};
+        return specials[rng() % std::size(specials)];
+      }
+      if (pick < 50) return rng() & ((1u << f8.bits()) - 1);  // any code
       // A code near 1.0, so that sums and products round in interesting ways.
       const uint32_t exp = uint32_t(f8.bias - 3 + int(rng() % 6));
       const uint32_t code = (exp << f8.manBits) | uint32_t(rng() & ((1u << f8.manBits) - 1));
       return code | (rng() % 2 ? f8.signBit() : 0u);
     }
     double v;
-    if (pick < 3) {
+    if (pick < 8) {
       const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1.0, -1.0};
       v = specials[rng() % std::size(specials)];
-    } else if (pick < 8) {
+    } else if (pick < 13) {
       if (kF64) return rng();
       return uint32_t(rng());  // any fp32 bit pattern
     } else {

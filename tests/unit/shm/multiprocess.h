@@ -41,7 +41,7 @@ class ProcessBarrier {
 struct ChildStatus {
   bool exited = false;  // exited normally (then `code` is set)
   int code = -1;
-  int signal = 0;  // killed by this signal
+  int signal = 0;         // killed by this signal
   bool timedOut = false;  // the parent killed it at the deadline
 };
 

@@ -25,12 +25,14 @@ Transfer& addTransfer(std::deque<Transfer>& transfers, bool isSend, std::vector<
   return t;
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // Rank 0 sends (sendTag, sendBytes); rank 1 expects (recvTag, recvBytes) and
 // must fail with hclInvalidUsage, then aborts so rank 0 cannot wait forever.
-int mismatch(int rank, const CommIdentity& id, SharedState& shared, uint32_t sendTag, size_t sendBytes,
-             uint32_t recvTag, size_t recvBytes) {
+int mismatch(int rank, const CommIdentity& id, SharedState& shared, uint32_t sendTag,
+             size_t sendBytes, uint32_t recvTag, size_t recvBytes) {
   RankSetup setup;
   CHILD_CHECK_OK(setUpRank(rank, 2, id, shared.barrier, setup));
   Connection& c = *setup.connections[1 - rank];
@@ -45,7 +47,8 @@ int mismatch(int rank, const CommIdentity& id, SharedState& shared, uint32_t sen
     if (s.ok()) {
       CHILD_CHECK(!send.failed(), "send failed without an error");
     } else {
-      CHILD_CHECK(s.code() == hclRemoteError && contains(s.message(), "aborted"), "{}", s.message());
+      CHILD_CHECK(s.code() == hclRemoteError && contains(s.message(), "aborted"), "{}",
+                  s.message());
       CHILD_CHECK(send.failed(), "send not marked failed");
     }
     CHILD_CHECK(shared.barrier.wait(30s), "final barrier");
@@ -56,8 +59,9 @@ int mismatch(int rank, const CommIdentity& id, SharedState& shared, uint32_t sen
   CHILD_CHECK_OK(c.post(recv));
   const Status s = driveUntilDone(setup.all, {&recv});
   CHILD_CHECK(s.code() == hclInvalidUsage, "got {} ({})", s.message(), static_cast<int>(s.code()));
-  const std::string expected = fmt::format("rank 1: message from rank 0 has tag {}/{} bytes, expected tag {}/{} bytes",
-                                           sendTag, sendBytes, recvTag, recvBytes);
+  const std::string expected =
+      fmt::format("rank 1: message from rank 0 has tag {}/{} bytes, expected tag {}/{} bytes",
+                  sendTag, sendBytes, recvTag, recvBytes);
   CHILD_CHECK(contains(s.message(), expected), "message '{}' lacks '{}'", s.message(), expected);
   CHILD_CHECK(recv.failed(), "receive not marked failed");
   // The connection stays failed.
@@ -85,7 +89,8 @@ TEST_F(ShmTest, SizeMismatchOfLargeMessageIsInvalidUsage) {
 
 // Rank 1 starts sending a large message and is SIGKILLed part way; rank 0,
 // which also waits for a second message, must fail with hclRemoteError.
-int killedMidTransfer(int rank, const CommIdentity& id, SharedState& shared, const char* threshold) {
+int killedMidTransfer(int rank, const CommIdentity& id, SharedState& shared,
+                      const char* threshold) {
   ::setenv("HCL_SHM_CMA_THRESHOLD", threshold, 1);
   RankSetup setup;
   CHILD_CHECK_OK(setUpRank(rank, 2, id, shared.barrier, setup));
@@ -126,8 +131,8 @@ void expectSurvivorDetectsKill(const std::vector<ChildStatus>& statuses) {
   EXPECT_TRUE(statuses[0].exited && statuses[0].code == 0)
       << "survivor exited=" << statuses[0].exited << " code=" << statuses[0].code
       << " signal=" << statuses[0].signal << " timedOut=" << statuses[0].timedOut;
-  EXPECT_EQ(statuses[1].signal, SIGKILL) << "victim exited=" << statuses[1].exited << " code="
-                                         << statuses[1].code;
+  EXPECT_EQ(statuses[1].signal, SIGKILL)
+      << "victim exited=" << statuses[1].exited << " code=" << statuses[1].code;
   EXPECT_FALSE(statuses[1].timedOut);
 }
 
@@ -196,7 +201,8 @@ TEST_F(ShmTest, SegmentIsUnlinkedWhenFinishNeverRuns) {
     const auto segments = segmentsInDevShm(id_);
     ASSERT_EQ(segments.size(), 2u);
     const std::string expected = fmt::format("{}-{:x}-0-1", segmentPrefix(id_), id_.commTag);
-    EXPECT_TRUE(segments[0] == expected || segments[1] == expected) << segments[0] << " " << segments[1];
+    EXPECT_TRUE(segments[0] == expected || segments[1] == expected)
+        << segments[0] << " " << segments[1];
     struct stat st {};
     ASSERT_EQ(::stat(("/dev/shm/" + expected).c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);

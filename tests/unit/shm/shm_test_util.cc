@@ -107,7 +107,8 @@ std::string compareBytes(const std::vector<uint8_t>& got, const std::vector<uint
   }
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i] != expected[i]) {
-      return fmt::format("byte {} of {} is {:#x}, expected {:#x}", i, got.size(), got[i], expected[i]);
+      return fmt::format("byte {} of {} is {:#x}, expected {:#x}", i, got.size(), got[i],
+                         expected[i]);
     }
   }
   return {};

@@ -15,20 +15,20 @@
 #include "transports/transport.h"
 
 // In a child: report and return a non-zero exit code from the rank body.
-#define CHILD_CHECK(cond, ...)                                                              \
-  do {                                                                                      \
-    if (!(cond)) {                                                                          \
-      std::fprintf(stderr, "%s:%d: check failed: %s: %s\n", __FILE__, __LINE__, #cond,     \
-                   fmt::format(__VA_ARGS__).c_str());                                       \
-      return 1;                                                                             \
-    }                                                                                       \
+#define CHILD_CHECK(cond, ...)                                                         \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
+      std::fprintf(stderr, "%s:%d: check failed: %s: %s\n", __FILE__, __LINE__, #cond, \
+                   fmt::format(__VA_ARGS__).c_str());                                  \
+      return 1;                                                                        \
+    }                                                                                  \
   } while (0)
 
-#define CHILD_CHECK_OK(expr)                                                                \
-  do {                                                                                      \
-    const ::hcl::Status child_status_ = (expr);                                             \
-    CHILD_CHECK(child_status_.ok(), "{} -> {} ({})", #expr, child_status_.message(),        \
-                static_cast<int>(child_status_.code()));                                    \
+#define CHILD_CHECK_OK(expr)                                                         \
+  do {                                                                               \
+    const ::hcl::Status child_status_ = (expr);                                      \
+    CHILD_CHECK(child_status_.ok(), "{} -> {} ({})", #expr, child_status_.message(), \
+                static_cast<int>(child_status_.code()));                             \
   } while (0)
 
 namespace hcl::test {
@@ -48,7 +48,7 @@ void removeSegments(const CommIdentity& id);
 struct RankSetup {
   std::unique_ptr<Transport> transport;
   std::vector<std::unique_ptr<Connection>> connections;  // [peer]
-  std::vector<Connection*> all;  // the non-null ones
+  std::vector<Connection*> all;                          // the non-null ones
 };
 
 // All setup phases with every other rank as a peer, barrier between phases.

@@ -1,4 +1,6 @@
 // Data movement through the shm transport between forked processes.
+#include "transports/shm/shm_transport.h"
+
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -7,7 +9,6 @@
 #include <deque>
 
 #include "shm_test_fixture.h"
-#include "transports/shm/shm_transport.h"
 
 namespace hcl::test {
 namespace {
@@ -119,9 +120,7 @@ class ShmTransferTest : public ShmTest {
   }
 };
 
-TEST_F(ShmTransferTest, TwoProcessesExchangeAllSizesWithDefaultThreshold) {
-  runExchange(2, {});
-}
+TEST_F(ShmTransferTest, TwoProcessesExchangeAllSizesWithDefaultThreshold) { runExchange(2, {}); }
 
 TEST_F(ShmTransferTest, TwoProcessesExchangeAllSizesCopyingThroughSlots) {
   ExchangeOptions options;
@@ -198,7 +197,8 @@ int manySmallMessages(int rank, const CommIdentity& id, SharedState& shared) {
 
 TEST_F(ShmTransferTest, ManySmallMessagesArriveInFifoOrder) {
   SharedState& shared = makeShared(2);
-  expectAllExitedZero(runProcesses(2, [&](int rank) { return manySmallMessages(rank, id_, shared); }));
+  expectAllExitedZero(
+      runProcesses(2, [&](int rank) { return manySmallMessages(rank, id_, shared); }));
 }
 
 // Rank 0 makes itself non-dumpable (and, as root, drops to an unprivileged
@@ -225,7 +225,8 @@ int unreadablePeer(int rank, const CommIdentity& id, SharedState& shared) {
 
 TEST_F(ShmTransferTest, FallsBackToCopyingWhenPeerMemoryIsUnreadable) {
   SharedState& shared = makeShared(2);
-  const auto statuses = runProcesses(2, [&](int rank) { return unreadablePeer(rank, id_, shared); });
+  const auto statuses =
+      runProcesses(2, [&](int rank) { return unreadablePeer(rank, id_, shared); });
   if (statuses[0].exited && statuses[0].code == kSkipExit) GTEST_SKIP() << "cannot drop privileges";
   expectAllExitedZero(statuses);
   std::printf("rank 0 -> 1: %s\nrank 1 -> 0: %s\n", shared.describe[0][1], shared.describe[1][0]);

@@ -1,10 +1,10 @@
 #include "tcp_mesh_support.h"
 
-#include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
 #include <stdlib.h>
 
 #include <algorithm>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
 #include <chrono>
 #include <thread>
 
@@ -17,7 +17,8 @@ void TcpTest::SetUp() {
   ::setenv("HCL_SOCKET_FAMILY", "AF_INET", 1);
 }
 
-MeshSpec::MeshSpec(int n) : nranks(n), infos(static_cast<size_t>(n)), links(static_cast<size_t>(n)) {
+MeshSpec::MeshSpec(int n)
+    : nranks(n), infos(static_cast<size_t>(n)), links(static_cast<size_t>(n)) {
   for (int r = 0; r < n; ++r) infos[static_cast<size_t>(r)].rank = r;
   for (Link& link : links) {
     link.kind = TransportKind::Tcp;
@@ -68,15 +69,18 @@ Status setUpRank(MeshSpec& mesh, int rank, std::barrier<>& barrier, RankSide& ou
   return status;
 }
 
-Status waitAll(const std::vector<Connection*>& connections, const std::vector<Transfer*>& transfers) {
+Status waitAll(const std::vector<Connection*>& connections,
+               const std::vector<Transfer*>& transfers) {
   // Only a guard against a hung test, not a timing check.
   const auto giveUp = std::chrono::steady_clock::now() + std::chrono::minutes(2);
   for (;;) {
     bool madeProgress = false;
     for (Connection* c : connections) HCL_TRY(c->progress(&madeProgress));
-    if (std::all_of(transfers.begin(), transfers.end(), [](const Transfer* t) { return t->done(); }))
+    if (std::all_of(transfers.begin(), transfers.end(),
+                    [](const Transfer* t) { return t->done(); }))
       return {};
-    if (std::chrono::steady_clock::now() > giveUp) return internalError("test: transfers never finished");
+    if (std::chrono::steady_clock::now() > giveUp)
+      return internalError("test: transfers never finished");
     if (!madeProgress) std::this_thread::yield();
   }
 }
@@ -93,7 +97,8 @@ std::vector<uint8_t> pattern(int from, int to, int index, size_t bytes) {
 
 uint16_t closedLoopbackPort() {
   asio::io_context io;
-  asio::ip::tcp::acceptor acceptor(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  asio::ip::tcp::acceptor acceptor(io,
+                                   asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   return acceptor.local_endpoint().port();
 }
 

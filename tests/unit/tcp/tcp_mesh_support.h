@@ -55,7 +55,8 @@ Status setUpRank(MeshSpec& mesh, int rank, std::barrier<>& barrier, RankSide& ou
                  const std::function<void()>& beforeConnect = {});
 
 // Polls `connections` until every transfer is done or one connection fails.
-Status waitAll(const std::vector<Connection*>& connections, const std::vector<Transfer*>& transfers);
+Status waitAll(const std::vector<Connection*>& connections,
+               const std::vector<Transfer*>& transfers);
 
 // Deterministic payload of message `index` from `from` to `to`.
 std::vector<uint8_t> pattern(int from, int to, int index, size_t bytes);

@@ -4,7 +4,6 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
-
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -32,7 +31,8 @@ void checkRouting(MeshSpec& mesh, int rank, RankSide& side) {
     Transfer& send = transfers[static_cast<size_t>(2 * p)];
     Transfer& recv = transfers[static_cast<size_t>(2 * p + 1)];
     send.buffer = &mine[static_cast<size_t>(p)], send.bytes = 4, send.tag = 9;
-    recv.isSend = false, recv.buffer = &received[static_cast<size_t>(p)], recv.bytes = 4, recv.tag = 9;
+    recv.isSend = false, recv.buffer = &received[static_cast<size_t>(p)], recv.bytes = 4,
+    recv.tag = 9;
     ASSERT_TRUE(c->post(send).ok());
     ASSERT_TRUE(c->post(recv).ok());
     conns.push_back(c);
@@ -59,7 +59,8 @@ TEST_P(TcpMeshTest, FormsFullMeshWiredToTheRightPeers) {
     EXPECT_NE(mesh.infos[static_cast<size_t>(rank)].addresses[0].port, 0);
     for (int p = 0; p < n; ++p) {
       if (p == rank) continue;
-      ASSERT_NE(side.connections[static_cast<size_t>(p)], nullptr) << "rank " << rank << " peer " << p;
+      ASSERT_NE(side.connections[static_cast<size_t>(p)], nullptr)
+          << "rank " << rank << " peer " << p;
       const std::string text = side.connections[static_cast<size_t>(p)]->describe();
       EXPECT_EQ(text.rfind("tcp 127.0.0.1:", 0), 0u) << text;
       EXPECT_NE(text.find(" via lo"), std::string::npos) << text;
@@ -167,7 +168,8 @@ TEST_F(TcpTest, AbortFlagEndsAPendingSetup) {
     MeshSpec mesh(2);
     mesh.timeoutMs = 600000;
     mesh.abortFlag = &abortFlag;
-    mesh.infos[1 - rank].addresses.push_back(NetAddress{"lo", "127.0.0.1", closedLoopbackPort(), 8});
+    mesh.infos[1 - rank].addresses.push_back(
+        NetAddress{"lo", "127.0.0.1", closedLoopbackPort(), 8});
     std::thread aborter([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       abortFlag.store(true);

@@ -31,7 +31,8 @@ TEST_P(TcpMessagingTest, ExchangesMessagesOfManySizesWithEveryPeerAtOnce) {
         const size_t bytes = sizes[static_cast<size_t>(i)];
         sendData.push_back(pattern(rank, p, i, bytes));
         Transfer& send = transfers.emplace_back();
-        send.buffer = sendData.back().data(), send.bytes = bytes, send.tag = static_cast<uint32_t>(i);
+        send.buffer = sendData.back().data(), send.bytes = bytes,
+        send.tag = static_cast<uint32_t>(i);
         ASSERT_TRUE(c->post(send).ok());
         pending.push_back(&send);
       }
@@ -41,7 +42,8 @@ TEST_P(TcpMessagingTest, ExchangesMessagesOfManySizesWithEveryPeerAtOnce) {
         recvFrom.emplace_back(p, i);
         Transfer& recv = transfers.emplace_back();
         recv.isSend = false;
-        recv.buffer = recvData.back().data(), recv.bytes = bytes, recv.tag = static_cast<uint32_t>(i);
+        recv.buffer = recvData.back().data(), recv.bytes = bytes,
+        recv.tag = static_cast<uint32_t>(i);
         ASSERT_TRUE(c->post(recv).ok());
         pending.push_back(&recv);
       }
@@ -75,10 +77,12 @@ TEST_F(TcpTest, ManySmallMessagesArriveInFifoOrder) {
     for (int i = 0; i < kMessages; ++i) {
       out[static_cast<size_t>(i)] = static_cast<uint64_t>(rank) << 32 | static_cast<uint64_t>(i);
       Transfer& send = transfers.emplace_back();
-      send.buffer = &out[static_cast<size_t>(i)], send.bytes = 8, send.tag = static_cast<uint32_t>(i % 5);
+      send.buffer = &out[static_cast<size_t>(i)], send.bytes = 8,
+      send.tag = static_cast<uint32_t>(i % 5);
       Transfer& recv = transfers.emplace_back();
       recv.isSend = false;
-      recv.buffer = &in[static_cast<size_t>(i)], recv.bytes = 8, recv.tag = static_cast<uint32_t>(i % 5);
+      recv.buffer = &in[static_cast<size_t>(i)], recv.bytes = 8,
+      recv.tag = static_cast<uint32_t>(i % 5);
       ASSERT_TRUE(c->post(send).ok());
       ASSERT_TRUE(c->post(recv).ok());
       pending.push_back(&send);
@@ -91,7 +95,8 @@ TEST_F(TcpTest, ManySmallMessagesArriveInFifoOrder) {
     const Status status = waitAll({c}, pending);
     ASSERT_TRUE(status.ok()) << status.message();
     for (int i = 0; i < kMessages; ++i)
-      ASSERT_EQ(in[static_cast<size_t>(i)], static_cast<uint64_t>(1 - rank) << 32 | static_cast<uint64_t>(i));
+      ASSERT_EQ(in[static_cast<size_t>(i)],
+                static_cast<uint64_t>(1 - rank) << 32 | static_cast<uint64_t>(i));
     barrier.arrive_and_wait();
   });
 }
@@ -109,7 +114,8 @@ void expectMismatch(uint32_t recvTag, size_t recvBytes, const std::string& expec
     if (rank == 0) {
       Transfer send, laterRecv;
       send.buffer = data.data(), send.bytes = 8, send.tag = 1;
-      laterRecv.isSend = false, laterRecv.buffer = data.data(), laterRecv.bytes = 8, laterRecv.tag = 2;
+      laterRecv.isSend = false, laterRecv.buffer = data.data(), laterRecv.bytes = 8,
+      laterRecv.tag = 2;
       ASSERT_TRUE(c->post(send).ok());
       ASSERT_TRUE(c->post(laterRecv).ok());
       // Rank 1 drops the link after the mismatch; our pending receive learns of it.
@@ -122,8 +128,9 @@ void expectMismatch(uint32_t recvTag, size_t recvBytes, const std::string& expec
       ASSERT_TRUE(c->post(recv).ok());
       const Status status = waitAll({c}, {&recv});
       EXPECT_EQ(status.code(), hclInvalidUsage) << status.message();
-      EXPECT_NE(status.message().find("rank 1: message from rank 0 has tag 1/8 bytes, " + expectedText),
-                std::string::npos)
+      EXPECT_NE(
+          status.message().find("rank 1: message from rank 0 has tag 1/8 bytes, " + expectedText),
+          std::string::npos)
           << status.message();
       EXPECT_TRUE(recv.failed());
       // The connection stays failed.
@@ -142,7 +149,9 @@ TEST_F(TcpTest, TagMismatchIsInvalidUsage) { expectMismatch(2, 8, "expected tag 
 
 TEST_F(TcpTest, SizeMismatchIsInvalidUsage) { expectMismatch(1, 16, "expected tag 1/16 bytes"); }
 
-TEST_F(TcpTest, ShorterMessageThanPostedIsInvalidUsage) { expectMismatch(1, 4, "expected tag 1/4 bytes"); }
+TEST_F(TcpTest, ShorterMessageThanPostedIsInvalidUsage) {
+  expectMismatch(1, 4, "expected tag 1/4 bytes");
+}
 
 }  // namespace
 }  // namespace hcl::test

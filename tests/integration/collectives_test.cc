@@ -1,0 +1,45 @@
+// Every collective, every data type, in place and out of place, with 2-5
+// ranks as separate processes, over shared memory and over TCP.
+#include <gtest/gtest.h>
+
+#include "collective_checks.h"
+#include "multiprocess.h"
+
+namespace {
+
+struct Config {
+  int nranks;
+  bool tcp;
+};
+
+class Collectives : public ::testing::TestWithParam<Config> {};
+
+TEST_P(Collectives, EveryCollectiveEveryType) {
+  const Config c = GetParam();
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  hcltest::CheckConfig cfg;
+  cfg.bigForEveryType = c.nranks == 3 && !c.tcp;
+  hcltest::EnvList env{{"HCL_TIMEOUT_MS", "60000"}};
+  if (c.tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
+  auto results = hcltest::runProcesses(
+      c.nranks,
+      [&](int rank) {
+        hclComm_t comm = nullptr;
+        RANK_HCL(hclCommInitRank(&comm, c.nranks, id, rank));
+        const int rc = hcltest::checkAllCollectives(comm, cfg);
+        RANK_HCL(hclCommDestroy(comm));
+        return rc;
+      },
+      400, env);
+  EXPECT_EQ(hcltest::describeFailures(results), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
+                         ::testing::Values(Config{2, false}, Config{3, false}, Config{4, false}, Config{5, false},
+                                           Config{2, true}, Config{3, true}, Config{4, true}, Config{5, true}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.nranks) + "ranks_" + (info.param.tcp ? "tcp" : "shm");
+                         });
+
+}  // namespace

@@ -1,0 +1,244 @@
+// Bad arguments, killed ranks, abort with an operation in flight, and
+// strangers at the bootstrap: errors are reported, nothing hangs.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/bootstrap.h"
+#include "hcl.h"
+#include "multiprocess.h"
+
+namespace {
+
+std::string lastError(hclComm_t comm) { return hclGetLastError(comm); }
+
+class BadArguments : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(hclCommInitAll(comms_, 2, nullptr), hclSuccess); }
+  void TearDown() override {
+    // The communicators still work after every rejected call.
+    float a[3] = {1, 2, 3}, b[3] = {10, 20, 30};
+    {
+      std::jthread t([&] { EXPECT_EQ(hclAllReduce(b, b, 3, hclFloat, hclSum, comms_[1], nullptr), hclSuccess); });
+      EXPECT_EQ(hclAllReduce(a, a, 3, hclFloat, hclSum, comms_[0], nullptr), hclSuccess);
+    }
+    EXPECT_EQ(a[2], 33.0f);
+    EXPECT_EQ(b[0], 11.0f);
+    for (hclComm_t c : comms_) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+  }
+  void expectError(hclResult_t got, hclResult_t want, std::initializer_list<const char*> words) {
+    EXPECT_EQ(got, want);
+    const std::string text = lastError(comms_[0]);
+    for (const char* w : words) EXPECT_NE(text.find(w), std::string::npos) << "'" << w << "' not in: " << text;
+  }
+  hclComm_t comms_[2] = {};
+  float buf_[4] = {};
+};
+
+TEST_F(BadArguments, NullBufferWithCount) {
+  expectError(hclAllReduce(nullptr, buf_, 4, hclFloat, hclSum, comms_[0], nullptr), hclInvalidArgument,
+              {"hclAllReduce", "sendbuff", "NULL", "count 4"});
+  expectError(hclAllGather(buf_, nullptr, 1, hclFloat, comms_[0], nullptr), hclInvalidArgument,
+              {"hclAllGather", "recvbuff", "NULL"});
+}
+
+TEST_F(BadArguments, NullBufferWithZeroCountIsFine) {
+  // A zero-count collective still has to run on both ranks.
+  std::jthread t([&] { EXPECT_EQ(hclAllReduce(nullptr, nullptr, 0, hclFloat, hclSum, comms_[1], nullptr), hclSuccess); });
+  EXPECT_EQ(hclAllReduce(nullptr, nullptr, 0, hclFloat, hclSum, comms_[0], nullptr), hclSuccess);
+}
+
+TEST_F(BadArguments, OverflowingCount) {
+  const size_t huge = SIZE_MAX / 4;
+  expectError(hclAllReduce(buf_, buf_, huge, hclFloat, hclSum, comms_[0], nullptr), hclInvalidArgument,
+              {"hclAllReduce", "count", std::to_string(huge).c_str(), "overflows"});
+  expectError(hclAllGather(buf_, buf_, SIZE_MAX / 8, hclInt64, comms_[0], nullptr), hclInvalidArgument,
+              {"hclAllGather", "overflows"});
+}
+
+TEST_F(BadArguments, UnknownDataTypeAndOp) {
+  expectError(hclAllReduce(buf_, buf_, 1, static_cast<hclDataType_t>(42), hclSum, comms_[0], nullptr),
+              hclInvalidArgument, {"hclAllReduce", "datatype 42"});
+  expectError(hclAllReduce(buf_, buf_, 1, hclFloat, static_cast<hclRedOp_t>(99), comms_[0], nullptr),
+              hclInvalidArgument, {"hclAllReduce", "op 99"});
+  expectError(hclReduceScatter(buf_, buf_, 1, hclFloat, static_cast<hclRedOp_t>(-3), comms_[0], nullptr),
+              hclInvalidArgument, {"hclReduceScatter", "op -3"});
+}
+
+TEST_F(BadArguments, RootOrPeerOutOfRange) {
+  expectError(hclBroadcast(buf_, buf_, 1, hclFloat, 2, comms_[0], nullptr), hclInvalidArgument,
+              {"hclBroadcast", "root 2", "2 ranks"});
+  expectError(hclReduce(buf_, buf_, 1, hclFloat, hclSum, -1, comms_[0], nullptr), hclInvalidArgument,
+              {"hclReduce", "root -1"});
+  expectError(hclSend(buf_, 1, hclFloat, 5, comms_[0], nullptr), hclInvalidArgument, {"hclSend", "peer 5"});
+  expectError(hclRecv(buf_, 1, hclFloat, -2, comms_[0], nullptr), hclInvalidArgument, {"hclRecv", "peer -2"});
+}
+
+TEST_F(BadArguments, NotAStream) {
+  int fake = 0;
+  expectError(hclAllReduce(buf_, buf_, 1, hclFloat, hclSum, comms_[0], reinterpret_cast<hclStream_t>(&fake)),
+              hclInvalidArgument, {"hclAllReduce", "stream"});
+}
+
+TEST_F(BadArguments, PreMulSumUsedWithAnotherType) {
+  float scalar = 2;
+  hclRedOp_t op;
+  ASSERT_EQ(hclRedOpCreatePreMulSum(&op, &scalar, hclFloat, hclScalarHostImmediate, comms_[0]), hclSuccess);
+  EXPECT_GE(static_cast<int>(op), static_cast<int>(hclNumOps));
+  // The type mismatch is found when the operation is planned; the call fails on this rank only.
+  EXPECT_EQ(hclRedOpDestroy(op, comms_[0]), hclSuccess);
+  expectError(hclRedOpDestroy(op, comms_[0]), hclInvalidArgument, {"hclRedOpDestroy", "op"});
+  expectError(hclRedOpDestroy(hclSum, comms_[0]), hclInvalidArgument, {"built-in"});
+}
+
+TEST_F(BadArguments, GroupMisuse) {
+  EXPECT_EQ(hclGroupEnd(), hclInvalidUsage);
+  EXPECT_NE(lastError(nullptr).find("hclGroupEnd"), std::string::npos);
+  EXPECT_NE(lastError(nullptr).find("hclGroupStart"), std::string::npos);
+}
+
+TEST(LifecycleErrors, DestroyedCommunicatorIsRejected) {
+  hclComm_t comm;
+  ASSERT_EQ(hclCommInitAll(&comm, 1, nullptr), hclSuccess);
+  ASSERT_EQ(hclCommDestroy(comm), hclSuccess);
+  float x = 1;
+  EXPECT_EQ(hclAllReduce(&x, &x, 1, hclFloat, hclSum, comm, nullptr), hclInvalidArgument);
+  EXPECT_NE(lastError(nullptr).find("not a valid communicator"), std::string::npos) << lastError(nullptr);
+  EXPECT_EQ(hclCommDestroy(comm), hclInvalidArgument);
+}
+
+TEST(LifecycleErrors, BadInitArguments) {
+  hclUniqueId id{};
+  hclComm_t comm;
+  EXPECT_EQ(hclCommInitRank(&comm, 2, id, 0), hclInvalidArgument);  // not an HCL id
+  EXPECT_NE(lastError(nullptr).find("hclCommInitRank"), std::string::npos);
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  EXPECT_EQ(hclCommInitRank(&comm, 2, id, 2), hclInvalidArgument);
+  EXPECT_NE(lastError(nullptr).find("rank 2"), std::string::npos) << lastError(nullptr);
+  EXPECT_EQ(hclCommInitRank(&comm, 0, id, 0), hclInvalidArgument);
+  EXPECT_NE(lastError(nullptr).find("nranks 0"), std::string::npos);
+  hclConfig_t config = HCL_CONFIG_INITIALIZER;
+  config.magic = 1;
+  EXPECT_EQ(hclCommInitRankConfig(&comm, 1, id, 0, &config), hclInvalidArgument);
+  EXPECT_NE(lastError(nullptr).find("magic"), std::string::npos);
+}
+
+TEST(Errors, EveryResultHasAString) {
+  for (int r = 0; r < hclNumResults; ++r) {
+    const char* s = hclGetErrorString(static_cast<hclResult_t>(r));
+    ASSERT_NE(s, nullptr);
+    EXPECT_GT(std::string(s).size(), 3u);
+  }
+}
+
+TEST(Abort, FromAnotherThreadWithAnOperationInFlight) {
+  hclComm_t comms[2];
+  ASSERT_EQ(hclCommInitAll(comms, 2, nullptr), hclSuccess);
+  std::atomic<hclResult_t> result{hclSuccess};
+  std::atomic<bool> returned{false};
+  std::vector<float> data(1024, 1.0f);
+  // Rank 1 never joins, so rank 0's allreduce can only end by abort.
+  std::jthread worker([&] {
+    result = hclAllReduce(data.data(), data.data(), data.size(), hclFloat, hclSum, comms[0], nullptr);
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(returned.load());
+  EXPECT_EQ(hclCommAbort(comms[0]), hclSuccess);
+  worker.join();
+  EXPECT_TRUE(returned.load());
+  EXPECT_NE(result.load(), hclSuccess);
+  EXPECT_EQ(hclCommAbort(comms[1]), hclSuccess);
+}
+
+class KilledRank : public ::testing::TestWithParam<bool> {};
+
+TEST_P(KilledRank, SurvivorsGetAnErrorNamingThePeer) {
+  const bool tcp = GetParam();
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  hcltest::EnvList env{{"HCL_TIMEOUT_MS", "4000"}};
+  if (tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
+  auto results = hcltest::runProcesses(
+      3,
+      [&](int rank) {
+        hclComm_t comm;
+        RANK_HCL(hclCommInitRank(&comm, 3, id, rank));
+        std::vector<float> v(1 << 20, 1.0f);
+        RANK_HCL(hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr));
+        if (rank == 2) raise(SIGKILL);
+        // The survivors keep going until the dead rank is noticed.
+        hclResult_t r = hclSuccess;
+        for (int i = 0; i < 100 && r == hclSuccess; ++i) {
+          r = hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr);
+        }
+        const std::string text = hclGetLastError(comm);
+        RANK_CHECK(r == hclRemoteError || r == hclSystemError, "got %d: %s", (int)r, text.c_str());
+        RANK_CHECK(text.find("rank") != std::string::npos, "message names no rank: %s", text.c_str());
+        hclResult_t async = hclSuccess;
+        RANK_HCL(hclCommGetAsyncError(comm, &async));
+        RANK_CHECK(async != hclSuccess, "async error not set");
+        RANK_HCL(hclCommAbort(comm));
+        return 0;
+      },
+      60, env);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_TRUE(results[0].exited && results[0].code == 0) << hcltest::describeFailures(results);
+  EXPECT_TRUE(results[1].exited && results[1].code == 0) << hcltest::describeFailures(results);
+  EXPECT_FALSE(results[2].exited);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, KilledRank, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "tcp" : "shm"; });
+
+TEST(Bootstrap, StrangerWithWrongSecretChangesNothing) {
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  hcl::UniqueIdContents contents;
+  ASSERT_TRUE(hcl::decodeUniqueId(id, contents).ok());
+  // A forged id: same root, different secret.
+  hcl::UniqueIdContents forged = contents;
+  forged.secret[0] ^= 0xff;
+  hclUniqueId forgedId;
+  hcl::encodeUniqueId(forged, &forgedId);
+  auto results = hcltest::runProcesses(
+      4,
+      [&](int rank) {
+        if (rank == 3) {
+          // The stranger also sends raw garbage first.
+          int fd = socket(AF_INET, SOCK_STREAM, 0);
+          sockaddr_in addr{};
+          addr.sin_family = AF_INET;
+          addr.sin_port = htons(contents.rootPort);
+          inet_pton(AF_INET, contents.rootIp.c_str(), &addr.sin_addr);
+          if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+            const char junk[] = "GET / HTTP/1.0\r\n\r\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+            (void)!write(fd, junk, sizeof junk);
+          }
+          close(fd);
+          hclComm_t comm;
+          hclResult_t r = hclCommInitRank(&comm, 3, forgedId, 1);
+          RANK_CHECK(r != hclSuccess, "the forged id joined");
+          return 0;
+        }
+        hclComm_t comm;
+        RANK_HCL(hclCommInitRank(&comm, 3, id, rank));
+        int32_t v = rank + 1;
+        RANK_HCL(hclAllReduce(&v, &v, 1, hclInt32, hclSum, comm, nullptr));
+        RANK_CHECK(v == 6, "allreduce gave %d", v);
+        RANK_HCL(hclCommDestroy(comm));
+        return 0;
+      },
+      60, {{"HCL_TIMEOUT_MS", "3000"}});
+  EXPECT_EQ(hcltest::describeFailures(results), "");
+}
+
+}  // namespace

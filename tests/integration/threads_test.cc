@@ -1,0 +1,205 @@
+// Ranks as threads of one process: hclCommInitAll, one thread driving every
+// rank inside a group, split, point-to-point patterns and CPU streams.
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <cstdlib>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "collective_checks.h"
+#include "hcl.h"
+
+namespace {
+
+std::vector<hclComm_t> initAll(int n) {
+  std::vector<hclComm_t> comms(static_cast<size_t>(n), nullptr);
+  EXPECT_EQ(hclCommInitAll(comms.data(), n, nullptr), hclSuccess) << hclGetLastError(nullptr);
+  return comms;
+}
+
+void destroyAll(std::vector<hclComm_t>& comms) {
+  for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+}
+
+// Runs fn(rank) on one thread per rank and returns the per-rank results.
+std::vector<int> onThreads(int n, const std::function<int(int)>& fn) {
+  std::vector<int> rc(static_cast<size_t>(n), -1);
+  {
+    std::vector<std::jthread> threads;
+    for (int r = 0; r < n; ++r) threads.emplace_back([&, r] { rc[static_cast<size_t>(r)] = fn(r); });
+  }
+  return rc;
+}
+
+TEST(Threads, InitAllOneThreadPerRankEveryCollective) {
+  auto comms = initAll(4);
+  hcltest::CheckConfig cfg;
+  auto rc = onThreads(4, [&](int r) { return hcltest::checkAllCollectives(comms[static_cast<size_t>(r)], cfg); });
+  EXPECT_EQ(rc, std::vector<int>(4, 0));
+  destroyAll(comms);
+}
+
+TEST(Threads, OneThreadDrivesAllRanksInAGroup) {
+  const int n = 3;
+  auto comms = initAll(n);
+  const size_t count = 100003;
+  std::vector<std::vector<float>> send(n, std::vector<float>(count)), recv(n, std::vector<float>(count));
+  std::vector<std::vector<int32_t>> gathered(n, std::vector<int32_t>(n * 5));
+  std::vector<std::vector<int32_t>> mine(n, std::vector<int32_t>(5));
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < count; ++i) send[r][i] = static_cast<float>(r + 1) * static_cast<float>(i % 5);
+    for (int i = 0; i < 5; ++i) mine[r][i] = r * 10 + i;
+  }
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(hclAllReduce(send[r].data(), recv[r].data(), count, hclFloat, hclSum, comms[r], nullptr), hclSuccess);
+    ASSERT_EQ(hclAllGather(mine[r].data(), gathered[r].data(), 5, hclInt32, comms[r], nullptr), hclSuccess);
+  }
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(recv[r][i], 6.0f * static_cast<float>(i % 5)) << "rank " << r << " i " << i;
+    for (int p = 0; p < n; ++p) {
+      for (int i = 0; i < 5; ++i) ASSERT_EQ(gathered[r][p * 5 + i], p * 10 + i);
+    }
+  }
+  destroyAll(comms);
+}
+
+TEST(Threads, InitRankInsideAGroupFromOneThread) {
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  const int n = 3;
+  std::vector<hclComm_t> comms(n);
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  for (int r = 0; r < n; ++r) ASSERT_EQ(hclCommInitRank(&comms[r], n, id, r), hclSuccess);
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
+  std::vector<int64_t> v(n);
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  for (int r = 0; r < n; ++r) {
+    v[r] = r + 1;
+    ASSERT_EQ(hclAllReduce(&v[r], &v[r], 1, hclInt64, hclProd, comms[r], nullptr), hclSuccess);
+  }
+  ASSERT_EQ(hclGroupEnd(), hclSuccess);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(v[r], 6);
+  destroyAll(comms);
+}
+
+TEST(Threads, SplitColorsKeysNoColorAndConcurrentUse) {
+  const int n = 6;
+  auto comms = initAll(n);
+  std::vector<hclComm_t> sub(n, nullptr);
+  auto rc = onThreads(n, [&](int r) {
+    const int color = r == 5 ? HCL_SPLIT_NOCOLOR : r % 2;
+    if (hclCommSplit(comms[r], color, -r, &sub[r], nullptr) != hclSuccess) return 1;
+    if (color == HCL_SPLIT_NOCOLOR && sub[r] != nullptr) return 2;
+    for (int iter = 0; color != HCL_SPLIT_NOCOLOR && iter < 1; ++iter) {
+    // Members of color c in descending parent rank (keys are -rank).
+    int size = 0, myRank = 0;
+    hclCommCount(sub[r], &size);
+    hclCommUserRank(sub[r], &myRank);
+    const int expectedSize = color == 0 ? 3 : 2;  // {0,2,4} and {1,3}
+    const int expectedRank = color == 0 ? (4 - r) / 2 : (3 - r) / 2;
+    if (size != expectedSize || myRank != expectedRank) return 3;
+    // Both halves run collectives at the same time.
+    for (int iter = 0; iter < 20; ++iter) {
+      int64_t v = r;
+      if (hclAllReduce(&v, &v, 1, hclInt64, hclSum, sub[r], nullptr) != hclSuccess) return 4;
+      if (v != (color == 0 ? 6 : 4)) return 5;
+    }
+    }
+    // The parent still works after the split.
+    int32_t one = 1;
+    if (hclAllReduce(&one, &one, 1, hclInt32, hclSum, comms[r], nullptr) != hclSuccess || one != n) return 6;
+    return 0;
+  });
+  EXPECT_EQ(rc, std::vector<int>(n, 0));
+  for (hclComm_t c : sub) {
+    if (c) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+  }
+  destroyAll(comms);
+}
+
+TEST(Threads, GroupedSendRecvPatterns) {
+  const int n = 4;
+  auto comms = initAll(n);
+  auto rc = onThreads(n, [&](int r) {
+    hclComm_t c = comms[r];
+    // All-to-all through sends and receives, every send posted first.
+    std::vector<int32_t> out(n), in(n, -1);
+    for (int p = 0; p < n; ++p) out[p] = r * 100 + p;
+    hclGroupStart();
+    for (int p = 0; p < n; ++p) hclSend(&out[p], 1, hclInt32, p, c, nullptr);
+    for (int p = 0; p < n; ++p) hclRecv(&in[p], 1, hclInt32, p, c, nullptr);
+    if (hclGroupEnd() != hclSuccess) return 1;
+    for (int p = 0; p < n; ++p) {
+      if (in[p] != p * 100 + r) return 2;
+    }
+    // Pairs that both send first, with a large message.
+    const int partner = r ^ 1;
+    std::vector<double> big(1 << 18, r), got(1 << 18, -1);
+    hclGroupStart();
+    hclSend(big.data(), big.size(), hclDouble, partner, c, nullptr);
+    hclRecv(got.data(), got.size(), hclDouble, partner, c, nullptr);
+    if (hclGroupEnd() != hclSuccess) return 3;
+    for (double x : got) {
+      if (x != partner) return 4;
+    }
+    // Several messages to one peer keep their order.
+    std::vector<int16_t> a(3), b(3);
+    const int next = (r + 1) % n, prev = (r + n - 1) % n;
+    int16_t s0 = static_cast<int16_t>(r), s1 = static_cast<int16_t>(r + 10), s2 = static_cast<int16_t>(r + 20);
+    hclGroupStart();
+    hclSend(&s0, 1, hclFloat16, next, c, nullptr);
+    hclSend(&s1, 1, hclFloat16, next, c, nullptr);
+    hclSend(&s2, 1, hclFloat16, next, c, nullptr);
+    for (int k = 0; k < 3; ++k) hclRecv(&a[k], 1, hclFloat16, prev, c, nullptr);
+    if (hclGroupEnd() != hclSuccess) return 5;
+    if (a[0] != prev || a[1] != prev + 10 || a[2] != prev + 20) return 6;
+    return 0;
+  });
+  EXPECT_EQ(rc, std::vector<int>(n, 0));
+  destroyAll(comms);
+}
+
+TEST(Threads, CpuStreamRunsInOrderAsynchronously) {
+  const int n = 2;
+  auto comms = initAll(n);
+  auto rc = onThreads(n, [&](int r) {
+    hclStream_t stream = nullptr;
+    if (hclStreamCreate(&stream) != hclSuccess) return 1;
+    std::vector<float> buf(1 << 16, 1.0f);
+    // Three in-place allreduces queued back to back: each must see the
+    // previous one's result, so the final value is n^3.
+    for (int k = 0; k < 3; ++k) {
+      if (hclAllReduce(buf.data(), buf.data(), buf.size(), hclFloat, hclSum, comms[r], stream) != hclSuccess) return 2;
+    }
+    if (hclStreamSynchronize(stream) != hclSuccess) return 3;
+    if (hclStreamQuery(stream) != hclSuccess) return 4;
+    for (float x : buf) {
+      if (x != 8.0f) return 5;
+    }
+    if (hclStreamDestroy(stream) != hclSuccess) return 6;
+    return 0;
+  });
+  EXPECT_EQ(rc, std::vector<int>(n, 0));
+  destroyAll(comms);
+}
+
+TEST(Threads, TcpBetweenThreadsWhenSharedMemoryIsDisabled) {
+  setenv("HCL_SHM_DISABLE", "1", 1);
+  auto comms = initAll(3);
+  unsetenv("HCL_SHM_DISABLE");
+  char text[4096];
+  size_t needed = 0;
+  ASSERT_EQ(hclCommDescribeLinks(comms[0], text, sizeof text, &needed), hclSuccess);
+  EXPECT_NE(std::string(text).find("tcp"), std::string::npos) << text;
+  hcltest::CheckConfig cfg;
+  cfg.bigCounts = {};
+  auto rc = onThreads(3, [&](int r) { return hcltest::checkAllCollectives(comms[static_cast<size_t>(r)], cfg); });
+  EXPECT_EQ(rc, std::vector<int>(3, 0));
+  destroyAll(comms);
+}
+
+}  // namespace
