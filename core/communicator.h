@@ -25,6 +25,7 @@ struct CommSettings {
   std::string algoOverride;
   std::string name;  // config commName
   bool blocking = true;
+  int64_t spinUs = 50;
 };
 
 class Communicator {

@@ -8,19 +8,21 @@
 namespace hcl {
 
 void Backoff::pause() {
-  // Spin first (the latency path), then yield the core, then sleep with a
-  // growing interval so an idle wait costs little CPU on a 2-core machine.
-  constexpr uint32_t kSpin = 200, kYield = 2000;
-  ++spins_;
-  if (spins_ < kSpin) {
+  const auto now = Clock::now();
+  if (idleSince_ == Clock::time_point{}) {
+    idleSince_ = now;
+    sleeps_ = 0;
+  }
+  const auto idle = now - idleSince_;
+  if (idle < spin_) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
-  } else if (spins_ < kYield) {
+  } else if (idle < spin_ + std::chrono::milliseconds(1)) {
     sched_yield();
   } else {
-    const uint32_t extra = std::min<uint32_t>(spins_ - kYield, 100);
-    std::this_thread::sleep_for(std::chrono::microseconds(5 + extra));
+    sleeps_ = std::min<uint32_t>(sleeps_ + 1, 100);
+    std::this_thread::sleep_for(std::chrono::microseconds(5 + sleeps_));
   }
 }
 

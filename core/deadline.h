@@ -1,4 +1,5 @@
-// A point in time after which a wait gives up, plus the abort flag every wait checks.
+// A point in time after which a wait gives up, and how a waiting thread
+// spends its time.
 #pragma once
 
 #include <atomic>
@@ -21,14 +22,19 @@ class Deadline {
   Clock::time_point end_;
 };
 
-// Spin briefly, then yield, then sleep with a growing interval (up to maxSleepUs).
+// Busy-polls for spinUs after the last progress (the latency path), then
+// yields the core for about a millisecond, then sleeps with a growing
+// interval so an idle wait costs little CPU.
 class Backoff {
  public:
-  void reset() { spins_ = 0; }
+  explicit Backoff(int64_t spinUs = 50) : spin_(std::chrono::microseconds(spinUs)) {}
+  void reset() { idleSince_ = {}; }
   void pause();
 
  private:
-  uint32_t spins_ = 0;
+  std::chrono::microseconds spin_;
+  Clock::time_point idleSince_{};
+  uint32_t sleeps_ = 0;
 };
 
 }  // namespace hcl

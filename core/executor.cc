@@ -154,7 +154,9 @@ Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks) {
   std::vector<bool> finished(tasks.size(), false);
   std::vector<Clock::time_point> lastProgress(tasks.size(), Clock::now());
   size_t remaining = tasks.size();
-  Backoff backoff;
+  int64_t spinUs = 0;
+  for (Communicator* c : comms) spinUs = std::max(spinUs, c->settings().spinUs);
+  Backoff backoff(spinUs);
   Status firstError;
   while (remaining > 0) {
     bool anyProgress = false;

@@ -2,6 +2,9 @@
 // rank inside a group, split, point-to-point patterns and CPU streams.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <barrier>
 #include <cstdlib>
 #include <functional>
@@ -90,33 +93,41 @@ TEST(Threads, SplitColorsKeysNoColorAndConcurrentUse) {
   const int n = 6;
   auto comms = initAll(n);
   std::vector<hclComm_t> sub(n, nullptr);
-  auto rc = onThreads(n, [&](int r) {
-    const int color = r == 5 ? HCL_SPLIT_NOCOLOR : r % 2;
-    if (hclCommSplit(comms[r], color, -r, &sub[r], nullptr) != hclSuccess) return 1;
-    if (color == HCL_SPLIT_NOCOLOR && sub[r] != nullptr) return 2;
-    for (int iter = 0; color != HCL_SPLIT_NOCOLOR && iter < 1; ++iter) {
-    // Members of color c in descending parent rank (keys are -rank).
+  // Checks a member's place in its part, then runs collectives on it while
+  // the other part does the same.
+  auto useSubcomm = [&](int r, int color) {
+    // Members of each color in descending parent rank (keys are -rank).
     int size = 0, myRank = 0;
     hclCommCount(sub[r], &size);
     hclCommUserRank(sub[r], &myRank);
     const int expectedSize = color == 0 ? 3 : 2;  // {0,2,4} and {1,3}
     const int expectedRank = color == 0 ? (4 - r) / 2 : (3 - r) / 2;
     if (size != expectedSize || myRank != expectedRank) return 3;
-    // Both halves run collectives at the same time.
     for (int iter = 0; iter < 20; ++iter) {
       int64_t v = r;
       if (hclAllReduce(&v, &v, 1, hclInt64, hclSum, sub[r], nullptr) != hclSuccess) return 4;
       if (v != (color == 0 ? 6 : 4)) return 5;
     }
+    return 0;
+  };
+  auto rc = onThreads(n, [&](int r) {
+    const int color = r == 5 ? HCL_SPLIT_NOCOLOR : r % 2;
+    if (hclCommSplit(comms[r], color, -r, &sub[r], nullptr) != hclSuccess) return 1;
+    if (color == HCL_SPLIT_NOCOLOR) {
+      if (sub[r] != nullptr) return 2;
+    } else if (int rc = useSubcomm(r, color); rc != 0) {
+      return rc;
     }
-    // The parent still works after the split.
+    // The parent still works after the split, for every rank.
     int32_t one = 1;
     if (hclAllReduce(&one, &one, 1, hclInt32, hclSum, comms[r], nullptr) != hclSuccess || one != n) return 6;
     return 0;
   });
   EXPECT_EQ(rc, std::vector<int>(n, 0));
   for (hclComm_t c : sub) {
-    if (c) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+    if (c) {
+      EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+    }
   }
   destroyAll(comms);
 }
@@ -199,6 +210,44 @@ TEST(Threads, TcpBetweenThreadsWhenSharedMemoryIsDisabled) {
   cfg.bigCounts = {};
   auto rc = onThreads(3, [&](int r) { return hcltest::checkAllCollectives(comms[static_cast<size_t>(r)], cfg); });
   EXPECT_EQ(rc, std::vector<int>(3, 0));
+  destroyAll(comms);
+}
+
+}  // namespace
+
+namespace {
+
+// Buffers from malloc, hclMemAlloc, the stack and a mapped file all work,
+// mixed across ranks of one collective.
+TEST(Threads, EveryKindOfHostBuffer) {
+  const int n = 4;
+  auto comms = initAll(n);
+  constexpr size_t kCount = 4099;
+  auto rc = onThreads(n, [&](int r) {
+    double stackBuf[kCount];
+    std::vector<double> heap(kCount);
+    void* pooled = nullptr;
+    if (hclMemAlloc(&pooled, kCount * sizeof(double)) != hclSuccess) return 1;
+    char path[] = "/tmp/hcl-buffer-XXXXXX";
+    const int fd = mkstemp(path);
+    if (fd < 0 || ftruncate(fd, kCount * sizeof(double)) != 0) return 2;
+    unlink(path);
+    void* mapped = mmap(nullptr, kCount * sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (mapped == MAP_FAILED) return 3;
+    double* kinds[] = {heap.data(), static_cast<double*>(pooled), stackBuf, static_cast<double*>(mapped)};
+    double* buf = kinds[r % 4];
+    for (size_t i = 0; i < kCount; ++i) buf[i] = static_cast<double>(r + 1) + static_cast<double>(i);
+    int result = 0;
+    if (hclAllReduce(buf, buf, kCount, hclDouble, hclSum, comms[r], nullptr) != hclSuccess) result = 4;
+    for (size_t i = 0; i < kCount && result == 0; ++i) {
+      if (buf[i] != 10.0 + 4.0 * static_cast<double>(i)) result = 5;
+    }
+    munmap(mapped, kCount * sizeof(double));
+    if (hclMemFree(pooled) != hclSuccess) result = 6;
+    return result;
+  });
+  EXPECT_EQ(rc, std::vector<int>(n, 0));
   destroyAll(comms);
 }
 
