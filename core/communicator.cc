@@ -54,6 +54,22 @@ Status Communicator::failure() const {
   return failure_;
 }
 
+std::byte* Communicator::acquireScratch(size_t bytes) {
+  if (bytes > scratchBytes_) {
+    scratch_ = std::make_unique_for_overwrite<std::byte[]>(bytes);
+    scratchBytes_ = bytes;
+  }
+  return scratch_.get();
+}
+
+void Communicator::releaseScratch() {
+  constexpr size_t kKeep = 16u << 20;
+  if (scratchBytes_ > kKeep) {
+    scratch_.reset();
+    scratchBytes_ = 0;
+  }
+}
+
 std::string Communicator::describeLinks() const {
   std::string out;
   for (int p = 0; p < nranks_; ++p) {

@@ -58,6 +58,12 @@ class Communicator {
   // hclSuccess, or the fatal error that broke the communicator.
   Status failure() const;
 
+  // Scratch memory for the operation in flight (one at a time per
+  // communicator, under the execution mutex). Small buffers are kept for the
+  // next operation so the latency path does not allocate or fault pages.
+  std::byte* acquireScratch(size_t bytes);
+  void releaseScratch();
+
   // Per-call serial number of splits, so every child gets a distinct tag.
   uint64_t nextSplitSerial() { return splitSerial_++; }
 
@@ -87,6 +93,8 @@ class Communicator {
   Status failure_;
   std::atomic<bool> failed_{false};
   uint64_t splitSerial_ = 0;
+  std::unique_ptr<std::byte[]> scratch_;
+  size_t scratchBytes_ = 0;
 };
 
 }  // namespace hcl

@@ -10,9 +10,7 @@ namespace hcl {
 
 ScheduleRun::ScheduleRun(Communicator& comm, Schedule schedule, RunBuffers buffers, ReduceSpec spec)
     : comm_(comm), schedule_(std::move(schedule)), buffers_(std::move(buffers)), spec_(spec) {
-  if (schedule_.scratchBytes > 0) {
-    scratch_ = std::make_unique_for_overwrite<std::byte[]>(schedule_.scratchBytes);
-  }
+  if (schedule_.scratchBytes > 0) scratch_ = comm_.acquireScratch(schedule_.scratchBytes);
   transfers_ = std::make_unique<Transfer[]>(schedule_.transfers);
   transferPeer_.assign(schedule_.transfers, -1);
   for (const Step& st : schedule_.steps) {
@@ -23,12 +21,16 @@ ScheduleRun::ScheduleRun(Communicator& comm, Schedule schedule, RunBuffers buffe
   }
 }
 
+ScheduleRun::~ScheduleRun() {
+  if (scratch_) comm_.releaseScratch();
+}
+
 void* ScheduleRun::resolve(const BufferRef& ref) const {
   std::byte* base = nullptr;
   switch (ref.id) {
     case BufferId::Send: base = static_cast<std::byte*>(const_cast<void*>(buffers_.send)); break;
     case BufferId::Recv: base = static_cast<std::byte*>(buffers_.recv); break;
-    case BufferId::Scratch: base = scratch_.get(); break;
+    case BufferId::Scratch: base = scratch_; break;
     case BufferId::User: base = static_cast<std::byte*>(buffers_.user.at(ref.index)); break;
   }
   return base ? base + ref.offset : nullptr;

@@ -23,6 +23,9 @@ struct RunBuffers {
 class ScheduleRun {
  public:
   ScheduleRun(Communicator& comm, Schedule schedule, RunBuffers buffers, ReduceSpec spec);
+  ~ScheduleRun();
+  ScheduleRun(const ScheduleRun&) = delete;
+  ScheduleRun& operator=(const ScheduleRun&) = delete;
   // Does what it can without blocking. Sets *done when every step ran and
   // every transfer completed; *progressed when anything moved.
   Status advance(bool* done, bool* progressed);
@@ -38,7 +41,7 @@ class ScheduleRun {
   Schedule schedule_;
   RunBuffers buffers_;
   ReduceSpec spec_;
-  std::unique_ptr<std::byte[]> scratch_;
+  std::byte* scratch_ = nullptr;  // the communicator's, while this run exists
   std::unique_ptr<Transfer[]> transfers_;
   std::vector<int> transferPeer_;
   std::vector<int> peers_;  // every peer this run talks to

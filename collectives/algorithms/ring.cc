@@ -7,8 +7,11 @@ namespace {
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
-size_t sliceElements(const CollArgs& a, size_t elemBytes) {
-  return std::max<size_t>(1, a.chunkBytes / std::max<size_t>(1, elemBytes));
+// Elements per pipeline slice: chunkBytes worth, but never more than the
+// largest piece there is to move (small messages need small scratch).
+size_t sliceElements(const CollArgs& a, size_t elemBytes, size_t largestPiece) {
+  const size_t s = std::max<size_t>(1, a.chunkBytes / std::max<size_t>(1, elemBytes));
+  return std::max<size_t>(1, std::min(s, largestPiece));
 }
 
 // How the buffer is cut into one chunk per rank: chunk c starts at start(c)
@@ -61,7 +64,7 @@ void emitRingReduceScatter(ScheduleBuilder& b, const CollArgs& a, const Chunks& 
   const int n = a.nranks, r = a.rank;
   const int next = mod(r + 1, n), prev = mod(r - 1, n);
   const size_t es = dataTypeSize(a.type), as = accumulatorSize(a.type);
-  const size_t S = sliceElements(a, as);
+  const size_t S = sliceElements(a, as, ch.maxLen());
   const size_t rounds = (ch.maxLen() + S - 1) / S;
   const size_t tmp = 0, out[2] = {S * as, 2 * S * as};
 
@@ -104,7 +107,7 @@ void emitRingAllGather(ScheduleBuilder& b, const CollArgs& a, const Chunks& ch) 
   const int n = a.nranks, r = a.rank;
   const int next = mod(r + 1, n), prev = mod(r - 1, n);
   const size_t es = dataTypeSize(a.type);
-  const size_t S = sliceElements(a, es);
+  const size_t S = sliceElements(a, es, ch.maxLen());
   const size_t rounds = (ch.maxLen() + S - 1) / S;
   for (size_t g = 0; g < rounds; ++g) {
     for (int s = 0; s <= n - 2; ++s) {
@@ -130,7 +133,7 @@ Schedule ringAllReduce(const CollArgs& a) {
   }
   const Chunks ch = balancedChunks(a.count, a.nranks);
   const size_t as = accumulatorSize(a.type);
-  s.scratchBytes = 3 * sliceElements(a, as) * as;
+  s.scratchBytes = 3 * sliceElements(a, as, ch.maxLen()) * as;
   emitRingReduceScatter(b, a, ch, recvAt(0), false);
   emitRingAllGather(b, a, ch);
   return s;
@@ -146,7 +149,7 @@ Schedule ringReduceScatter(const CollArgs& a) {
     return s;
   }
   const size_t as = accumulatorSize(a.type);
-  s.scratchBytes = 3 * sliceElements(a, as) * as;
+  s.scratchBytes = 3 * sliceElements(a, as, a.count) * as;
   emitRingReduceScatter(b, a, fixedChunks(a.count), recvAt(0), true);
   return s;
 }
@@ -174,7 +177,7 @@ Schedule ringBroadcast(const CollArgs& a) {
   if (n == 1) return s;
   const int pos = mod(a.rank - a.root, n);  // 0 = root, n-1 = end of the chain
   const int next = mod(a.rank + 1, n), prev = mod(a.rank - 1, n);
-  const size_t S = sliceElements(a, es) * es;
+  const size_t S = sliceElements(a, es, a.count) * es;
   const size_t slices = std::max<size_t>(1, (bytes + S - 1) / S);
   std::vector<uint32_t> recvs(slices);
   if (pos != 0) {
@@ -205,7 +208,7 @@ Schedule ringReduce(const CollArgs& a) {
   const int pos = mod(a.rank - a.root - 1, n);
   const int next = mod(a.rank + 1, n), prev = mod(a.rank - 1, n);
   const size_t es = dataTypeSize(a.type), as = accumulatorSize(a.type);
-  const size_t S = sliceElements(a, as);
+  const size_t S = sliceElements(a, as, a.count);
   const size_t slices = std::max<size_t>(1, (a.count + S - 1) / S);
   // Scratch: two receive slices and two outgoing slices, alternating.
   const size_t tmp[2] = {0, S * as}, out[2] = {2 * S * as, 3 * S * as};
