@@ -64,7 +64,11 @@ const char* collKindName(CollKind k) {
   return "unknown";
 }
 
-Planner::Planner(std::string_view overrideSpec) : spec_(overrideSpec) {}
+Planner::Planner(std::string_view overrideSpec) : spec_(overrideSpec) {
+  constexpr int kLastKind = static_cast<int>(CollKind::Control);
+  chosen_.resize(kLastKind + 1, nullptr);
+  for (int k = 1; k <= kLastKind; ++k) chosen_[static_cast<size_t>(k)] = choose(static_cast<CollKind>(k));
+}
 
 const AlgorithmEntry* Planner::choose(CollKind kind) const {
   std::vector<const AlgorithmEntry*> candidates;
@@ -89,12 +93,12 @@ const AlgorithmEntry* Planner::choose(CollKind kind) const {
 }
 
 const char* Planner::algorithmFor(CollKind kind) const {
-  const AlgorithmEntry* e = choose(kind);
+  const AlgorithmEntry* e = chosen_[static_cast<size_t>(kind)];
   return e ? e->name : "none";
 }
 
 Schedule Planner::plan(const CollArgs& args) const {
-  const AlgorithmEntry* e = choose(args.kind);
+  const AlgorithmEntry* e = chosen_[static_cast<size_t>(args.kind)];
   return e ? e->generate(args) : Schedule{};
 }
 

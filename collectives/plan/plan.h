@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "collectives/plan/collective.h"
 #include "collectives/plan/schedule.h"
@@ -33,6 +34,8 @@ class Planner {
  private:
   const AlgorithmEntry* choose(CollKind kind) const;
   std::string spec_;
+  // Decided once per communicator, so a bad override warns once.
+  std::vector<const AlgorithmEntry*> chosen_;
 };
 
 }  // namespace hcl

@@ -1,0 +1,129 @@
+// Every algorithm for many rank counts, run on the in-memory simulator.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "collectives/plan/plan.h"
+#include "schedule_simulator.h"
+
+namespace {
+
+using hcl::CollArgs;
+using hcl::CollKind;
+
+struct Case {
+  int nranks;
+  size_t count;
+  size_t chunkBytes;
+};
+
+class Algorithms : public ::testing::TestWithParam<Case> {};
+
+std::vector<int64_t> iota(size_t n, int64_t start) {
+  std::vector<int64_t> v(n);
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+
+CollArgs args(CollKind kind, int rank, const Case& c, int root = 0) {
+  CollArgs a;
+  a.kind = kind;
+  a.rank = rank;
+  a.nranks = c.nranks;
+  a.count = c.count;
+  a.type = hclInt64;
+  a.root = root;
+  a.chunkBytes = c.chunkBytes;
+  return a;
+}
+
+hcl::ReduceSpec sumSpec(int n) {
+  hcl::ReduceSpec s;
+  s.type = hclInt64;
+  s.kind = hcl::ReduceKind::Sum;
+  s.nranks = n;
+  return s;
+}
+
+TEST_P(Algorithms, AllReduceReduceScatterReduce) {
+  const Case c = GetParam();
+  const hcl::Planner planner;
+  const size_t n = static_cast<size_t>(c.nranks);
+  for (CollKind kind : {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::Reduce}) {
+    const size_t inCount = kind == CollKind::ReduceScatter ? c.count * n : c.count;
+    const int root = static_cast<int>(c.count % n);
+    std::vector<std::vector<int64_t>> in(n), out(n, std::vector<int64_t>(c.count, -1));
+    std::vector<hcltest::SimRank> ranks(n);
+    for (size_t r = 0; r < n; ++r) {
+      in[r] = iota(inCount, static_cast<int64_t>(r) * 1000);
+      ranks[r] = {planner.plan(args(kind, static_cast<int>(r), c, root)), in[r].data(), out[r].data(), sumSpec(c.nranks)};
+    }
+    ASSERT_EQ(hcltest::simulate(ranks), "") << hcl::collKindName(kind);
+    for (size_t r = 0; r < n; ++r) {
+      if (kind == CollKind::Reduce && static_cast<int>(r) != root) continue;
+      for (size_t i = 0; i < c.count; ++i) {
+        const size_t gi = kind == CollKind::ReduceScatter ? r * c.count + i : i;
+        int64_t want = 0;
+        for (size_t p = 0; p < n; ++p) want += static_cast<int64_t>(p) * 1000 + static_cast<int64_t>(gi);
+        ASSERT_EQ(out[r][i], want) << hcl::collKindName(kind) << " rank " << r << " element " << i;
+      }
+    }
+  }
+}
+
+TEST_P(Algorithms, DataMovement) {
+  const Case c = GetParam();
+  const hcl::Planner planner;
+  const size_t n = static_cast<size_t>(c.nranks);
+  const int root = static_cast<int>((c.count + 1) % n);
+  for (CollKind kind : {CollKind::AllGather, CollKind::Broadcast, CollKind::AlltoAll, CollKind::Gather, CollKind::Scatter}) {
+    const bool sendsN = kind == CollKind::AlltoAll || kind == CollKind::Scatter;
+    const bool recvsN = kind == CollKind::AllGather || kind == CollKind::AlltoAll || kind == CollKind::Gather;
+    std::vector<std::vector<int64_t>> in(n), out(n);
+    std::vector<hcltest::SimRank> ranks(n);
+    for (size_t r = 0; r < n; ++r) {
+      in[r] = iota(sendsN ? c.count * n : c.count, static_cast<int64_t>(r) * 100000);
+      out[r].assign(recvsN ? c.count * n : c.count, -1);
+      ranks[r] = {planner.plan(args(kind, static_cast<int>(r), c, root)), in[r].data(), out[r].data(), sumSpec(c.nranks)};
+    }
+    ASSERT_EQ(hcltest::simulate(ranks), "") << hcl::collKindName(kind);
+    for (size_t r = 0; r < n; ++r) {
+      for (size_t i = 0; i < out[r].size(); ++i) {
+        int64_t want = -1;
+        const size_t block = i / std::max<size_t>(1, c.count), off = i % std::max<size_t>(1, c.count);
+        switch (kind) {
+          case CollKind::AllGather: want = static_cast<int64_t>(block) * 100000 + static_cast<int64_t>(off); break;
+          case CollKind::Broadcast: want = static_cast<int64_t>(root) * 100000 + static_cast<int64_t>(i); break;
+          case CollKind::AlltoAll: want = static_cast<int64_t>(block) * 100000 + static_cast<int64_t>(r * c.count + off); break;
+          case CollKind::Gather:
+            if (static_cast<int>(r) != root) continue;
+            want = static_cast<int64_t>(block) * 100000 + static_cast<int64_t>(off);
+            break;
+          case CollKind::Scatter: want = static_cast<int64_t>(root) * 100000 + static_cast<int64_t>(r * c.count + i); break;
+          default: break;
+        }
+        ASSERT_EQ(out[r][i], want) << hcl::collKindName(kind) << " rank " << r << " element " << i;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RankCounts, Algorithms,
+                         ::testing::Values(Case{1, 5, 4096}, Case{2, 0, 4096}, Case{2, 1, 4096}, Case{3, 7, 16},
+                                           Case{5, 1000, 64}, Case{8, 333, 128}, Case{9, 10, 8}, Case{16, 257, 4096},
+                                           Case{7, 100003, 1 << 16}, Case{33, 3, 8}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.nranks) + "ranks_" + std::to_string(info.param.count) +
+                                  "count_" + std::to_string(info.param.chunkBytes) + "slice";
+                         });
+
+TEST(Planner, OverrideGrammar) {
+  EXPECT_STREQ(hcl::Planner("").algorithmFor(CollKind::AllReduce), "ring");
+  EXPECT_STREQ(hcl::Planner("ring").algorithmFor(CollKind::AllReduce), "ring");
+  EXPECT_STREQ(hcl::Planner("allreduce:ring;broadcast:ring").algorithmFor(CollKind::Broadcast), "ring");
+  // Excluding the only algorithm falls back to it (with a warning).
+  EXPECT_STREQ(hcl::Planner("^ring").algorithmFor(CollKind::AllReduce), "ring");
+  EXPECT_STREQ(hcl::Planner("tree").algorithmFor(CollKind::AlltoAll), "pairwise");
+}
+
+}  // namespace

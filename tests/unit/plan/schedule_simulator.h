@@ -1,0 +1,122 @@
+// Runs the schedules of n ranks in one thread over in-memory FIFOs, with the
+// real reduction kernels: a transport-free check of the algorithms.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "collectives/plan/schedule.h"
+
+namespace hcltest {
+
+struct SimRank {
+  hcl::Schedule schedule;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  hcl::ReduceSpec spec;
+};
+
+// Returns "" on success or a description of the deadlock / mismatch.
+inline std::string simulate(std::vector<SimRank>& ranks) {
+  using hcl::Step;
+  const size_t n = ranks.size();
+  struct Msg {
+    const std::byte* data;
+    size_t bytes;
+    size_t rank;
+    uint32_t transfer;
+  };
+  struct State {
+    size_t pc = 0;
+    std::vector<std::byte> scratch;
+    std::vector<bool> done;
+    std::vector<std::pair<void*, size_t>> recvTarget;  // for posted receives
+    std::vector<int> recvPeer;
+  };
+  std::vector<std::vector<std::deque<Msg>>> wire(n, std::vector<std::deque<Msg>>(n));  // [src][dst]
+  std::vector<std::vector<std::deque<uint32_t>>> posted(n, std::vector<std::deque<uint32_t>>(n));  // [dst][src]
+  std::vector<State> st(n);
+  for (size_t r = 0; r < n; ++r) {
+    st[r].scratch.resize(ranks[r].schedule.scratchBytes);
+    st[r].done.assign(ranks[r].schedule.transfers, false);
+    st[r].recvTarget.resize(ranks[r].schedule.transfers);
+    st[r].recvPeer.assign(ranks[r].schedule.transfers, -1);
+  }
+  auto resolve = [&](size_t r, const hcl::BufferRef& ref) -> std::byte* {
+    switch (ref.id) {
+      case hcl::BufferId::Send: return static_cast<std::byte*>(const_cast<void*>(ranks[r].send)) + ref.offset;
+      case hcl::BufferId::Recv: return static_cast<std::byte*>(ranks[r].recv) + ref.offset;
+      case hcl::BufferId::Scratch: return st[r].scratch.data() + ref.offset;
+      default: return nullptr;
+    }
+  };
+  // Matches posted receives with sent messages (copying), marking both done.
+  auto deliver = [&]() {
+    bool moved = false;
+    for (size_t dst = 0; dst < n; ++dst) {
+      for (size_t src = 0; src < n; ++src) {
+        auto& q = wire[src][dst];
+        auto& p = posted[dst][src];
+        while (!q.empty() && !p.empty()) {
+          const Msg m = q.front();
+          const uint32_t t = p.front();
+          if (m.bytes != st[dst].recvTarget[t].second) return std::string("size mismatch");
+          if (m.bytes) std::memcpy(st[dst].recvTarget[t].first, m.data, m.bytes);
+          st[dst].done[t] = true;
+          st[src].done[m.transfer] = true;
+          q.pop_front();
+          p.pop_front();
+          moved = true;
+        }
+      }
+    }
+    return std::string(moved ? "moved" : "");
+  };
+  while (true) {
+    bool progressed = false, allDone = true;
+    for (size_t r = 0; r < n; ++r) {
+      State& s = st[r];
+      const auto& steps = ranks[r].schedule.steps;
+      while (s.pc < steps.size()) {
+        const Step& step = steps[s.pc];
+        if (step.kind == Step::Kind::Wait && !s.done[step.transfer]) break;
+        switch (step.kind) {
+          case Step::Kind::Send:
+            wire[r][static_cast<size_t>(step.peer)].push_back({resolve(r, step.a), step.bytes, r, step.transfer});
+            break;
+          case Step::Kind::Recv:
+            s.recvTarget[step.transfer] = {resolve(r, step.dst), step.bytes};
+            posted[r][static_cast<size_t>(step.peer)].push_back(step.transfer);
+            break;
+          case Step::Kind::Reduce:
+            hcl::reduce(resolve(r, step.dst), step.dstForm, resolve(r, step.a), step.aForm, resolve(r, step.b),
+                        step.bForm, step.count, ranks[r].spec);
+            break;
+          case Step::Kind::Convert:
+            hcl::convert(resolve(r, step.dst), step.dstForm, resolve(r, step.a), step.aForm, step.count,
+                         ranks[r].spec);
+            break;
+          case Step::Kind::Copy:
+            std::memmove(resolve(r, step.dst), resolve(r, step.a), step.bytes);
+            break;
+          case Step::Kind::Wait:
+            break;
+        }
+        ++s.pc;
+        progressed = true;
+      }
+      for (bool d : s.done) allDone = allDone && d;
+      allDone = allDone && s.pc == steps.size();
+    }
+    const std::string d = deliver();
+    if (d == "size mismatch") return d;
+    if (!d.empty()) progressed = true;
+    if (allDone) return "";
+    if (!progressed) return "deadlock: no rank can make progress";
+  }
+}
+
+}  // namespace hcltest
