@@ -1,5 +1,6 @@
 // Every algorithm, one line each. The first entry for a collective is its default.
 #include "collectives/algorithms/pairwise.h"
+#include "collectives/algorithms/recursive_doubling.h"
 #include "collectives/algorithms/ring.h"
 #include "collectives/plan/plan.h"
 
@@ -7,14 +8,15 @@ namespace hcl {
 
 std::span<const AlgorithmEntry> algorithmTable() {
   static const AlgorithmEntry table[] = {
-      {CollKind::AllReduce, "ring", ringAllReduce},
-      {CollKind::ReduceScatter, "ring", ringReduceScatter},
-      {CollKind::AllGather, "ring", ringAllGather},
-      {CollKind::Broadcast, "ring", ringBroadcast},
-      {CollKind::Reduce, "ring", ringReduce},
-      {CollKind::AlltoAll, "pairwise", pairwiseAlltoAll},
-      {CollKind::Gather, "direct", directGather},
-      {CollKind::Scatter, "direct", directScatter},
+      {CollKind::AllReduce, "rd", recursiveDoublingAllReduce, 16 * 1024},
+      {CollKind::AllReduce, "ring", ringAllReduce, 0},
+      {CollKind::ReduceScatter, "ring", ringReduceScatter, 0},
+      {CollKind::AllGather, "ring", ringAllGather, 0},
+      {CollKind::Broadcast, "ring", ringBroadcast, 0},
+      {CollKind::Reduce, "ring", ringReduce, 0},
+      {CollKind::AlltoAll, "pairwise", pairwiseAlltoAll, 0},
+      {CollKind::Gather, "direct", directGather, 0},
+      {CollKind::Scatter, "direct", directScatter, 0},
   };
   return table;
 }

@@ -66,39 +66,52 @@ const char* collKindName(CollKind k) {
 
 Planner::Planner(std::string_view overrideSpec) : spec_(overrideSpec) {
   constexpr int kLastKind = static_cast<int>(CollKind::Control);
-  chosen_.resize(kLastKind + 1, nullptr);
-  for (int k = 1; k <= kLastKind; ++k) chosen_[static_cast<size_t>(k)] = choose(static_cast<CollKind>(k));
+  allowed_.resize(kLastKind + 1);
+  for (int k = 1; k <= kLastKind; ++k) allowed_[static_cast<size_t>(k)] = allowed(static_cast<CollKind>(k));
 }
 
-const AlgorithmEntry* Planner::choose(CollKind kind) const {
+std::vector<const AlgorithmEntry*> Planner::allowed(CollKind kind) const {
   std::vector<const AlgorithmEntry*> candidates;
   for (const AlgorithmEntry& e : algorithmTable()) {
     if (e.kind == kind) candidates.push_back(&e);
   }
-  if (candidates.empty()) return nullptr;
   const std::string clause = clauseFor(spec_, kind);
-  if (clause.empty()) return candidates.front();
+  if (candidates.empty() || clause.empty()) return candidates;
   const bool exclude = clause[0] == '^';
   const auto names = split(exclude ? clause.substr(1) : clause, ',');
-  auto listed = [&](const AlgorithmEntry* e) {
-    return std::any_of(names.begin(), names.end(),
-                       [&](const std::string& n) { return lower(n) == e->name; });
-  };
+  std::vector<const AlgorithmEntry*> kept;
   for (const AlgorithmEntry* e : candidates) {
-    if (listed(e) != exclude) return e;
+    const bool listed = std::any_of(names.begin(), names.end(), [&](const std::string& n) { return lower(n) == e->name; });
+    if (listed != exclude) kept.push_back(e);
   }
-  log::warn(log::Tuning, "HCL_ALGO '{}' allows no algorithm HCL has for {}; using {}", spec_,
-            collKindName(kind), candidates.front()->name);
-  return candidates.front();
+  // An unlimited algorithm must remain, or large messages would have none.
+  if (std::none_of(kept.begin(), kept.end(), [](const AlgorithmEntry* e) { return e->maxBytes == 0; })) {
+    const AlgorithmEntry* fallback = *std::find_if(candidates.begin(), candidates.end(),
+                                                   [](const AlgorithmEntry* e) { return e->maxBytes == 0; });
+    log::warn(log::Tuning, "HCL_ALGO '{}' leaves {} without an algorithm for every size; adding {}", spec_,
+              collKindName(kind), fallback->name);
+    kept.push_back(fallback);
+  }
+  return kept;
 }
 
-const char* Planner::algorithmFor(CollKind kind) const {
-  const AlgorithmEntry* e = chosen_[static_cast<size_t>(kind)];
-  return e ? e->name : "none";
+const AlgorithmEntry* Planner::choose(const CollArgs& args) const {
+  const size_t bytes = args.count * dataTypeSize(args.type);
+  for (const AlgorithmEntry* e : allowed_[static_cast<size_t>(args.kind)]) {
+    if (e->maxBytes == 0 || bytes <= e->maxBytes) return e;
+  }
+  return nullptr;
+}
+
+const char* Planner::algorithmFor(CollKind kind, size_t bytes) const {
+  for (const AlgorithmEntry* e : allowed_[static_cast<size_t>(kind)]) {
+    if (e->maxBytes == 0 || bytes <= e->maxBytes) return e->name;
+  }
+  return "none";
 }
 
 Schedule Planner::plan(const CollArgs& args) const {
-  const AlgorithmEntry* e = chosen_[static_cast<size_t>(args.kind)];
+  const AlgorithmEntry* e = choose(args);
   return e ? e->generate(args) : Schedule{};
 }
 

@@ -21,7 +21,11 @@ TEST_P(Collectives, EveryCollectiveEveryType) {
   hcltest::CheckConfig cfg;
   cfg.bigForEveryType = c.nranks == 3 && !c.tcp;
   hcltest::EnvList env{{"HCL_TIMEOUT_MS", "60000"}};
-  if (c.tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
+  // Over TCP small allreduces use ring too, so both algorithms meet both transports.
+  if (c.tcp) {
+    env.push_back({"HCL_SHM_DISABLE", "1"});
+    env.push_back({"HCL_ALGO", "allreduce:ring"});
+  }
   auto results = hcltest::runProcesses(
       c.nranks,
       [&](int rank) {

@@ -47,9 +47,11 @@ hcl::ReduceSpec sumSpec(int n) {
 
 TEST_P(Algorithms, AllReduceReduceScatterReduce) {
   const Case c = GetParam();
-  const hcl::Planner planner;
   const size_t n = static_cast<size_t>(c.nranks);
+  // The default choice, and ring forced for small messages too.
+  for (const char* spec : {"", "allreduce:ring"})
   for (CollKind kind : {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::Reduce}) {
+    const hcl::Planner planner(spec);
     const size_t inCount = kind == CollKind::ReduceScatter ? c.count * n : c.count;
     const int root = static_cast<int>(c.count % n);
     std::vector<std::vector<int64_t>> in(n), out(n, std::vector<int64_t>(c.count, -1));
@@ -58,14 +60,14 @@ TEST_P(Algorithms, AllReduceReduceScatterReduce) {
       in[r] = iota(inCount, static_cast<int64_t>(r) * 1000);
       ranks[r] = {planner.plan(args(kind, static_cast<int>(r), c, root)), in[r].data(), out[r].data(), sumSpec(c.nranks)};
     }
-    ASSERT_EQ(hcltest::simulate(ranks), "") << hcl::collKindName(kind);
+    ASSERT_EQ(hcltest::simulate(ranks), "") << hcl::collKindName(kind) << " " << spec;
     for (size_t r = 0; r < n; ++r) {
       if (kind == CollKind::Reduce && static_cast<int>(r) != root) continue;
       for (size_t i = 0; i < c.count; ++i) {
         const size_t gi = kind == CollKind::ReduceScatter ? r * c.count + i : i;
         int64_t want = 0;
         for (size_t p = 0; p < n; ++p) want += static_cast<int64_t>(p) * 1000 + static_cast<int64_t>(gi);
-        ASSERT_EQ(out[r][i], want) << hcl::collKindName(kind) << " rank " << r << " element " << i;
+        ASSERT_EQ(out[r][i], want) << hcl::collKindName(kind) << " " << spec << " rank " << r << " element " << i;
       }
     }
   }
@@ -119,10 +121,15 @@ INSTANTIATE_TEST_SUITE_P(RankCounts, Algorithms,
 
 TEST(Planner, OverrideGrammar) {
   EXPECT_STREQ(hcl::Planner("").algorithmFor(CollKind::AllReduce), "ring");
+  EXPECT_STREQ(hcl::Planner("").algorithmFor(CollKind::AllReduce, 8), "rd");
+  EXPECT_STREQ(hcl::Planner("ring").algorithmFor(CollKind::AllReduce, 8), "ring");
+  EXPECT_STREQ(hcl::Planner("allreduce:rd").algorithmFor(CollKind::AllReduce, 8), "rd");
+  EXPECT_STREQ(hcl::Planner("allreduce:rd").algorithmFor(CollKind::AllReduce, 1 << 20), "ring");
   EXPECT_STREQ(hcl::Planner("ring").algorithmFor(CollKind::AllReduce), "ring");
   EXPECT_STREQ(hcl::Planner("allreduce:ring;broadcast:ring").algorithmFor(CollKind::Broadcast), "ring");
-  // Excluding the only algorithm falls back to it (with a warning).
+  // Excluding the only unlimited algorithm brings it back (with a warning).
   EXPECT_STREQ(hcl::Planner("^ring").algorithmFor(CollKind::AllReduce), "ring");
+  EXPECT_STREQ(hcl::Planner("^ring").algorithmFor(CollKind::AllReduce, 8), "rd");
   EXPECT_STREQ(hcl::Planner("tree").algorithmFor(CollKind::AlltoAll), "pairwise");
 }
 

@@ -1,0 +1,48 @@
+#include "collectives/algorithms/recursive_doubling.h"
+
+namespace hcl {
+
+Schedule recursiveDoublingAllReduce(const CollArgs& a) {
+  Schedule s;
+  s.tag = static_cast<uint32_t>(a.kind);
+  s.algorithm = "rd";
+  ScheduleBuilder b(s);
+  const int n = a.nranks, r = a.rank;
+  if (n == 1) {
+    b.convert(recvAt(0), Form::Native, sendAt(0), Form::Native, a.count);
+    return s;
+  }
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const size_t es = dataTypeSize(a.type), as = accumulatorSize(a.type);
+  const size_t accBytes = a.count * as;
+  // Scratch: the running partial (A) and the partner's partial (B).
+  const BufferRef A = scratchAt(0), B = scratchAt(accBytes);
+  s.scratchBytes = 2 * accBytes;
+
+  if (r >= p) {  // fold into r - p, then receive the result from it
+    b.convert(A, Form::Acc, sendAt(0), Form::Native, a.count);
+    b.send(r - p, A, accBytes);
+    b.wait(b.recv(r - p, recvAt(0), a.count * es));
+    return s;
+  }
+  if (r + p < n) {
+    b.wait(b.recv(r + p, B, accBytes));
+    b.reduce(A, Form::Acc, B, Form::Acc, sendAt(0), Form::Native, a.count);
+  } else {
+    b.convert(A, Form::Acc, sendAt(0), Form::Native, a.count);
+  }
+  for (int mask = 1; mask < p; mask <<= 1) {
+    const int partner = r ^ mask;
+    const uint32_t rt = b.recv(partner, B, accBytes);
+    const uint32_t st = b.send(partner, A, accBytes);
+    b.wait(rt);
+    b.wait(st);
+    b.reduce(A, Form::Acc, A, Form::Acc, B, Form::Acc, a.count);
+  }
+  b.convert(recvAt(0), Form::Native, A, Form::Acc, a.count);
+  if (r + p < n) b.send(r + p, recvAt(0), a.count * es);
+  return s;
+}
+
+}  // namespace hcl
