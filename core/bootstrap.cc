@@ -1,8 +1,6 @@
 // The client side of the bootstrap: one connection per rank to the root.
 #include "core/bootstrap.h"
 
-#include <poll.h>
-
 #include <algorithm>
 #include <chrono>
 

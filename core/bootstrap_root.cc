@@ -135,7 +135,11 @@ class RootServer {
   std::atomic<bool> finished_{false};
   std::thread thread_;
 
-  // Everything below belongs to the root thread once it started.
+  // Everything below belongs to the root thread once it started. (Kept here
+  // rather than on its stack so that a forked child, which inherits this
+  // memory but not the thread, can still free all of it.)
+  std::vector<pollfd> pollFds_;
+  std::vector<Conn*> polledConns_;
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<Conn*> rankConn_;  // by rank; nullptr before joining and after leaving
   std::vector<bool> left_;       // by rank: said bye, or left after being told of an error
@@ -187,8 +191,8 @@ RootServer::~RootServer() {
 void RootServer::run() {
   pthread_setname_np(pthread_self(), "hcl-bootroot");
   log::info(log::Bootstrap, "bootstrap root listening on {}", address_);
-  std::vector<pollfd> fds;
-  std::vector<Conn*> polled;
+  std::vector<pollfd>& fds = pollFds_;
+  std::vector<Conn*>& polled = polledConns_;
   bool stopRequested = false;
   while (!stopRequested) {
     fds.clear();
@@ -594,9 +598,10 @@ class RootRegistry {
     roots_.back()->start();
   }
 
-  size_t running() {
+  bool running(uint16_t port) {
     std::lock_guard lock(mutex_);
-    return static_cast<size_t>(std::count_if(roots_.begin(), roots_.end(), [](const auto& r) { return !r->finished(); }));
+    return std::any_of(roots_.begin(), roots_.end(),
+                       [port](const auto& r) { return r->port() == port && !r->finished(); });
   }
 
  private:
@@ -623,6 +628,6 @@ Status startBootstrapRoot(const asio::ip::address& ip, uint16_t port, const boot
   return Status::success();
 }
 
-size_t runningBootstrapRoots() { return RootRegistry::instance().running(); }
+bool bootstrapRootRunning(uint16_t port) { return RootRegistry::instance().running(port); }
 
 }  // namespace hcl

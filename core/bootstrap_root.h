@@ -17,7 +17,8 @@ namespace hcl {
 Status startBootstrapRoot(const asio::ip::address& ip, uint16_t port, const bootwire::Secret& secret,
                           uint16_t* boundPort, bool* addressInUse = nullptr);
 
-// Roots of this process that have not finished yet (for tests and diagnostics).
-size_t runningBootstrapRoots();
+// Whether a root of this process listening (or having listened) on `port` is
+// still running; for tests and diagnostics.
+bool bootstrapRootRunning(uint16_t port);
 
 }  // namespace hcl

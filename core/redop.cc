@@ -56,7 +56,7 @@ Status RedOpTable::destroy(hclRedOp_t op) {
   return {};
 }
 
-bool RedOpTable::isValid(hclRedOp_t op) const {
+bool RedOpTable::isValid(int op) const {
   if (op >= 0 && op < hclNumOps) return true;
   std::lock_guard lock(mutex_);
   const long index = static_cast<long>(op) - hclNumOps;

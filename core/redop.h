@@ -18,7 +18,7 @@ class RedOpTable {
   Status create(hclDataType_t type, const void* scalar, hclScalarResidence_t residence,
                 hclRedOp_t* out);
   Status destroy(hclRedOp_t op);
-  bool isValid(hclRedOp_t op) const;
+  bool isValid(int op) const;  // int: any value a caller passed
   // Resolves `op` for data type `type` into a ReduceSpec (reading a pointer
   // scalar now). Fails if the op was created for another type.
   Status resolve(hclRedOp_t op, hclDataType_t type, int nranks, ReduceSpec& out) const;

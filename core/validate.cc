@@ -24,19 +24,19 @@ Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
   return {};
 }
 
-Status checkDataType(hclDataType_t type) {
+Status checkDataType(int type) {
   if (!isValidDataType(type)) {
     return invalidArgument(fmt::format("datatype {} is not a valid hclDataType_t (0..{})",
-                                       static_cast<int>(type), hclNumTypes - 1));
+                                       type, hclNumTypes - 1));
   }
   return {};
 }
 
-Status checkOp(Communicator& comm, hclRedOp_t op) {
+Status checkOp(Communicator& comm, int op) {
   if (!comm.redOps().isValid(op)) {
     return invalidArgument(fmt::format(
         "op {} is not a valid reduction operator (built-in 0..4 or one from hclRedOpCreatePreMulSum)",
-        static_cast<int>(op)));
+        op));
   }
   return {};
 }

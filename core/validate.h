@@ -10,8 +10,9 @@
 namespace hcl {
 
 Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out);
-Status checkDataType(hclDataType_t type);
-Status checkOp(Communicator& comm, hclRedOp_t op);
+// These two take the raw int a C caller passed, which may lie outside the enum's range.
+Status checkDataType(int type);
+Status checkOp(Communicator& comm, int op);
 Status checkBuffer(const char* name, const void* buffer, size_t count);
 // count * multiplier elements of `type` must fit in size_t bytes.
 Status checkCount(const char* name, size_t count, size_t multiplier, hclDataType_t type);

@@ -14,8 +14,10 @@ struct CollCall {
   const void* send;
   void* recv;
   size_t count;
-  hclDataType_t type;
-  hclRedOp_t op = hclSum;
+  // Raw values until validated: a caller may pass any int, and loading one
+  // outside the enum's range through the enum type is undefined behaviour.
+  int type;
+  int op = hclSum;
   bool reduces = false;
   int root = -1;          // -1: no root (collectives without one)
   size_t sendMultiplier;  // elements in sendbuff = count * sendMultiplier (nranks when 0)
@@ -37,7 +39,7 @@ hclResult_t submitCollective(CollCall c, hclComm_t comm, hclStream_t stream) {
     const size_t n = static_cast<size_t>(impl->nranks());
     const size_t sm = c.sendMultiplier ? c.sendMultiplier : n;
     const size_t rm = c.recvMultiplier ? c.recvMultiplier : n;
-    s = checkCount("count", c.count, std::max(sm, rm), c.type);
+    s = checkCount("count", c.count, std::max(sm, rm), static_cast<hclDataType_t>(c.type));
     const bool isRoot = impl->rank() == c.root;
     if (s.ok() && (!c.rootOnlySend || isRoot)) s = checkBuffer("sendbuff", c.send, c.count);
     if (s.ok() && (!c.rootOnlyRecv || isRoot)) s = checkBuffer("recvbuff", c.recv, c.count);
@@ -45,7 +47,7 @@ hclResult_t submitCollective(CollCall c, hclComm_t comm, hclStream_t stream) {
   if (s.ok()) {
     log::trace(log::Coll, "{}: sendbuff {} recvbuff {} count {} datatype {} op {} root {} comm {} stream {}",
                c.name, c.send, static_cast<const void*>(c.recv), c.count, dataTypeName(c.type),
-               static_cast<int>(c.op), c.root, static_cast<const void*>(comm), static_cast<const void*>(stream));
+               c.op, c.root, static_cast<const void*>(comm), static_cast<const void*>(stream));
     PendingOp op;
     op.call = c.name;
     op.kind = c.kind;
@@ -54,8 +56,8 @@ hclResult_t submitCollective(CollCall c, hclComm_t comm, hclStream_t stream) {
     op.send = c.send;
     op.recv = c.recv;
     op.count = c.count;
-    op.type = c.type;
-    op.op = c.op;
+    op.type = static_cast<hclDataType_t>(c.type);
+    op.op = static_cast<hclRedOp_t>(c.op);
     op.root = hasRoot ? c.root : 0;
     op.stream = stream;
     return report(submit(std::move(op)), comm);

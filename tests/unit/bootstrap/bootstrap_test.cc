@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <asio.hpp>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
@@ -146,19 +150,76 @@ TEST_P(BootstrapRanks, AllgatherRoundsAndBarriers) {
 
 INSTANTIATE_TEST_SUITE_P(Sizes, BootstrapRanks, ::testing::Values(1, 2, 3, 5));
 
+TEST(Bootstrap, WorksOverIpv6) {
+  test::ScopedEnv ifname("HCL_SOCKET_IFNAME", "=lo");
+  test::ScopedEnv family("HCL_SOCKET_FAMILY", "AF_INET6");
+  test::ScopedEnv commId("HCL_COMM_ID", std::nullopt);
+  test::ScopedEnv ncclCommId("NCCL_COMM_ID", std::nullopt);
+  hclUniqueId id;
+  const Status created = createUniqueId(&id);
+  if (!created.ok()) GTEST_SKIP() << "no IPv6 loopback here: " << created.message();
+  EXPECT_EQ(contentsOf(id).rootIp, "::1");
+  runRanks(2, [&](int rank) {
+    std::unique_ptr<Oob> oob;
+    const Status st = connectBootstrap(id, 2, rank, kGenerousMs, nullptr, oob);
+    ASSERT_TRUE(st.ok()) << st.message();
+    expectRounds(*oob, 2, 2);
+  });
+}
+
 TEST(Bootstrap, RootExitsOnceEveryRankLeft) {
-  const size_t before = runningBootstrapRoots();
   const hclUniqueId id = freshId();
-  EXPECT_EQ(runningBootstrapRoots(), before + 1);
+  const uint16_t port = contentsOf(id).rootPort;
+  EXPECT_TRUE(bootstrapRootRunning(port));
   runRanks(2, [&](int rank) {
     std::unique_ptr<Oob> oob;
     ASSERT_TRUE(connectBootstrap(id, 2, rank, kGenerousMs, nullptr, oob).ok());
     ASSERT_TRUE(oob->barrier().ok());
   });
   const auto giveUp = std::chrono::steady_clock::now() + 20s;
-  while (runningBootstrapRoots() != before && std::chrono::steady_clock::now() < giveUp)
-    std::this_thread::sleep_for(10ms);
-  EXPECT_EQ(runningBootstrapRoots(), before);
+  while (bootstrapRootRunning(port) && std::chrono::steady_clock::now() < giveUp) std::this_thread::sleep_for(10ms);
+  EXPECT_FALSE(bootstrapRootRunning(port));
+}
+
+// The usual launch: one process makes the id, forked children join with it.
+// Children leave with exit(), which must not wait for the parent's root thread.
+TEST(Bootstrap, RanksInForkedProcesses) {
+  constexpr int kRanks = 3;
+  const hclUniqueId id = freshId();
+  std::vector<pid_t> children;
+  for (int rank = 1; rank < kRanks; ++rank) {
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      std::unique_ptr<Oob> oob;
+      bool ok = connectBootstrap(id, kRanks, rank, kGenerousMs, nullptr, oob).ok();
+      for (int round = 0; ok && round < 3; ++round) {
+        std::vector<std::vector<uint8_t>> all;
+        ok = oob->allgather(blobFor(rank, round), all).ok() && all.size() == kRanks;
+        for (int r = 0; ok && r < kRanks; ++r) ok = all[r] == blobFor(r, round);
+      }
+      oob.reset();
+      std::exit(ok ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  {
+    std::unique_ptr<Oob> oob;
+    const Status st = connectBootstrap(id, kRanks, 0, kGenerousMs, nullptr, oob);
+    ASSERT_TRUE(st.ok()) << st.message();
+    for (int round = 0; round < 3; ++round) {
+      std::vector<std::vector<uint8_t>> all;
+      ASSERT_TRUE(oob->allgather(blobFor(0, round), all).ok());
+      ASSERT_EQ(all.size(), static_cast<size_t>(kRanks));
+      for (int r = 0; r < kRanks; ++r) EXPECT_EQ(all[r], blobFor(r, round));
+    }
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  }
 }
 
 TEST(Bootstrap, CommIdModeRank0StartsTheRoot) {
@@ -201,6 +262,10 @@ TEST(Bootstrap, StrangersAreDroppedWithoutDisturbingTheRanks) {
   std::atomic<bool> strangersDone{false};
   runRanks(kRanks + 1, [&](int slot) {
     if (slot == kRanks) {
+      struct SetWhenDone {
+        std::atomic<bool>& flag;
+        ~SetWhenDone() { flag = true; }
+      } setWhenDone{strangersDone};
       UniqueIdContents wrong = contents;
       wrong.secret[3] ^= 0x40;
       RawClient wrongSecret(id);
@@ -211,15 +276,6 @@ TEST(Bootstrap, StrangersAreDroppedWithoutDisturbingTheRanks) {
       const std::string http = "GET / HTTP/1.0\r\n\r\n";
       garbage.send(std::span(reinterpret_cast<const uint8_t*>(http.data()), http.size()));
       EXPECT_TRUE(garbage.closedByPeer());
-
-      // The right secret but the wrong size of communicator: told, then closed.
-      RawClient wrongSize(id);
-      wrongSize.sendHello(contents, kRanks + 4, 0);
-      bootwire::Kind kind{};
-      std::vector<uint8_t> payload;
-      ASSERT_TRUE(wrongSize.readFrame(kind, payload));
-      EXPECT_EQ(kind, bootwire::Kind::Error);
-      strangersDone = true;
       return;
     }
     // Rank 0 joins last, after every stranger was dealt with.
@@ -237,25 +293,48 @@ TEST(Bootstrap, DuplicateRankIsRejectedWithoutDisturbingTheRanks) {
   const UniqueIdContents contents = contentsOf(id);
   RawClient first(id);
   first.sendHello(contents, 2, 0);
-  std::this_thread::sleep_for(100ms);  // lets the root register the first rank 0
+  // Connects after the first hello was sent, so the root sees it second.
   std::unique_ptr<Oob> second;
-  const Status st = connectBootstrap(id, 2, 0, 5000, nullptr, second);
-  bootwire::Kind kind{};
-  std::vector<uint8_t> payload;
-  if (st.code() != hclRemoteError) {
-    // The second one won the race; then the first one is the duplicate.
-    ASSERT_TRUE(first.readFrame(kind, payload));
-    EXPECT_EQ(kind, bootwire::Kind::Error);
-    return;
-  }
-  EXPECT_NE(st.message().find("joined twice"), std::string::npos) << st.message();
+  const Status st = connectBootstrap(id, 2, 0, kGenerousMs, nullptr, second);
+  EXPECT_EQ(st.code(), hclRemoteError) << st.message();
+  EXPECT_NE(st.message().find("rank 0 joined twice"), std::string::npos) << st.message();
+  EXPECT_EQ(second, nullptr);
   // The first rank 0 is still in: once rank 1 arrives, the join completes.
   std::jthread rank1([&] {
     std::unique_ptr<Oob> oob;
-    const Status joined = connectBootstrap(id, 2, 1, 5000, nullptr, oob);
+    const Status joined = connectBootstrap(id, 2, 1, kGenerousMs, nullptr, oob);
     EXPECT_TRUE(joined.ok()) << joined.message();
   });
+  bootwire::Kind kind{};
+  std::vector<uint8_t> payload;
   ASSERT_TRUE(first.readFrame(kind, payload));
+  EXPECT_EQ(kind, bootwire::Kind::JoinOk);
+}
+
+TEST(Bootstrap, WrongCommunicatorSizeIsRejectedWithoutDisturbingTheRanks) {
+  const hclUniqueId id = freshId();
+  const UniqueIdContents contents = contentsOf(id);
+  // Sent from one thread in this order, the hellos reach the root in this order.
+  RawClient rank0(id);
+  rank0.sendHello(contents, 2, 0);
+  RawClient wrongSize(id);
+  wrongSize.sendHello(contents, 6, 1);
+  bootwire::Kind kind{};
+  std::vector<uint8_t> payload;
+  ASSERT_TRUE(wrongSize.readFrame(kind, payload));
+  EXPECT_EQ(kind, bootwire::Kind::Error);
+  bootwire::ErrorKind errorKind{};
+  std::string text;
+  ASSERT_TRUE(bootwire::decodeError(payload, errorKind, text));
+  EXPECT_NE(text.find("nranks=6"), std::string::npos) << text;
+  EXPECT_TRUE(wrongSize.closedByPeer());
+
+  std::jthread rank1([&] {
+    std::unique_ptr<Oob> oob;
+    const Status joined = connectBootstrap(id, 2, 1, kGenerousMs, nullptr, oob);
+    EXPECT_TRUE(joined.ok()) << joined.message();
+  });
+  ASSERT_TRUE(rank0.readFrame(kind, payload));
   EXPECT_EQ(kind, bootwire::Kind::JoinOk);
 }
 
