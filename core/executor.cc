@@ -194,6 +194,8 @@ Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks) {
       }
       if (!s.ok()) {
         Status withCall = s.withContext(task.callName());
+        // fail() aborts every link, after which no connection touches this
+        // task's transfers, so the caller may free them.
         comm.fail(withCall);
         if (firstError.ok()) firstError = withCall;
         finished[i] = true;

@@ -57,7 +57,9 @@ class Connection {
   // any byte moved or any transfer completed. A failure (peer gone, size
   // mismatch) is returned, and every queued transfer is marked Failed.
   virtual Status progress(bool* madeProgress) = 0;
-  // Breaks the link so the peer notices quickly (socket shutdown, shared flag).
+  // Breaks the link so the peer notices quickly (socket shutdown, shared
+  // flag). After abort() the connection never touches a queued Transfer or
+  // its buffer again, so the caller may free them at once.
   virtual void abort() = 0;
   // "tcp 10.0.0.2:41233 via eth0", "shm (single copy above 64 KiB)", ...
   virtual std::string describe() const = 0;

@@ -1,5 +1,6 @@
 #include "collective_checks.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -102,7 +103,7 @@ int checkDataMovement(hclComm_t comm, hclDataType_t t, size_t count, bool inPlac
     std::vector<uint8_t> recv(block * nr, 0xEE), send = pattern(rank, block);
     const void* s = send.data();
     if (inPlace) {
-      std::memcpy(recv.data() + static_cast<size_t>(rank) * block, send.data(), block);
+      std::copy_n(send.data(), block, recv.data() + static_cast<size_t>(rank) * block);  // not memcpy: data() is null when count is 0
       s = recv.data() + static_cast<size_t>(rank) * block;
     }
     RANK_HCL(hclAllGather(s, recv.data(), count, t, comm, nullptr));
@@ -139,7 +140,7 @@ int checkDataMovement(hclComm_t comm, hclDataType_t t, size_t count, bool inPlac
     std::vector<uint8_t> send = pattern(rank, block), recv(block * nr, 0xEE);
     const void* s = send.data();
     if (inPlace && rank == root) {
-      std::memcpy(recv.data() + static_cast<size_t>(rank) * block, send.data(), block);
+      std::copy_n(send.data(), block, recv.data() + static_cast<size_t>(rank) * block);  // not memcpy: data() is null when count is 0
       s = recv.data() + static_cast<size_t>(rank) * block;
     }
     RANK_HCL(hclGather(s, rank == root ? recv.data() : nullptr, count, t, root, comm, nullptr));

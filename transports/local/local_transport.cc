@@ -61,7 +61,12 @@ class LocalConnection final : public Connection {
     return {};
   }
 
-  void abort() override { self_->aborted.store(true, std::memory_order_release); }
+  // Also withdraws our queued sends: after a failure the caller may free
+  // their transfers and buffers without progressing this connection again.
+  void abort() override {
+    self_->aborted.store(true, std::memory_order_release);
+    withdrawSends();
+  }
 
   std::string describe() const override { return "local (same process, direct copy)"; }
 
