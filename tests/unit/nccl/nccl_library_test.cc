@@ -1,0 +1,331 @@
+// HCL's libnccl.so.2 through the NCCL API: versions, error texts, the
+// functions that report "not supported", older config structs, groups over
+// several communicators, the device API's team queries and pointer routing.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+#include "plugins/nccl/device_api.h"
+
+namespace {
+
+std::string lastError(ncclComm_t comm = nullptr) { return ncclGetLastError(comm); }
+
+// Communicators of one process, destroyed at the end of the test.
+struct LocalComms {
+  explicit LocalComms(int n) : comms(static_cast<size_t>(n), nullptr) {
+    EXPECT_EQ(ncclCommInitAll(comms.data(), n, nullptr), ncclSuccess) << lastError();
+  }
+  ~LocalComms() {
+    for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+  }
+  std::vector<ncclComm_t> comms;
+};
+
+TEST(NcclLibrary, VersionIsTheNcclVersionHclMatches) {
+  int version = 0;
+  ASSERT_EQ(ncclGetVersion(&version), ncclSuccess);
+  EXPECT_EQ(version, 22809);
+  EXPECT_EQ(version, NCCL_VERSION_CODE);
+  EXPECT_EQ(ncclGetVersion(nullptr), ncclInvalidArgument);
+  EXPECT_NE(lastError().find("ncclGetVersion"), std::string::npos) << lastError();
+}
+
+TEST(NcclLibrary, EveryResultHasItsOwnText) {
+  std::vector<std::string> texts;
+  for (int r = ncclSuccess; r < ncclNumResults; ++r) {
+    const char* text = ncclGetErrorString(static_cast<ncclResult_t>(r));
+    ASSERT_NE(text, nullptr) << r;
+    ASSERT_GT(std::strlen(text), 0u) << r;
+    for (const auto& other : texts) EXPECT_NE(other, text) << r;
+    texts.emplace_back(text);
+  }
+  EXPECT_STREQ(ncclGetErrorString(ncclSuccess), "no error");
+  EXPECT_NE(texts[ncclInvalidArgument].find("invalid argument"), std::string::npos);
+  EXPECT_NE(texts[ncclInvalidUsage].find("NCCL_DEBUG"), std::string::npos);
+  EXPECT_NE(texts[ncclRemoteError].find("remote"), std::string::npos);
+  EXPECT_NE(texts[ncclInProgress].find("in progress"), std::string::npos);
+  EXPECT_STREQ(ncclGetErrorString(ncclNumResults), "unknown result code");
+  EXPECT_STREQ(pncclGetErrorString(ncclSystemError), ncclGetErrorString(ncclSystemError));
+}
+
+TEST(NcclLibrary, LastErrorNamesTheNcclCall) {
+  LocalComms local(1);
+  ncclComm_t comm = local.comms[0];
+  EXPECT_EQ(ncclAllReduce(nullptr, nullptr, 4, ncclFloat, ncclSum, comm, nullptr), ncclInvalidArgument);
+  for (const std::string& text : {lastError(comm), lastError()}) {
+    EXPECT_EQ(text.rfind("ncclAllReduce: ", 0), 0u) << text;
+    EXPECT_NE(text.find("sendbuff"), std::string::npos) << text;
+  }
+  float buf[4] = {};
+  EXPECT_EQ(ncclBroadcast(buf, buf, 4, ncclFloat, 3, comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(lastError(comm).rfind("ncclBroadcast: root 3", 0), 0u) << lastError(comm);
+  EXPECT_EQ(ncclAllReduce(buf, buf, 4, static_cast<ncclDataType_t>(42), ncclSum, comm, nullptr),
+            ncclInvalidArgument);
+  EXPECT_EQ(lastError(comm).find("hcl"), std::string::npos) << lastError(comm);
+  EXPECT_EQ(ncclCommCount(nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(lastError().rfind("ncclCommCount: ", 0), 0u) << lastError();
+}
+
+void expectNotSupported(ncclResult_t r, const char* call) {
+  EXPECT_EQ(r, ncclInvalidUsage) << call;
+  const std::string text = lastError();
+  EXPECT_EQ(text.rfind(std::string(call) + ":", 0), 0u) << text;
+  EXPECT_NE(text.find("not supported"), std::string::npos) << text;
+}
+
+TEST(NcclLibrary, UnimplementedFunctionsSayNotSupported) {
+  LocalComms local(1);
+  ncclComm_t comm = local.comms[0];
+  std::vector<char> buf(8192);
+  ncclWindow_t win = nullptr;
+  expectNotSupported(ncclCommWindowRegister(comm, buf.data(), buf.size(), &win, NCCL_WIN_DEFAULT),
+                     "ncclCommWindowRegister");
+  EXPECT_EQ(win, nullptr);
+  expectNotSupported(ncclCommWindowDeregister(comm, win), "ncclCommWindowDeregister");
+  ncclComm_t shrunk = comm;
+  int exclude[] = {0};
+  expectNotSupported(ncclCommShrink(comm, exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT), "ncclCommShrink");
+  EXPECT_EQ(shrunk, comm) << "a failed shrink leaves *newcomm alone";
+  expectNotSupported(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), "ncclCommRevoke");
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  expectNotSupported(ncclGroupSimulateEnd(&sim), "ncclGroupSimulateEnd");
+  EXPECT_EQ(sim.estimatedTime, NCCL_UNDEF_FLOAT);
+  expectNotSupported(ncclDevCommCreate(comm, nullptr, nullptr), "ncclDevCommCreate");
+  expectNotSupported(pncclDevCommDestroy(comm, nullptr), "ncclDevCommDestroy");
+  expectNotSupported(ncclLsaBarrierCreateRequirement(ncclTeamWorld(comm), 1, nullptr, nullptr),
+                     "ncclLsaBarrierCreateRequirement");
+  expectNotSupported(ncclGinBarrierCreateRequirement(comm, ncclTeamWorld(comm), 1, nullptr, nullptr),
+                     "ncclGinBarrierCreateRequirement");
+  expectNotSupported(ncclLLA2ACreateRequirement(1, 1, nullptr, nullptr), "ncclLLA2ACreateRequirement");
+  EXPECT_EQ(ncclLLA2ACalcSlots(64, 8), 0);
+  EXPECT_NE(lastError().find("not supported"), std::string::npos);
+  // The communicator is untouched by all of this.
+  float x = 2.0f;
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, comm, nullptr), ncclSuccess) << lastError(comm);
+  EXPECT_EQ(x, 2.0f);
+}
+
+TEST(NcclLibrary, TeamQueriesDescribeTheCommunicator) {
+  LocalComms local(2);
+  for (int r = 0; r < 2; ++r) {
+    ncclComm_t comm = local.comms[static_cast<size_t>(r)];
+    const ncclTeam_t world = ncclTeamWorld(comm);
+    EXPECT_EQ(world.nRanks, 2);
+    EXPECT_EQ(world.rank, r);
+    EXPECT_EQ(world.stride, 1);
+    const ncclTeam_t lsa = ncclTeamLsa(comm);
+    EXPECT_EQ(lsa.nRanks, 1);
+    EXPECT_EQ(lsa.rank, 0);
+    const ncclTeam_t rail = ncclTeamRail(comm);
+    EXPECT_EQ(rail.nRanks, 2);
+    EXPECT_EQ(rail.rank, r);
+    EXPECT_EQ(ncclTeamRankToWorld(comm, world, 1 - r), 1 - r);
+    EXPECT_EQ(ncclTeamRankToWorld(comm, rail, 0), 0);
+    EXPECT_EQ(ncclTeamRankToLsa(comm, lsa, 0), 0);
+  }
+  const ncclTeam_t none = ncclTeamWorld(nullptr);
+  EXPECT_EQ(none.nRanks, 0);
+  EXPECT_EQ(lastError().rfind("ncclTeamWorld: comm", 0), 0u) << lastError();
+  EXPECT_EQ(ncclTeamRankToWorld(nullptr, none, 0), -1);
+}
+
+TEST(NcclLibrary, GroupDrivesSeveralCommunicatorsFromOneThread) {
+  LocalComms local(3);
+  std::vector<std::vector<float>> send(3), recv(3);
+  std::vector<ncclRedOp_t> ops(3);
+  float scale = 2.0f;
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_EQ(ncclRedOpCreatePreMulSum(&ops[static_cast<size_t>(r)], &scale, ncclFloat, ncclScalarHostImmediate,
+                                       local.comms[static_cast<size_t>(r)]),
+              ncclSuccess)
+        << lastError();
+    EXPECT_GE(static_cast<int>(ops[static_cast<size_t>(r)]), static_cast<int>(ncclNumOps));
+    send[static_cast<size_t>(r)].assign(100, static_cast<float>(r + 1));
+    recv[static_cast<size_t>(r)].assign(100, 0.0f);
+  }
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 3; ++r) {
+    const size_t i = static_cast<size_t>(r);
+    ASSERT_EQ(ncclAllReduce(send[i].data(), recv[i].data(), 100, ncclFloat, ops[i], local.comms[i], nullptr),
+              ncclSuccess)
+        << lastError();
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << lastError();
+  for (int r = 0; r < 3; ++r) {
+    const size_t i = static_cast<size_t>(r);
+    for (float v : recv[i]) ASSERT_EQ(v, 12.0f);  // 2 * (1 + 2 + 3)
+    EXPECT_EQ(ncclRedOpDestroy(ops[i], local.comms[i]), ncclSuccess);
+    ncclResult_t async = ncclInternalError;
+    EXPECT_EQ(ncclCommGetAsyncError(local.comms[i], &async), ncclSuccess);
+    EXPECT_EQ(async, ncclSuccess);
+    int device = 0;
+    EXPECT_EQ(ncclCommCuDevice(local.comms[i], &device), ncclSuccess);
+    EXPECT_EQ(device, -1) << "host communicators have no CUDA device";
+    EXPECT_EQ(ncclCommFinalize(local.comms[i]), ncclSuccess);
+  }
+}
+
+TEST(NcclLibrary, MemoryAndRegistration) {
+  LocalComms local(1);
+  void* p = nullptr;
+  ASSERT_EQ(ncclMemAlloc(&p, 4096), ncclSuccess);
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 1, 4096);
+  void* handle = nullptr;
+  EXPECT_EQ(ncclCommRegister(local.comms[0], p, 4096, &handle), ncclSuccess);
+  EXPECT_EQ(ncclCommDeregister(local.comms[0], handle), ncclSuccess);
+  EXPECT_EQ(ncclMemFree(p), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(nullptr), ncclSuccess);
+}
+
+// A config laid out as NCCL 2.19's header made it (fields up to splitShare),
+// embedded in a buffer whose other bytes are garbage.
+struct OldConfigBuffer {
+  explicit OldConfigBuffer(size_t size, unsigned version) : bytes(256, 0x5a) {
+    std::memcpy(bytes.data() + offsetof(ncclConfig_t, size), &size, sizeof size);
+    const unsigned magic = 0xcafebeef;
+    std::memcpy(bytes.data() + offsetof(ncclConfig_t, magic), &magic, sizeof magic);
+    std::memcpy(bytes.data() + offsetof(ncclConfig_t, version), &version, sizeof version);
+    const int blocking = 1;
+    std::memcpy(bytes.data() + offsetof(ncclConfig_t, blocking), &blocking, sizeof blocking);
+    const char* noName = nullptr;
+    std::memcpy(bytes.data() + offsetof(ncclConfig_t, netName), &noName, sizeof noName);
+  }
+  ncclConfig_t* config() { return reinterpret_cast<ncclConfig_t*>(bytes.data()); }
+  std::vector<unsigned char> bytes;
+};
+
+ncclResult_t initOneRank(ncclComm_t* comm, ncclConfig_t* config) {
+  ncclUniqueId id;
+  if (ncclResult_t r = ncclGetUniqueId(&id)) return r;
+  return ncclCommInitRankConfig(comm, 1, id, 0, config);
+}
+
+TEST(NcclLibrary, ConfigsOfOlderAndNewerVersionsAreAccepted) {
+  // 2.19: 48 bytes; 2.25: up to trafficClass/commName; 2.28: ours; 2.30-like: 32 more bytes.
+  const struct {
+    size_t size;
+    unsigned version;
+  } cases[] = {{48, 21900}, {56, 22500}, {sizeof(ncclConfig_t), 22809}, {sizeof(ncclConfig_t) + 32, 23000}};
+  for (const auto& c : cases) {
+    OldConfigBuffer buffer(c.size, c.version);
+    if (c.size > offsetof(ncclConfig_t, commName)) {
+      const char* name = "old-config";
+      std::memcpy(buffer.bytes.data() + offsetof(ncclConfig_t, commName), &name, sizeof name);
+    }
+    ncclComm_t comm = nullptr;
+    ASSERT_EQ(initOneRank(&comm, buffer.config()), ncclSuccess) << c.version << ": " << lastError();
+    int count = 0;
+    EXPECT_EQ(ncclCommCount(comm, &count), ncclSuccess);
+    EXPECT_EQ(count, 1);
+    ncclComm_t child = nullptr;
+    EXPECT_EQ(ncclCommSplit(comm, 0, 0, &child, buffer.config()), ncclSuccess) << lastError(comm);
+    EXPECT_NE(child, nullptr);
+    EXPECT_EQ(ncclCommDestroy(child), ncclSuccess);
+    EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  }
+  ncclConfig_t current = NCCL_CONFIG_INITIALIZER;
+  current.blocking = 1;
+  current.commName = "current";
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(initOneRank(&comm, &current), ncclSuccess) << lastError();
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST(NcclLibrary, ScalableInitAndInitAllArguments) {
+  ncclUniqueId ids[2];
+  ASSERT_EQ(ncclGetUniqueId(&ids[0]), ncclSuccess);
+  ASSERT_EQ(ncclGetUniqueId(&ids[1]), ncclSuccess);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 2, ids, &config), ncclSuccess) << lastError();
+  int rank = -1;
+  EXPECT_EQ(ncclCommUserRank(comm, &rank), ncclSuccess);
+  EXPECT_EQ(rank, 0);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  EXPECT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 0, ids, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(lastError().rfind("ncclCommInitRankScalable: ", 0), 0u) << lastError();
+  ncclComm_t comms[1] = {reinterpret_cast<ncclComm_t>(&config)};
+  EXPECT_EQ(ncclCommInitAll(comms, 0, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(lastError().rfind("ncclCommInitAll: ndev 0", 0), 0u) << lastError();
+  EXPECT_EQ(comms[0], reinterpret_cast<ncclComm_t>(&config));
+  EXPECT_EQ(ncclCommInitAll(nullptr, 1, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommInitRank(nullptr, 1, ids[0], 0), ncclInvalidArgument);
+}
+
+TEST(NcclLibrary, MalformedConfigsAreInvalidArguments) {
+  ncclConfig_t bad = NCCL_CONFIG_INITIALIZER;
+  bad.magic = 0x12345678;
+  ncclComm_t comm = reinterpret_cast<ncclComm_t>(&bad);
+  EXPECT_EQ(initOneRank(&comm, &bad), ncclInvalidArgument);
+  EXPECT_EQ(lastError().rfind("ncclCommInitRankConfig: config->magic 0x12345678", 0), 0u) << lastError();
+  EXPECT_NE(lastError().find("NCCL_CONFIG_INITIALIZER"), std::string::npos) << lastError();
+  EXPECT_EQ(comm, reinterpret_cast<ncclComm_t>(&bad)) << "*comm is left alone on argument errors";
+  OldConfigBuffer tiny(16, 21400);
+  EXPECT_EQ(initOneRank(&comm, tiny.config()), ncclInvalidArgument);
+  EXPECT_NE(lastError().find("config->size 16"), std::string::npos) << lastError();
+}
+
+TEST(NcclLibrary, ProfilingTwinsAreTheSameFunctions) {
+  std::ifstream in(HCL_TEST_SYMBOL_LIST);
+  std::string name;
+  int twins = 0;
+  while (in >> name) {
+    if (name.rfind("pnccl", 0) != 0) continue;
+    void* profiled = dlsym(RTLD_DEFAULT, name.c_str());
+    void* plain = dlsym(RTLD_DEFAULT, name.substr(1).c_str());
+    ASSERT_NE(profiled, nullptr) << name;
+    EXPECT_EQ(profiled, plain) << name;
+    ++twins;
+  }
+  EXPECT_EQ(twins, 52);
+  EXPECT_EQ(dlsym(RTLD_DEFAULT, "hclAllReduce"), nullptr) << "HCL's own API must stay hidden";
+}
+
+// cudaMalloc through the CUDA runtime, when this machine has a usable GPU.
+struct CudaBuffer {
+  CudaBuffer() {
+    for (const char* name : {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"}) {
+      if ((runtime = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
+    }
+    if (!runtime) {
+      reason = "no CUDA runtime library (libcudart) can be loaded";
+      return;
+    }
+    auto alloc = reinterpret_cast<int (*)(void**, size_t)>(dlsym(runtime, "cudaMalloc"));
+    free = reinterpret_cast<int (*)(void*)>(dlsym(runtime, "cudaFree"));
+    int err = alloc ? alloc(&ptr, 4096) : -1;
+    if (err != 0) {
+      ptr = nullptr;
+      reason = "cudaMalloc failed with error " + std::to_string(err) + " (no GPU or driver on this machine)";
+    }
+  }
+  ~CudaBuffer() {
+    if (ptr) free(ptr);
+  }
+  void* runtime = nullptr;
+  int (*free)(void*) = nullptr;
+  void* ptr = nullptr;
+  std::string reason;
+};
+
+TEST(NcclLibrary, DeviceMemoryIsRefusedWithAClearError) {
+  CudaBuffer device;
+  if (!device.ptr) GTEST_SKIP() << device.reason;
+  LocalComms local(1);
+  float host[4] = {};
+  EXPECT_EQ(ncclAllReduce(device.ptr, host, 4, ncclFloat, ncclSum, local.comms[0], nullptr), ncclInvalidArgument);
+  EXPECT_NE(lastError(local.comms[0]).find("device memory needs the CUDA device, which this build lacks"),
+            std::string::npos)
+      << lastError(local.comms[0]);
+  EXPECT_EQ(lastError(local.comms[0]).rfind("ncclAllReduce: sendbuff", 0), 0u) << lastError(local.comms[0]);
+  EXPECT_EQ(ncclAllReduce(host, host, 4, ncclFloat, ncclSum, local.comms[0], nullptr), ncclSuccess);
+}
+
+}  // namespace
