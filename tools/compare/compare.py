@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""Runs the same collective sweep through HCL, Open MPI (vader and tcp BTLs),
+MPICH and Gloo on this machine, interleaving the peers run after run, and
+prints per size each peer's median busbw and HCL's ratio to it.
+
+  python3 tools/compare/compare.py --build build --ranks 2 --sizes 8:256M --runs 5 \\
+      --colls allreduce,allgather,reducescatter [--peers hcl,hcl-tcp,ompi-vader,ompi-tcp,mpich,gloo]
+
+See docs/comparison.md for the peers, the method and how to read the ratios."""
+
+import argparse
+import json
+import shlex
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import builder  # noqa: E402
+import report  # noqa: E402
+import runners  # noqa: E402
+
+ALL_PEERS = ["hcl", "hcl-tcp", "ompi-vader", "ompi-tcp", "mpich", "gloo"]
+ALL_COLLS = ["allreduce", "allgather", "reducescatter"]
+PEER_PROGRAM = {"ompi-vader": "mpi_ompi", "ompi-tcp": "mpi_ompi", "mpich": "mpi_mpich", "gloo": "gloo_bench"}
+PEER_PACKAGES = {"ompi-vader": "ompi", "ompi-tcp": "ompi", "mpich": "mpich", "gloo": "gloo"}
+SRC_DIR = Path(__file__).resolve().parents[2]
+
+
+def parse_size(text):
+    text = text.strip()
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    return int(float(text[:-1] if mult > 1 else text) * mult)
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build", help="HCL build directory (libhcl.so, perf/); default: build")
+    ap.add_argument("--ranks", type=int, default=2, help="ranks per peer (default 2)")
+    ap.add_argument("--sizes", default="8:256M", help="MIN:MAX bytes, doubling, K/M/G suffixes (default 8:256M)")
+    ap.add_argument("--runs", type=int, default=5, help="interleaved runs; figures are their medians (default 5)")
+    ap.add_argument("--colls", default="allreduce", help=f"comma list of {','.join(ALL_COLLS)} (default allreduce)")
+    ap.add_argument("--peers", default=",".join(ALL_PEERS), help=f"comma list of {','.join(ALL_PEERS)} (default all)")
+    ap.add_argument("--hcl-alloc", choices=["malloc", "memalloc"], default="malloc",
+                    help="HCL buffers from malloc (default) or hclMemAlloc; memalloc uses hcl_bench")
+    ap.add_argument("--hcl-runner", choices=["auto", "perf", "bench"], default="auto",
+                    help="HCL through <build>/perf/*_perf (perf), the bundled hcl_bench (bench), "
+                         "or perf when present (auto, default)")
+    ap.add_argument("--no-bound", action="store_true", help="skip the two-thread memory-bandwidth bound")
+    ap.add_argument("--no-iperf", action="store_true", help="skip the iperf3 loopback line")
+    ap.add_argument("--budget", default="512M", help="bytes moved per size and run; iterations = budget/size "
+                                                     "clamped to [--min-iters, --max-iters] (default 512M)")
+    ap.add_argument("--time-budget", type=float, default=1.0,
+                    help="seconds of timed calls per size at most (default 1), but at least --min-iters calls; "
+                         "the count comes from the slowest rank's warm-up")
+    ap.add_argument("--min-iters", type=int, default=3)
+    ap.add_argument("--max-iters", type=int, default=1000)
+    ap.add_argument("--timeout", type=float, default=300, help="seconds per process launch (default 300)")
+    ap.add_argument("--latency-max", default="4K", help="largest size in the time table (default 4K)")
+    ap.add_argument("--markdown", help="also write the report to this markdown file")
+    ap.add_argument("--json", help="also write medians and every run to this JSON file (tools/plot reads it)")
+    ap.add_argument("--no-install", action="store_true", help="do not apt-get missing packages")
+    a = ap.parse_args(argv)
+    a.peers = [p for p in a.peers.split(",") if p]
+    a.colls = [c for c in a.colls.split(",") if c]
+    bad = [p for p in a.peers if p not in ALL_PEERS] + [c for c in a.colls if c not in ALL_COLLS]
+    if bad:
+        ap.error(f"unknown peer or collective: {', '.join(bad)}")
+    lo, _, hi = a.sizes.partition(":")
+    a.min_bytes, a.max_bytes = parse_size(lo), parse_size(hi or lo)
+    if a.ranks < 1 or a.runs < 1 or a.min_bytes < 1 or a.max_bytes < a.min_bytes:
+        ap.error("need --ranks >= 1, --runs >= 1 and 1 <= MIN <= MAX")
+    return a
+
+
+def hcl_runner(a, build):
+    perf = build / "perf"
+    have_perf = all((perf / runners.COLL_PERF_BINARY[c]).exists() for c in a.colls)
+    if a.hcl_runner == "perf" or (a.hcl_runner == "auto" and have_perf and a.hcl_alloc == "malloc"):
+        return "perf", perf
+    return "bench", None
+
+
+def prepare(a, build):
+    """Installs and builds what the chosen peers need. Returns
+    ({program: path}, {peer: reason it cannot run})."""
+    groups = sorted({PEER_PACKAGES[p] for p in a.peers if p in PEER_PACKAGES} |
+                    (set() if a.no_iperf else {"iperf3"}))
+    missing = builder.ensure_packages(groups, install=not a.no_install)
+    programs, unusable = {}, {}
+    wanted = {PEER_PROGRAM[p] for p in a.peers if p in PEER_PROGRAM}
+    if any(p.startswith("hcl") for p in a.peers) and hcl_runner(a, build)[0] == "bench":
+        wanted.add("hcl_bench")
+    if not a.no_bound and "allreduce" in a.colls and a.ranks == 2:  # the bound models 2 ranks
+        wanted.add("bound_bench")
+    recipes = builder.recipes(build, SRC_DIR)
+    for name in sorted(wanted):
+        group = recipes[name][2]
+        if group in missing:
+            unusable[name] = f"packages for {group} missing"
+            continue
+        if name == "hcl_bench" and not any(build.glob("libhcl.so*")):
+            unusable[name] = f"no libhcl.so in {build}: build HCL first"
+            continue
+        exe, err = builder.build(name, build, SRC_DIR)
+        if exe:
+            programs[name] = exe
+        else:
+            unusable[name] = f"build failed: {err}"
+    if "iperf3" in missing:
+        a.no_iperf = True
+    return programs, unusable
+
+
+def run_peer(peer, a, plan, programs, unusable, build):
+    if peer.startswith("hcl"):
+        kind, perf = hcl_runner(a, build)
+        if kind == "perf":
+            return runners.run_hcl_perf(perf, peer, plan)
+        if "hcl_bench" not in programs:
+            return runners.Sweep(error=unusable.get("hcl_bench", "hcl_bench unavailable"))
+        return runners.run_hcl_bench(programs["hcl_bench"], peer, a.hcl_alloc, plan)
+    program = PEER_PROGRAM[peer]
+    if program not in programs:
+        return runners.Sweep(error=unusable.get(program, f"{program} unavailable"))
+    if peer == "gloo":
+        return runners.run_gloo(programs[program], plan)
+    return runners.run_mpi(programs[program], peer, plan)
+
+
+def main(argv):
+    a = parse_args(argv)
+    build = Path(a.build).resolve()
+    programs, unusable = prepare(a, build)
+    plan = runners.Plan(a.ranks, a.colls, a.min_bytes, a.max_bytes, parse_size(a.budget), a.min_iters,
+                        a.max_iters, a.timeout, a.time_budget)
+    order = list(a.peers)
+    if "bound_bench" in programs:
+        order.append("bound")
+    sweeps = {p: [] for p in order}
+    errors = {}
+    iperf = []
+    for run in range(1, a.runs + 1):
+        for peer in order:
+            print(f"# run {run}/{a.runs}: {peer}", file=sys.stderr, flush=True)
+            sw = runners.run_bound(programs["bound_bench"], plan) if peer == "bound" else \
+                run_peer(peer, a, plan, programs, unusable, build)
+            sweeps[peer].append(sw)
+            if sw.error:
+                errors.setdefault(peer, []).append(f"run {run}: {sw.error}")
+                print(f"#   {peer} failed: {sw.error.splitlines()[0][:200]}", file=sys.stderr)
+        if not a.no_iperf:
+            gbps, err = runners.run_iperf3()
+            if gbps is not None:
+                iperf.append(gbps)
+            else:
+                errors.setdefault("iperf3", []).append(f"run {run}: {err}")
+    iperf_gbps = statistics.median(iperf) if iperf else None
+
+    info = report.machine_info()
+    command = "python3 tools/compare/compare.py " + " ".join(shlex.quote(x) for x in argv)
+    kind, _ = hcl_runner(a, build)
+    lines = [f"## HCL vs peers: {a.ranks} ranks, float sum, median of {a.runs} interleaved runs", "",
+             f"- date: {info['date']}; machine: {info['cpu']}, {info['cores']} cores, Linux {info['kernel']}, "
+             f"load average at the end {info['load']}",
+             f"- peers: {info['packages']}",
+             f"- HCL through {'perf/*_perf (nccl-tests mean times)' if kind == 'perf' else 'hcl_bench'}, "
+             f"buffers from {a.hcl_alloc}",
+             f"- command: `{command}`", ""]
+    all_sizes = list(plan.sizes())
+    for coll in a.colls:
+        per_peer = {p: report.medians(sweeps[p], coll) for p in order}
+        if coll != "allreduce":
+            per_peer.pop("bound", None)
+        lines += [report.collective_tables(coll, a.peers, per_peer, all_sizes, iperf_gbps,
+                                           parse_size(a.latency_max)), ""]
+    if "bound" in order:
+        lines.append("- bound: two threads of one process computing c = a + b, each on its half, no copies; "
+                     "as busbw of a 2-rank allreduce (size / time)")
+    if iperf_gbps is not None:
+        lines.append(f"- iperf3 loopback, one stream: {iperf_gbps:.2f} GB/s "
+                     f"(median of {len(iperf)}: {', '.join(f'{x:.2f}' for x in iperf)})")
+    for peer, errs in errors.items():
+        for e in errs:
+            lines.append(f"- {peer} failed, {e.splitlines()[0][:300]}")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.markdown:
+        Path(a.markdown).write_text(text)
+    if a.json:
+        write_json(a.json, a, info, command, order, sweeps, iperf, errors)
+    return 0
+
+
+def write_json(path, a, info, command, order, sweeps, iperf, errors):
+    results = {}
+    for peer in order:
+        for coll in a.colls:
+            meds = report.medians(sweeps[peer], coll)
+            if not meds:
+                continue
+            results.setdefault(peer, {})[coll] = [
+                {"size": s, "busbw": m.busbw, "time_us": m.time_us, "wrong": m.wrong,
+                 "runs_busbw": [r.busbw for r in m.runs], "runs_time_us": [r.time_us for r in m.runs]}
+                for s, m in meds.items()]
+    doc = {"format": "hcl-compare/1", "machine": info, "command": command, "ranks": a.ranks, "runs": a.runs,
+           "iperf3_gbps": iperf, "results": results, "errors": errors}
+    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,121 @@
+"""Turns the runs into medians and prints them as markdown tables: busbw per
+size for each peer, HCL's ratio to its peers, and small-message times."""
+
+import os
+import platform
+import statistics
+import subprocess
+from datetime import datetime
+
+HCL_VARIANTS = ("hcl", "hcl-tcp")
+# What each HCL variant is compared with: shared memory against everything
+# (and the bound), TCP against the TCP peers (and iperf3).
+RATIO_TARGETS = {
+    "hcl": ("ompi-vader", "mpich", "gloo", "bound"),
+    "hcl-tcp": ("ompi-tcp", "gloo", "iperf3"),
+}
+
+
+def human_size(n):
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+class Median:
+    """The median over runs of one (peer, collective, size)."""
+
+    def __init__(self, rows):
+        self.runs = rows
+        self.busbw = statistics.median(r.busbw for r in rows) if rows else None
+        self.time_us = statistics.median(r.time_us for r in rows) if rows else None
+        self.wrong = max((r.wrong for r in rows), default=0)
+
+
+def medians(sweeps, coll):
+    """{size: Median} from one peer's runs."""
+    sizes = sorted({s for sw in sweeps for s in sw.rows.get(coll, {})})
+    return {s: Median([sw.rows[coll][s] for sw in sweeps if s in sw.rows.get(coll, {})]) for s in sizes}
+
+
+def machine_info():
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        pass
+    versions = []
+    for pkg in ("openmpi-bin", "mpich", "libgloo-dev", "iperf3"):
+        r = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", pkg], capture_output=True, text=True)
+        if r.returncode == 0 and r.stdout:
+            versions.append(f"{pkg} {r.stdout}")
+    return {
+        "date": datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "kernel": platform.release(),
+        "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+        "packages": ", ".join(versions),
+    }
+
+
+def _table(header, rows):
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    line = lambda cells: "| " + " | ".join(str(c).rjust(w) for c, w in zip(cells, widths)) + " |"
+    sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
+    return "\n".join([line(header), sep] + [line(r) for r in rows])
+
+
+def _cell(m, attr, fmt):
+    if m is None or getattr(m, attr) is None:
+        return "fail"
+    if m.wrong:
+        return "wrong"
+    return fmt.format(getattr(m, attr))
+
+
+def _ratio(a, b):
+    if a is None or b is None or a.busbw is None or b.busbw is None or a.wrong or b.wrong or b.busbw <= 0:
+        return "-"
+    return f"{a.busbw / b.busbw:.2f}"
+
+
+class IperfLine:
+    """iperf3's loopback throughput shown as a constant busbw."""
+
+    def __init__(self, gbps):
+        self.busbw = gbps
+        self.time_us = None
+        self.wrong = 0
+
+
+def collective_tables(coll, peers, per_peer, sizes, iperf_gbps, latency_max):
+    """per_peer: {peer: {size: Median}} for this collective (bound included)."""
+    columns = [p for p in peers if p in per_peer]
+    if coll == "allreduce" and "bound" in per_peer:
+        columns.append("bound")
+    ratios = []
+    for v in HCL_VARIANTS:
+        if v not in per_peer:
+            continue
+        for t in RATIO_TARGETS[v]:
+            if t in per_peer or (t == "iperf3" and iperf_gbps is not None):
+                ratios.append((v, t))
+    header = ["size"] + columns + [f"{v}/{t}" for v, t in ratios]
+    rows = []
+    for s in sizes:
+        cells = [human_size(s)] + [_cell(per_peer[p].get(s), "busbw", "{:.3f}") for p in columns]
+        for v, t in ratios:
+            other = IperfLine(iperf_gbps) if t == "iperf3" else per_peer[t].get(s)
+            cells.append(_ratio(per_peer[v].get(s), other))
+        rows.append(cells)
+    out = [f"### {coll}: busbw (GB/s), and HCL's ratio to each peer", "", _table(header, rows)]
+    small = [s for s in sizes if s <= latency_max]
+    if small:
+        lat_rows = [[human_size(s)] + [_cell(per_peer[p].get(s), "time_us", "{:.2f}") for p in columns]
+                    for s in small]
+        out += ["", f"### {coll}: time (µs) per call, sizes up to {human_size(latency_max)}", "",
+                _table(["size"] + columns, lat_rows)]
+    return "\n".join(out)

@@ -1,0 +1,256 @@
+"""Runs one sweep of one peer and returns its rows. Every launch has a time
+limit; a launch that fails or runs out of time yields the rows it printed
+before, plus an error text, never a hang."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+COLL_PERF_BINARY = {
+    "allreduce": "all_reduce_perf",
+    "allgather": "all_gather_perf",
+    "reducescatter": "reduce_scatter_perf",
+}
+
+
+@dataclass
+class Row:
+    time_us: float
+    busbw: float
+    wrong: int
+
+
+@dataclass
+class Sweep:
+    """rows[coll][size] for one peer in one run; error is None on success."""
+    rows: dict = field(default_factory=dict)
+    error: str = None
+
+
+@dataclass
+class Plan:
+    ranks: int
+    colls: list
+    min_bytes: int
+    max_bytes: int
+    budget: int
+    min_iters: int
+    max_iters: int
+    timeout: float
+    time_budget: float = 1.0
+
+    def peer_args(self):
+        return ["-c", ",".join(self.colls), "-b", str(self.min_bytes), "-e", str(self.max_bytes),
+                "-B", str(self.budget), "-T", str(self.time_budget), "-m", str(self.min_iters),
+                "-n", str(self.max_iters)]
+
+    def sizes(self):
+        s = self.min_bytes
+        while s <= self.max_bytes:
+            yield s
+            s *= 2
+
+    def iters(self, size):
+        """The planned count of sweep.h's sweep_iters (before the time budget)."""
+        return max(self.min_iters, min(self.max_iters, self.budget // max(size, 1)))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _kill(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def launch(commands, timeout, grace=5.0):
+    """Starts each (argv, env) in its own session and waits for all of them.
+    When one fails, the others get `grace` seconds; past `timeout` all are
+    killed. Returns (stdout of the first, stderr tails, error text or None)."""
+    procs = []
+    outs = []
+    for argv, env in commands:
+        out = tempfile.TemporaryFile(mode="w+")
+        err = tempfile.TemporaryFile(mode="w+")
+        procs.append(subprocess.Popen(argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                      start_new_session=True))
+        outs.append((out, err))
+    deadline = time.monotonic() + timeout
+    error = None
+    while any(p.poll() is None for p in procs):
+        now = time.monotonic()
+        failed = [p for p in procs if p.poll() not in (None, 0)]
+        if failed and error is None:
+            error = f"exit code {failed[0].returncode}"
+            deadline = min(deadline, now + grace)
+        if now > deadline:
+            error = error or f"timed out after {timeout:.0f} s"
+            for p in procs:
+                _kill(p)
+            break
+        time.sleep(0.05)
+    for p in procs:
+        p.wait()
+        if p.returncode != 0 and error is None:
+            error = f"exit code {p.returncode}"
+    texts = []
+    for out, err in outs:
+        out.seek(0)
+        err.seek(0)
+        texts.append((out.read(), err.read()))
+        out.close()
+        err.close()
+    if error:
+        tail = "\n".join(e.strip()[-400:] for _, e in texts if e.strip())
+        error = f"{error}: {tail}" if tail else error
+    return texts[0][0], error
+
+
+def parse_rows(stdout):
+    rows = {}
+    for line in stdout.splitlines():
+        f = line.split()
+        if len(f) == 9 and f[0] == "row":
+            rows.setdefault(f[1], {})[int(f[2])] = Row(float(f[5]), float(f[7]), int(f[8]))
+    return rows
+
+
+def _sweep(stdout, error):
+    return Sweep(parse_rows(stdout), error)
+
+
+def run_mpi(exe, flavour, plan):
+    """flavour: 'ompi-vader', 'ompi-tcp' or 'mpich'."""
+    env = dict(os.environ)
+    if flavour == "mpich":
+        argv = ["mpirun.mpich", "-np", str(plan.ranks)]
+    else:
+        btl = ["--mca", "btl", "self,vader"] if flavour == "ompi-vader" else \
+            ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"]
+        argv = ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(plan.ranks)] + btl
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return _sweep(*launch([(argv + [str(exe)] + plan.peer_args(), env)], plan.timeout))
+
+
+def _rank_envs(plan, extra):
+    for r in range(plan.ranks):
+        env = dict(os.environ)
+        env.update(extra)
+        env.update(RANK=str(r), WORLD_SIZE=str(plan.ranks), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(plan.ranks))
+        yield env
+
+
+def run_gloo(exe, plan):
+    with tempfile.TemporaryDirectory(prefix="hcl-compare-gloo-") as store:
+        cmds = [([str(exe)] + plan.peer_args(), env) for env in _rank_envs(plan, {"GLOO_STORE_DIR": store})]
+        return _sweep(*launch(cmds, plan.timeout))
+
+
+def hcl_env(variant):
+    return {"HCL_SHM_DISABLE": "1"} if variant == "hcl-tcp" else {}
+
+
+def run_hcl_bench(exe, variant, alloc, plan):
+    extra = dict(hcl_env(variant), HCL_COMM_ID=f"127.0.0.1:{free_port()}")
+    cmds = [([str(exe)] + plan.peer_args() + ["-A", alloc], env) for env in _rank_envs(plan, extra)]
+    return _sweep(*launch(cmds, plan.timeout))
+
+
+def read_nccl_json(path):
+    """{size: Row} from an nccl-tests -J file (out-of-place column)."""
+    doc = json.loads(Path(path).read_text())
+    rows = {}
+    for r in doc.get("results", []):
+        half = r.get("out_of_place") or r.get("in_place") or {}
+        t = half.get("time", half.get("cpu_time"))
+        if t is None:
+            continue
+        wrong = half.get("nwrong")
+        rows[int(r["size"])] = Row(float(t), float(half.get("bus_bw", 0.0)), int(float(wrong or 0)))
+    return rows
+
+
+def run_hcl_perf(perf_dir, variant, plan):
+    """Runs <build>/perf/*_perf with RANK/WORLD_SIZE/HCL_COMM_ID. nccl-tests
+    has one iteration count per launch, so sizes with the same count (from
+    the shared schedule) share a launch; times are nccl-tests' means."""
+    sweep = Sweep()
+    groups = []
+    for size in plan.sizes():
+        n = plan.iters(size)
+        if groups and groups[-1][2] == n:
+            groups[-1][1] = size
+        else:
+            groups.append([size, size, n])
+    for coll in plan.colls:
+        exe = Path(perf_dir) / COLL_PERF_BINARY[coll]
+        if not exe.exists():
+            sweep.error = f"{exe} not built"
+            continue
+        for lo, hi, n in groups:
+            with tempfile.TemporaryDirectory(prefix="hcl-compare-perf-") as tmp:
+                out = Path(tmp) / "out.json"
+                extra = dict(hcl_env(variant), HCL_COMM_ID=f"127.0.0.1:{free_port()}")
+                args = ["-b", str(lo), "-e", str(hi), "-f", "2", "-n", str(n), "-w", str(max(1, n // 10)),
+                        "-d", "float", "-o", "sum", "-c", "1"]
+                cmds = []
+                for r, env in enumerate(_rank_envs(plan, extra)):
+                    cmds.append(([str(exe)] + args + (["-J", str(out)] if r == 0 else []), env))
+                _, error = launch(cmds, plan.timeout)
+                try:
+                    sweep.rows.setdefault(coll, {}).update(read_nccl_json(out))
+                except (OSError, ValueError, KeyError) as e:
+                    error = error or f"no JSON from {exe.name}: {e}"
+                if error:
+                    sweep.error = error
+    return sweep
+
+
+def run_bound(exe, plan):
+    if "allreduce" not in plan.colls:
+        return Sweep()
+    args = [str(exe)] + plan.peer_args()[2:]
+    return _sweep(*launch([(args, dict(os.environ))], plan.timeout))
+
+
+def run_iperf3(seconds=3, timeout=60, attempts=3):
+    """Loopback single-stream TCP throughput in GB/s, or (None, error)."""
+    for _ in range(attempts):
+        gbps, error = _iperf3_once(seconds, timeout)
+        if gbps is not None:
+            break
+    return gbps, error
+
+
+def _iperf3_once(seconds, timeout):
+    port = free_port()
+    server = subprocess.Popen(["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        # The server may not listen yet: retry the client while it cannot connect.
+        for _ in range(50):
+            r = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-J"],
+                               capture_output=True, text=True, timeout=timeout)
+            if r.returncode == 0 or "connect" not in r.stdout + r.stderr or server.poll() is not None:
+                break
+            time.sleep(0.2)
+        doc = json.loads(r.stdout)
+        if "error" in doc:
+            return None, doc["error"]
+        return doc["end"]["sum_received"]["bits_per_second"] / 8e9, None
+    except (subprocess.TimeoutExpired, ValueError, KeyError) as e:
+        return None, f"iperf3: {e}"
+    finally:
+        _kill(server)
+        server.wait()
