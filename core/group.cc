@@ -24,8 +24,8 @@ thread_local GroupState tlsGroup;
 CommTask::Maker collectiveMaker(PendingOp op) {
   return [op = std::move(op)](std::unique_ptr<ScheduleRun>& out) -> Status {
     Communicator& comm = *op.comm;
-    ReduceSpec spec;
-    HCL_TRY(comm.redOps().resolve(op.op, op.type, comm.nranks(), spec));
+    ReduceSpec spec = op.spec;
+    if (op.scalarPointer) readScalar(op.type, op.scalarPointer, spec.scalarFloat, spec.scalarInt, spec.scalarUint);
     CollArgs args;
     args.kind = op.kind;
     args.rank = comm.rank();

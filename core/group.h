@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "collectives/plan/collective.h"
+#include "collectives/reduce/reduce.h"
 #include "core/handles.h"
 
 namespace hcl {
@@ -20,7 +21,10 @@ struct PendingOp {
   void* recv = nullptr;
   size_t count = 0;
   hclDataType_t type = hclFloat32;
-  hclRedOp_t op = hclSum;
+  // The reduction, resolved when the call was made; a pointer scalar is
+  // read when the operation runs.
+  ReduceSpec spec;
+  const void* scalarPointer = nullptr;
   int root = 0;  // root, or peer for SendRecv
   hclStream* stream = nullptr;
 };

@@ -63,7 +63,8 @@ bool RedOpTable::isValid(int op) const {
   return index >= 0 && static_cast<size_t>(index) < entries_.size() && entries_[static_cast<size_t>(index)];
 }
 
-Status RedOpTable::resolve(hclRedOp_t op, hclDataType_t type, int nranks, ReduceSpec& out) const {
+Status RedOpTable::resolve(hclRedOp_t op, hclDataType_t type, int nranks, ReduceSpec& out,
+                           const void** deferredScalar) const {
   out = ReduceSpec{};
   out.type = type;
   out.nranks = nranks;
@@ -90,6 +91,8 @@ Status RedOpTable::resolve(hclRedOp_t op, hclDataType_t type, int nranks, Reduce
     out.scalarFloat = e.valueFloat;
     out.scalarInt = e.valueInt;
     out.scalarUint = e.valueUint;
+  } else if (deferredScalar) {
+    *deferredScalar = e.pointer;
   } else {
     readScalar(type, e.pointer, out.scalarFloat, out.scalarInt, out.scalarUint);
   }

@@ -19,9 +19,12 @@ class RedOpTable {
                 hclRedOp_t* out);
   Status destroy(hclRedOp_t op);
   bool isValid(int op) const;  // int: any value a caller passed
-  // Resolves `op` for data type `type` into a ReduceSpec (reading a pointer
-  // scalar now). Fails if the op was created for another type.
-  Status resolve(hclRedOp_t op, hclDataType_t type, int nranks, ReduceSpec& out) const;
+  // Resolves `op` for data type `type` into a ReduceSpec. Fails if the op
+  // was created for another type. A pointer scalar is read now, or, when
+  // `deferredScalar` is given, returned there to be read when the operation
+  // runs (the op itself may be destroyed before that, as NCCL allows).
+  Status resolve(hclRedOp_t op, hclDataType_t type, int nranks, ReduceSpec& out,
+                 const void** deferredScalar = nullptr) const;
 
  private:
   struct Entry {

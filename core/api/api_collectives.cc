@@ -57,7 +57,14 @@ hclResult_t submitCollective(CollCall c, hclComm_t comm, hclStream_t stream) {
     op.recv = c.recv;
     op.count = c.count;
     op.type = static_cast<hclDataType_t>(c.type);
-    op.op = static_cast<hclRedOp_t>(c.op);
+    if (c.reduces) {
+      Status r = impl->redOps().resolve(static_cast<hclRedOp_t>(c.op), op.type, impl->nranks(), op.spec,
+                                        &op.scalarPointer);
+      if (!r.ok()) return report(r.withContext(c.name), comm);
+    } else {
+      op.spec.type = op.type;
+      op.spec.nranks = impl->nranks();
+    }
     op.root = hasRoot ? c.root : 0;
     op.stream = stream;
     return report(submit(std::move(op)), comm);

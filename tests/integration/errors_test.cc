@@ -93,7 +93,9 @@ TEST_F(BadArguments, PreMulSumUsedWithAnotherType) {
   hclRedOp_t op;
   ASSERT_EQ(hclRedOpCreatePreMulSum(&op, &scalar, hclFloat, hclScalarHostImmediate, comms_[0]), hclSuccess);
   EXPECT_GE(static_cast<int>(op), static_cast<int>(hclNumOps));
-  // The type mismatch is found when the operation is planned; the call fails on this rank only.
+  // The type mismatch is found at the call, on this rank only.
+  expectError(hclAllReduce(buf_, buf_, 1, hclHalf, op, comms_[0], nullptr), hclInvalidArgument,
+              {"hclAllReduce", "created for datatype float32", "float16"});
   EXPECT_EQ(hclRedOpDestroy(op, comms_[0]), hclSuccess);
   expectError(hclRedOpDestroy(op, comms_[0]), hclInvalidArgument, {"hclRedOpDestroy", "op"});
   expectError(hclRedOpDestroy(hclSum, comms_[0]), hclInvalidArgument, {"built-in"});

@@ -217,6 +217,27 @@ TEST(Threads, TcpBetweenThreadsWhenSharedMemoryIsDisabled) {
 
 namespace {
 
+// NCCL lets an operator be destroyed right after the call that uses it is
+// enqueued; a pointer scalar is still read when the operation runs.
+TEST(Threads, PreMulSumDestroyedBeforeTheGroupRuns) {
+  const int n = 2;
+  auto comms = initAll(n);
+  auto rc = onThreads(n, [&](int r) {
+    double scalar = 0;  // set after the call is enqueued: must be read at run time
+    hclRedOp_t op;
+    if (hclRedOpCreatePreMulSum(&op, &scalar, hclDouble, hclScalarDevice, comms[r]) != hclSuccess) return 1;
+    double v = r + 1;
+    hclGroupStart();
+    if (hclAllReduce(&v, &v, 1, hclDouble, op, comms[r], nullptr) != hclSuccess) return 2;
+    if (hclRedOpDestroy(op, comms[r]) != hclSuccess) return 3;
+    scalar = 10;
+    if (hclGroupEnd() != hclSuccess) return 4;
+    return v == 30.0 ? 0 : 5;
+  });
+  EXPECT_EQ(rc, std::vector<int>(n, 0));
+  destroyAll(comms);
+}
+
 // Buffers from malloc, hclMemAlloc, the stack and a mapped file all work,
 // mixed across ranks of one collective.
 TEST(Threads, EveryKindOfHostBuffer) {
