@@ -7,6 +7,8 @@ namespace {
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
+constexpr size_t kMovementSliceFactor = 8;
+
 // Elements per pipeline slice: chunkBytes worth, but never more than the
 // largest piece there is to move (small messages need small scratch).
 size_t sliceElements(const CollArgs& a, size_t elemBytes, size_t largestPiece) {
@@ -107,7 +109,11 @@ void emitRingAllGather(ScheduleBuilder& b, const CollArgs& a, const Chunks& ch) 
   const int n = a.nranks, r = a.rank;
   const int next = mod(r + 1, n), prev = mod(r - 1, n);
   const size_t es = dataTypeSize(a.type);
-  const size_t S = sliceElements(a, es, ch.maxLen());
+  // Pure data movement needs no scratch, and every slice costs a handshake
+  // with the neighbours, so slices are larger than for reductions.
+  CollArgs coarse = a;
+  coarse.chunkBytes = a.chunkBytes * kMovementSliceFactor;
+  const size_t S = sliceElements(coarse, es, ch.maxLen());
   const size_t rounds = (ch.maxLen() + S - 1) / S;
   for (size_t g = 0; g < rounds; ++g) {
     for (int s = 0; s <= n - 2; ++s) {
