@@ -76,7 +76,15 @@ class ShmConnection final : public Connection {
     Status s = progressSends(moved);
     if (s.ok()) s = progressReceives(moved);
     if (s.ok()) completeSingleCopySends(moved);
-    if (s.ok() && !moved && hasPendingWork()) s = checkPeer();
+    if (s.ok() && !moved && hasPendingWork()) {
+      s = checkPeer();
+      // A peer may publish its last message and exit between our look at the
+      // FIFO and the liveness check: what it left behind is still readable.
+      if (!s.ok() && drainOnce()) {
+        s = {};
+        moved = true;
+      }
+    }
     if (!s.ok()) {
       if (madeProgress) *madeProgress = true;
       return fail(std::move(s));
@@ -295,6 +303,15 @@ class ShmConnection final : public Connection {
   }
 
   // ---- failure -----------------------------------------------------------
+
+  // One more pass over both directions; true when anything moved.
+  bool drainOnce() {
+    bool moved = false;
+    Status s = progressSends(moved);
+    if (s.ok()) s = progressReceives(moved);
+    if (s.ok()) completeSingleCopySends(moved);
+    return s.ok() && moved;
+  }
 
   bool hasPendingWork() const {
     return !sends_.empty() || !recvs_.empty() || !pendingSingleCopy_.empty();
