@@ -36,11 +36,9 @@ CommSettings settingsFromParams(const hclConfig_t* config) {
   s.timeoutMs = paramInt("HCL_TIMEOUT_MS");
   s.chunkBytes = static_cast<size_t>(std::max<int64_t>(4096, paramInt("HCL_CHUNK_BYTES")));
   s.algoOverride = paramString("HCL_ALGO");
-  s.blocking = paramBool("HCL_COMM_BLOCKING");
   s.spinUs = paramInt("HCL_SPIN_US");
   if (config) {
     if (config->commName) s.name = config->commName;
-    if (config->blocking != HCL_CONFIG_UNDEF_INT) s.blocking = config->blocking != 0;
   }
   return s;
 }

@@ -76,8 +76,7 @@ std::string Communicator::describeLinks() const {
     if (p == rank_) continue;
     const Connection* c = connections_.empty() ? nullptr : connections_[static_cast<size_t>(p)].get();
     const Link& l = links_[static_cast<size_t>(p)];
-    out += fmt::format("rank {} -> rank {}: {} ({}){}\n", rank_, p, c ? c->describe() : toString(l.kind),
-                       l.reason, "");
+    out += fmt::format("rank {} -> rank {}: {} ({})\n", rank_, p, c ? c->describe() : toString(l.kind), l.reason);
   }
   return out;
 }

@@ -24,7 +24,6 @@ struct CommSettings {
   size_t chunkBytes = 512 * 1024;
   std::string algoOverride;
   std::string name;  // config commName
-  bool blocking = true;
   int64_t spinUs = 50;
 };
 

@@ -47,7 +47,7 @@ constexpr std::array kParams = {
     ParamSpec{"HCL_ALGO", String, "", "Collective algorithm override", "NCCL_ALGO"},
     ParamSpec{"HCL_SPIN_US", Int, "50", "Busy-poll time in microseconds before backing off",
               nullptr},
-    ParamSpec{"HCL_COMM_BLOCKING", Bool, "1", "Communicators are blocking", "NCCL_COMM_BLOCKING"},
+    ParamSpec{"HCL_COMM_BLOCKING", Bool, "1", "Accepted for NCCL compatibility; every call completes before it returns, so none returns hclInProgress", "NCCL_COMM_BLOCKING"},
 };
 
 }  // namespace

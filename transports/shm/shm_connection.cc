@@ -72,19 +72,14 @@ class ShmConnection final : public Connection {
 
   Status progress(bool* madeProgress) override {
     if (!failure_.ok()) return failure_;
+    // Look at the peer before the FIFO: whatever a peer published before it
+    // exited is then seen below, so only a peer gone with nothing left fails.
+    const Status peer = hasPendingWork() ? checkPeer() : Status{};
     bool moved = false;
     Status s = progressSends(moved);
     if (s.ok()) s = progressReceives(moved);
     if (s.ok()) completeSingleCopySends(moved);
-    if (s.ok() && !moved && hasPendingWork()) {
-      s = checkPeer();
-      // A peer may publish its last message and exit between our look at the
-      // FIFO and the liveness check: what it left behind is still readable.
-      if (!s.ok() && drainOnce()) {
-        s = {};
-        moved = true;
-      }
-    }
+    if (s.ok() && !moved) s = peer;
     if (!s.ok()) {
       if (madeProgress) *madeProgress = true;
       return fail(std::move(s));
@@ -303,15 +298,6 @@ class ShmConnection final : public Connection {
   }
 
   // ---- failure -----------------------------------------------------------
-
-  // One more pass over both directions; true when anything moved.
-  bool drainOnce() {
-    bool moved = false;
-    Status s = progressSends(moved);
-    if (s.ok()) s = progressReceives(moved);
-    if (s.ok()) completeSingleCopySends(moved);
-    return s.ok() && moved;
-  }
 
   bool hasPendingWork() const {
     return !sends_.empty() || !recvs_.empty() || !pendingSingleCopy_.empty();

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "shm_test_fixture.h"
+#include "transports/shm/shm_process.h"
 #include "transports/shm/shm_transport.h"
 
 namespace hcl::test {
@@ -179,6 +180,41 @@ int abortingPeer(int rank, const CommIdentity& id, SharedState& shared) {
 TEST_F(ShmTest, PeerAbortIsDetected) {
   SharedState& shared = makeShared(2);
   expectAllExitedZero(runProcesses(2, [&](int rank) { return abortingPeer(rank, id_, shared); }));
+}
+
+// Rank 0 sends one message and exits at once; rank 1 only looks afterwards.
+// What the peer published before leaving must still arrive.
+int senderExitsRightAway(int rank, const CommIdentity& id, SharedState& shared) {
+  RankSetup setup;
+  CHILD_CHECK_OK(setUpRank(rank, 2, id, shared.barrier, setup));
+  Connection& c = *setup.connections[1 - rank];
+  std::deque<Transfer> transfers;
+  if (rank == 0) {
+    std::vector<uint8_t> data = pattern(0, 1, 0, 100);
+    Transfer& send = addTransfer(transfers, true, data, 7);
+    CHILD_CHECK_OK(c.post(send));
+    CHILD_CHECK_OK(driveUntilDone(setup.all, {&send}, 30s));
+    shared.flag.store(static_cast<int>(getpid()));
+    _exit(0);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (shared.flag.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  const pid_t sender = static_cast<pid_t>(shared.flag.load());
+  CHILD_CHECK(sender != 0, "sender never finished");
+  // Wait until the sender is a zombie or gone, so the liveness check fails.
+  while (!shm::processExited(sender) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  std::vector<uint8_t> got(100, 0);
+  Transfer& recv = addTransfer(transfers, false, got, 7);
+  CHILD_CHECK_OK(c.post(recv));
+  CHILD_CHECK_OK(driveUntilDone(setup.all, {&recv}, 30s));
+  const std::string diff = compareBytes(got, pattern(0, 1, 0, 100));
+  CHILD_CHECK(diff.empty(), "{}", diff);
+  return 0;
+}
+
+TEST_F(ShmTest, MessageFromAPeerThatExitedIsStillDelivered) {
+  SharedState& shared = makeShared(2);
+  expectAllExitedZero(runProcesses(2, [&](int rank) { return senderExitsRightAway(rank, id_, shared); }));
 }
 
 // The tests below run in this process only: no peer ever shows up.
