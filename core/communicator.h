@@ -40,6 +40,7 @@ class Communicator {
   const CommSettings& settings() const { return settings_; }
   Device& device() { return *device_; }
   const Planner& planner() const { return planner_; }
+  void setPlanTable(std::shared_ptr<const PlanTable> table) { planner_.setTable(std::move(table)); }
   RedOpTable& redOps() { return redOps_; }
   const std::vector<PeerInfo>& peers() const { return peers_; }
   const std::vector<Link>& links() const { return links_; }

@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "core/log.h"
+#include "core/nic.h"
 #include "core/params.h"
 
 namespace hcl {
@@ -122,7 +123,19 @@ bool interfaceMatches(std::string_view spec, std::string_view name) {
   return exclude ? !listed : listed;
 }
 
-std::vector<NetInterface> chooseInterfaces() {
+namespace {
+
+std::vector<NetInterface> withNicFacts(std::vector<NetInterface> interfaces) {
+  for (NetInterface& itf : interfaces) {
+    NicFacts facts = describeNic(itf.name, itf.ip, itf.prefixLen, itf.loopback);
+    itf.kind = facts.kind;
+    itf.speedMbps = facts.speedMbps;
+    itf.fabric = std::move(facts.fabric);
+  }
+  return interfaces;
+}
+
+std::vector<NetInterface> chooseInterfacesWithoutFacts() {
   const std::string spec = paramString("HCL_SOCKET_IFNAME");
   const int family = familyFromText(paramString("HCL_SOCKET_FAMILY"));
   std::vector<NetInterface> all = listInterfaces();
@@ -143,6 +156,10 @@ std::vector<NetInterface> chooseInterfaces() {
   }
   return chosen;
 }
+
+}  // namespace
+
+std::vector<NetInterface> chooseInterfaces() { return withNicFacts(chooseInterfacesWithoutFacts()); }
 
 bool parseHostPort(std::string_view text, std::string& ip, uint16_t& port) {
   std::string_view host;

@@ -30,6 +30,21 @@ constexpr std::array kParams = {
               "Address family of sockets: AF_INET or AF_INET6", "NCCL_SOCKET_FAMILY"},
     ParamSpec{"HCL_HOSTID", String, "",
               "Overrides the host identity (emulates several hosts on one machine)", nullptr},
+    ParamSpec{"HCL_FABRIC", String, "",
+              "Fabric label of this rank's NICs: 'label', or 'ifname=label,...' per interface "
+              "(unset: IB subnet prefix or IP subnet)",
+              nullptr},
+    ParamSpec{"HCL_NIC_SPEED", String, "",
+              "NIC speed override: 'rate' or 'ifname=rate,...', e.g. 1gbit, 125mbit, 200g "
+              "(unset: from sysfs)",
+              nullptr},
+    ParamSpec{"HCL_LINK_MODEL", String, "",
+              "File of link classes with latency and bandwidth for the cost model "
+              "(docs/heterogeneous.md)",
+              nullptr},
+    ParamSpec{"HCL_PROBE", Bool, "0",
+              "Measure latency and bandwidth of each link class at init; rank 0 publishes them",
+              nullptr},
     ParamSpec{"HCL_SHM_DISABLE", Bool, "0",
               "Use TCP even between ranks on one host", "NCCL_SHM_DISABLE"},
     ParamSpec{"HCL_SHM_CMA_THRESHOLD", Int, "65536",

@@ -16,6 +16,19 @@ const char* toString(DeviceKind k) {
   return "unknown";
 }
 
+const char* toString(NicKind k) {
+  switch (k) {
+    case NicKind::Loopback: return "loopback";
+    case NicKind::Ethernet: return "ethernet";
+    case NicKind::IpoIb: return "ipoib";
+    case NicKind::Roce: return "roce";
+    case NicKind::Ib: return "ib";
+  }
+  return "unknown";
+}
+
+bool isRdma(NicKind k) { return k == NicKind::Ib || k == NicKind::Roce; }
+
 std::vector<uint8_t> PeerInfo::serialize() const {
   WireWriter w;
   w.put(kPeerInfoMagic);
@@ -33,6 +46,9 @@ std::vector<uint8_t> PeerInfo::serialize() const {
     w.putString(a.ip);
     w.put(a.port);
     w.put(a.prefixLen);
+    w.put(static_cast<uint8_t>(a.kind));
+    w.put(a.speedMbps);
+    w.putString(a.fabric);
   }
   return w.take();
 }
@@ -64,6 +80,12 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
     r.getString(a.ip);
     r.get(a.port);
     r.get(a.prefixLen);
+    uint8_t nicKind = 0;
+    r.get(nicKind);
+    if (nicKind > static_cast<uint8_t>(NicKind::Ib)) return false;
+    a.kind = static_cast<NicKind>(nicKind);
+    r.get(a.speedMbps);
+    r.getString(a.fabric);
   }
   return r.ok() && r.atEnd();
 }

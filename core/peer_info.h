@@ -11,11 +11,19 @@ namespace hcl {
 enum class DeviceKind : uint8_t { Cpu = 0, Cuda = 1, Hip = 2 };
 const char* toString(DeviceKind k);
 
+// Ordered from least to most preferred when two fabrics are otherwise equal.
+enum class NicKind : uint8_t { Loopback = 0, Ethernet = 1, IpoIb = 2, Roce = 3, Ib = 4 };
+const char* toString(NicKind k);
+bool isRdma(NicKind k);
+
 struct NetAddress {
   std::string ifname;  // e.g. "eth0", "lo"
   std::string ip;      // numeric, v4 or v6
   uint16_t port = 0;   // this rank's TCP listener on that interface
   uint8_t prefixLen = 0;  // subnet prefix length of the interface
+  NicKind kind = NicKind::Ethernet;
+  uint32_t speedMbps = 0;  // 0: unknown
+  std::string fabric;      // ranks share a network only where labels match
 };
 
 struct PeerInfo {

@@ -1,5 +1,5 @@
 // Link selection: one pure function of two peers' published facts, so both
-// ends of a pair always agree on the transport.
+// ends of a pair always agree on the transport and on the NIC pair.
 #pragma once
 
 #include <string>
@@ -12,9 +12,16 @@ namespace hcl {
 struct Link {
   TransportKind kind = TransportKind::Tcp;
   // For TCP: index into the higher-ranked peer's addresses (the lower rank
-  // connects to the higher rank's listener); -1 otherwise.
+  // connects to the higher rank's listener), and the lower rank's own NIC on
+  // the same fabric; -1 otherwise.
   int listenerAddress = -1;
-  std::string reason;  // "same process", "same host 'h1'", "different hosts, subnet 10.0.0.0/24"
+  int connectorAddress = -1;
+  std::string fabric;  // the shared fabric label; empty for local and shm
+  NicKind nicKind = NicKind::Ethernet;
+  uint32_t speedMbps = 0;  // the slower NIC of the pair; 0: unknown
+  // What the cost model prices: "local", "shm", or "net:<fabric>".
+  std::string linkClass;
+  std::string reason;  // "same process", "same host 'h1'", "different hosts, fabric 'ib0' ..."
 };
 
 // a and b are the two peers; the result does not depend on their order.

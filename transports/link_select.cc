@@ -1,59 +1,89 @@
-#include <arpa/inet.h>
+#include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <cstring>
+#include <optional>
+#include <tuple>
 
 #include "transports/link.h"
 
 namespace hcl {
 namespace {
 
-// Returns the network prefix of `ip` (v4 or v6) masked to prefixLen bits as
-// text, or "" when the address does not parse.
-std::string subnetOf(const std::string& ip, int prefixLen) {
-  std::array<uint8_t, 16> bytes{};
-  int family = AF_INET;
-  size_t len = 4;
-  if (inet_pton(AF_INET, ip.c_str(), bytes.data()) != 1) {
-    if (inet_pton(AF_INET6, ip.c_str(), bytes.data()) != 1) return "";
-    family = AF_INET6;
-    len = 16;
+struct Candidate {
+  int acceptorIndex = -1;
+  int connectorIndex = -1;
+  NicKind kind = NicKind::Ethernet;
+  uint32_t speedMbps = 0;
+
+  // Preference order: RDMA, then speed, then NIC kind; then the lowest
+  // indices, so equal candidates still give one answer.
+  bool betterThan(const Candidate& o, const std::string& fabric, const std::string& otherFabric) const {
+    const auto key = [](const Candidate& c) { return std::tuple(isRdma(c.kind), c.speedMbps, c.kind); };
+    if (key(*this) != key(o)) return key(*this) > key(o);
+    if (fabric != otherFabric) return fabric < otherFabric;
+    return std::tie(acceptorIndex, connectorIndex) < std::tie(o.acceptorIndex, o.connectorIndex);
   }
-  int bits = std::clamp(prefixLen, 0, static_cast<int>(len * 8));
-  for (size_t i = 0; i < len; ++i) {
-    int keep = std::clamp(bits - static_cast<int>(i * 8), 0, 8);
-    bytes[i] &= static_cast<uint8_t>(0xff00 >> keep);
-  }
-  char text[INET6_ADDRSTRLEN] = {};
-  inet_ntop(family, bytes.data(), text, sizeof text);
-  return std::string(text) + "/" + std::to_string(bits);
+};
+
+uint32_t pairSpeed(uint32_t a, uint32_t b) {
+  if (a == 0 || b == 0) return std::max(a, b);
+  return std::min(a, b);
 }
 
-// Picks the listener address of `acceptor` that `connector` should use: the
-// first interface of the acceptor on a subnet the connector also has,
-// otherwise the acceptor's first address.
-Link tcpLink(const PeerInfo& connector, const PeerInfo& acceptor, std::string why) {
+std::optional<Candidate> bestSharedFabric(const PeerInfo& connector, const PeerInfo& acceptor) {
+  std::optional<Candidate> best;
+  for (size_t i = 0; i < acceptor.addresses.size(); ++i) {
+    const NetAddress& a = acceptor.addresses[i];
+    if (a.fabric.empty()) continue;
+    for (size_t j = 0; j < connector.addresses.size(); ++j) {
+      const NetAddress& c = connector.addresses[j];
+      if (c.fabric != a.fabric) continue;
+      Candidate cand{static_cast<int>(i), static_cast<int>(j), std::min(a.kind, c.kind),
+                     pairSpeed(a.speedMbps, c.speedMbps)};
+      if (!best || cand.betterThan(*best, a.fabric,
+                                   acceptor.addresses[static_cast<size_t>(best->acceptorIndex)].fabric))
+        best = cand;
+    }
+  }
+  return best;
+}
+
+std::string describeSpeed(uint32_t mbps) {
+  if (mbps == 0) return "speed unknown";
+  if (mbps % 1000 == 0) return fmt::format("{} Gbit/s", mbps / 1000);
+  return fmt::format("{} Mbit/s", mbps);
+}
+
+Link networkLink(const PeerInfo& connector, const PeerInfo& acceptor, const std::string& why) {
   Link link;
   link.kind = TransportKind::Tcp;
   if (acceptor.addresses.empty()) {
-    link.listenerAddress = -1;
+    link.linkClass = "net:";
     link.reason = why + "; peer published no address";
     return link;
   }
-  for (size_t i = 0; i < acceptor.addresses.size(); ++i) {
-    const auto& a = acceptor.addresses[i];
-    const std::string net = subnetOf(a.ip, a.prefixLen);
-    for (const auto& c : connector.addresses) {
-      if (!net.empty() && net == subnetOf(c.ip, a.prefixLen)) {
-        link.listenerAddress = static_cast<int>(i);
-        link.reason = why + ", shared subnet " + net + " (" + a.ifname + ")";
-        return link;
-      }
-    }
+  if (const auto best = bestSharedFabric(connector, acceptor)) {
+    const NetAddress& a = acceptor.addresses[static_cast<size_t>(best->acceptorIndex)];
+    const NetAddress& c = connector.addresses[static_cast<size_t>(best->connectorIndex)];
+    link.listenerAddress = best->acceptorIndex;
+    link.connectorAddress = best->connectorIndex;
+    link.fabric = a.fabric;
+    link.nicKind = best->kind;
+    link.speedMbps = best->speedMbps;
+    link.linkClass = "net:" + a.fabric;
+    link.reason = fmt::format("{}, fabric '{}' ({}, {}): rank {} {} -> rank {} {}", why, a.fabric,
+                              toString(best->kind), describeSpeed(best->speedMbps), connector.rank,
+                              c.ifname, acceptor.rank, a.ifname);
+    return link;
   }
+  const NetAddress& a = acceptor.addresses[0];
   link.listenerAddress = 0;
-  link.reason = why + ", no shared subnet: using " + acceptor.addresses[0].ifname;
+  link.fabric = a.fabric;
+  link.nicKind = a.kind;
+  link.speedMbps = a.speedMbps;
+  link.linkClass = "net:" + a.fabric;
+  link.reason = fmt::format("{}, no shared fabric: trying rank {}'s {} ({})", why, acceptor.rank, a.ifname,
+                            a.fabric);
   return link;
 }
 
@@ -64,16 +94,24 @@ Link selectLink(const PeerInfo& a, const PeerInfo& b) {
   const bool shmAllowed = a.shmEnabled && b.shmEnabled;
   const bool sameProcess = sameHost && a.pid == b.pid && a.processToken == b.processToken;
   if (sameProcess && shmAllowed) {
-    return {TransportKind::Local, -1, "same process: direct memory access"};
+    Link link;
+    link.kind = TransportKind::Local;
+    link.linkClass = "local";
+    link.reason = "same process: direct memory access";
+    return link;
   }
   if (sameHost && shmAllowed) {
-    return {TransportKind::Shm, -1, "same host '" + a.hostId + "'"};
+    Link link;
+    link.kind = TransportKind::Shm;
+    link.linkClass = "shm";
+    link.reason = "same host '" + a.hostId + "'";
+    return link;
   }
   const PeerInfo& connector = a.rank < b.rank ? a : b;
   const PeerInfo& acceptor = a.rank < b.rank ? b : a;
-  std::string why = sameHost ? "shared memory disabled (HCL_SHM_DISABLE)"
-                             : "different hosts ('" + a.hostId + "', '" + b.hostId + "')";
-  return tcpLink(connector, acceptor, why);
+  const std::string why = sameHost ? "shared memory disabled (HCL_SHM_DISABLE)"
+                                   : "different hosts ('" + a.hostId + "', '" + b.hostId + "')";
+  return networkLink(connector, acceptor, why);
 }
 
 }  // namespace hcl

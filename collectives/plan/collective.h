@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "collectives/plan/topology.h"
 #include "core/datatype.h"
 
 namespace hcl {
@@ -41,6 +42,8 @@ struct CollArgs {
   int root = 0;
   bool inPlace = false;
   size_t chunkBytes = 512 * 1024;  // pipeline slice
+  // Rank groups for hierarchical algorithms; null or empty means flat.
+  const Topology* topology = nullptr;
 };
 
 }  // namespace hcl

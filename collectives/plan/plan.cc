@@ -95,24 +95,45 @@ std::vector<const AlgorithmEntry*> Planner::allowed(CollKind kind) const {
   return kept;
 }
 
-const AlgorithmEntry* Planner::choose(const CollArgs& args) const {
-  const size_t bytes = args.count * dataTypeSize(args.type);
-  for (const AlgorithmEntry* e : allowed_[static_cast<size_t>(args.kind)]) {
+const AlgorithmEntry* Planner::fallback(CollKind kind, size_t bytes) const {
+  for (const AlgorithmEntry* e : allowed_[static_cast<size_t>(kind)]) {
     if (e->maxBytes == 0 || bytes <= e->maxBytes) return e;
   }
   return nullptr;
 }
 
-const char* Planner::algorithmFor(CollKind kind, size_t bytes) const {
-  for (const AlgorithmEntry* e : allowed_[static_cast<size_t>(kind)]) {
-    if (e->maxBytes == 0 || bytes <= e->maxBytes) return e->name;
+const AlgorithmEntry* Planner::choose(const CollArgs& args) const {
+  const size_t bytes = args.count * dataTypeSize(args.type);
+  if (table_) {
+    // The table is authoritative, even over this rank's own HCL_ALGO: it
+    // came from one rank, and every rank must run the same algorithm.
+    if (const PlanChoice* c = table_->find(args.kind, bytes)) {
+      for (const AlgorithmEntry& e : algorithmTable()) {
+        if (e.kind == args.kind && c->algorithm == e.name && (e.maxBytes == 0 || bytes <= e.maxBytes)) return &e;
+      }
+    }
   }
-  return "none";
+  return fallback(args.kind, bytes);
+}
+
+const char* Planner::algorithmFor(CollKind kind, size_t bytes) const {
+  CollArgs probe;
+  probe.kind = kind;
+  probe.type = hclUint8;
+  probe.count = bytes;
+  const AlgorithmEntry* e = choose(probe);
+  return e ? e->name : "none";
 }
 
 Schedule Planner::plan(const CollArgs& args) const {
   const AlgorithmEntry* e = choose(args);
-  return e ? e->generate(args) : Schedule{};
+  if (!e) return Schedule{};
+  if (args.topology == nullptr && table_ && !table_->topology.flat()) {
+    CollArgs withTopology = args;
+    withTopology.topology = &table_->topology;
+    return e->generate(withTopology);
+  }
+  return e->generate(args);
 }
 
 }  // namespace hcl

@@ -1,13 +1,16 @@
 // Picks the algorithm for a collective and expands it into a schedule.
 #pragma once
 
-#include <span>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "collectives/plan/collective.h"
+#include "collectives/plan/link_model.h"
+#include "collectives/plan/plan_table.h"
 #include "collectives/plan/schedule.h"
 
 namespace hcl {
@@ -24,23 +27,33 @@ struct AlgorithmEntry {
 // Every registered algorithm (collectives/algorithms/registry.cc).
 std::span<const AlgorithmEntry> algorithmTable();
 
-// The choice for this communicator: the first allowed entry of the table
-// whose size limit admits the message. `overrideSpec` uses NCCL_ALGO's grammar:
-// "ring" or "allreduce:ring;broadcast:ring"; "^name" excludes. Algorithms not
-// registered for a collective are ignored.
+// The choice for this communicator. `overrideSpec` restricts the candidates
+// with NCCL_ALGO's grammar: "ring,tree" or "allreduce:ring;broadcast:^tree";
+// "^name" excludes. Algorithms not registered for a collective are ignored.
+// With a plan table (built from the link-cost model) the table's choice for
+// the size bucket is used; without one, the first allowed entry of the
+// registry whose size limit admits the message.
 class Planner {
  public:
   explicit Planner(std::string_view overrideSpec = {});
   Schedule plan(const CollArgs& args) const;
-  // The algorithm used for `bytes` bytes (the nccl-tests "size").
+  // The algorithm used for `bytes` bytes (count * element size).
   const char* algorithmFor(CollKind kind, size_t bytes = SIZE_MAX) const;
+
+  // Prices every allowed algorithm on `graph` for each size bucket; the
+  // cheapest wins, unless the registry's default is within 10% of it.
+  PlanTable buildTable(const LinkGraph& graph, const Topology& topology, size_t chunkBytes) const;
+  void setTable(std::shared_ptr<const PlanTable> table) { table_ = std::move(table); }
+  const PlanTable* table() const { return table_.get(); }
 
  private:
   std::vector<const AlgorithmEntry*> allowed(CollKind kind) const;
   const AlgorithmEntry* choose(const CollArgs& args) const;
+  const AlgorithmEntry* fallback(CollKind kind, size_t bytes) const;
   std::string spec_;
   // Decided once per communicator, so a bad override warns once.
   std::vector<std::vector<const AlgorithmEntry*>> allowed_;
+  std::shared_ptr<const PlanTable> table_;
 };
 
 }  // namespace hcl

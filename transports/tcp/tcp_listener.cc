@@ -24,8 +24,8 @@ Status openOne(asio::io_context& io, const NetInterface& itf, std::unique_ptr<Tc
   if (ec) return systemError("listen: " + ec.message());
   const asio::ip::tcp::endpoint bound = acceptor.local_endpoint(ec);
   if (ec) return systemError("getsockname: " + ec.message());
-  listener->address =
-      NetAddress{itf.name, itf.ip, bound.port(), static_cast<uint8_t>(itf.prefixLen)};
+  listener->address = NetAddress{itf.name,    itf.ip,        bound.port(), static_cast<uint8_t>(itf.prefixLen),
+                                 itf.kind,    itf.speedMbps, itf.fabric};
   out = std::move(listener);
   return {};
 }

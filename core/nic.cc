@@ -1,0 +1,160 @@
+#include "core/nic.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/params.h"
+
+namespace hcl {
+namespace {
+
+constexpr int kArphrdInfiniband = 32;
+
+std::string readSysfs(const std::string& path) {
+  std::ifstream in(path);
+  std::string value;
+  std::getline(in, value);
+  return value;
+}
+
+bool sysfsExists(const std::string& path) { return std::ifstream(path).good(); }
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+std::vector<std::string> splitItems(std::string_view list) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string_view::npos) end = list.size();
+    std::string item = trim(list.substr(start, end - start));
+    if (!item.empty()) items.push_back(std::move(item));
+    start = end + 1;
+  }
+  return items;
+}
+
+// The value a "value" or "ifname=value,..." spec gives `ifname`, or "".
+std::string valueFor(std::string_view spec, std::string_view ifname) {
+  for (const std::string& item : splitItems(spec)) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) return item;
+    if (trim(std::string_view(item).substr(0, eq)) == ifname) return trim(std::string_view(item).substr(eq + 1));
+  }
+  return {};
+}
+
+NicKind kindFromSysfs(std::string_view ifname, bool loopback) {
+  if (loopback) return NicKind::Loopback;
+  const std::string base = fmt::format("/sys/class/net/{}/", ifname);
+  int type = 0;
+  const std::string typeText = readSysfs(base + "type");
+  std::from_chars(typeText.data(), typeText.data() + typeText.size(), type);
+  if (type == kArphrdInfiniband) return NicKind::IpoIb;
+  // An Ethernet netdev backed by an RDMA device is a RoCE port.
+  if (sysfsExists(base + "device/infiniband") || !readSysfs(base + "device/infiniband_verbs").empty())
+    return NicKind::Roce;
+  return NicKind::Ethernet;
+}
+
+uint32_t speedFromSysfs(std::string_view ifname) {
+  const std::string text = readSysfs(fmt::format("/sys/class/net/{}/speed", ifname));
+  long speed = 0;
+  std::from_chars(text.data(), text.data() + text.size(), speed);
+  return speed > 0 ? static_cast<uint32_t>(speed) : 0;
+}
+
+}  // namespace
+
+std::string fabricFromSpec(std::string_view spec, std::string_view ifname) { return valueFor(spec, ifname); }
+
+uint32_t parseRateMbps(std::string_view text) {
+  std::string t = trim(text);
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  double value = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (ec != std::errc() || value <= 0) return 0;
+  std::string unit(end, static_cast<const char*>(t.data() + t.size()));
+  for (const char* suffix : {"/s", "ps", "it"}) {
+    if (unit.ends_with(suffix)) unit.resize(unit.size() - 2);
+  }
+  double mbps = 0;
+  if (unit.empty() || unit == "m" || unit == "mb") mbps = value;
+  else if (unit == "k" || unit == "kb") mbps = value / 1000;
+  else if (unit == "g" || unit == "gb") mbps = value * 1000;
+  else if (unit == "t" || unit == "tb") mbps = value * 1000 * 1000;
+  else return 0;
+  return mbps >= 1 ? static_cast<uint32_t>(mbps + 0.5) : 0;
+}
+
+uint32_t speedFromSpec(std::string_view spec, std::string_view ifname) {
+  const std::string value = valueFor(spec, ifname);
+  return value.empty() ? 0 : parseRateMbps(value);
+}
+
+std::string subnetLabel(std::string_view ip, int prefixLen) {
+  std::array<uint8_t, 16> bytes{};
+  const std::string text(ip);
+  int family = AF_INET;
+  size_t len = 4;
+  if (inet_pton(AF_INET, text.c_str(), bytes.data()) != 1) {
+    if (inet_pton(AF_INET6, text.c_str(), bytes.data()) != 1) return "";
+    family = AF_INET6;
+    len = 16;
+  }
+  const int bits = std::clamp(prefixLen, 0, static_cast<int>(len * 8));
+  for (size_t i = 0; i < len; ++i) {
+    const int keep = std::clamp(bits - static_cast<int>(i * 8), 0, 8);
+    bytes[i] &= static_cast<uint8_t>(0xff00 >> keep);
+  }
+  char out[INET6_ADDRSTRLEN] = {};
+  inet_ntop(family, bytes.data(), out, sizeof out);
+  return fmt::format("ip:{}/{}", out, bits);
+}
+
+std::string ibSubnetLabel(std::string_view hardwareAddress) {
+  // 4 bytes of queue pair flags, then the 16-byte port GID whose first 8
+  // bytes are the subnet prefix.
+  std::vector<std::string> bytes;
+  size_t start = 0;
+  while (start <= hardwareAddress.size()) {
+    size_t end = hardwareAddress.find(':', start);
+    if (end == std::string_view::npos) end = hardwareAddress.size();
+    bytes.emplace_back(hardwareAddress.substr(start, end - start));
+    start = end + 1;
+  }
+  if (bytes.size() != 20) return "";
+  std::string label = "ib:";
+  for (size_t i = 4; i < 12; i += 2) {
+    if (bytes[i].size() != 2 || bytes[i + 1].size() != 2) return "";
+    label += bytes[i] + bytes[i + 1] + (i < 10 ? ":" : "");
+  }
+  return label;
+}
+
+NicFacts describeNic(std::string_view ifname, std::string_view ip, int prefixLen, bool loopback) {
+  NicFacts facts;
+  facts.kind = kindFromSysfs(ifname, loopback);
+  facts.speedMbps = speedFromSpec(paramString("HCL_NIC_SPEED"), ifname);
+  if (facts.speedMbps == 0) facts.speedMbps = speedFromSysfs(ifname);
+  facts.fabric = fabricFromSpec(paramString("HCL_FABRIC"), ifname);
+  if (facts.fabric.empty() && facts.kind == NicKind::IpoIb)
+    facts.fabric = ibSubnetLabel(readSysfs(fmt::format("/sys/class/net/{}/address", ifname)));
+  if (facts.fabric.empty()) facts.fabric = subnetLabel(ip, prefixLen);
+  return facts;
+}
+
+}  // namespace hcl

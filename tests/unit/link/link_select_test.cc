@@ -1,0 +1,160 @@
+// Per-pair transport and NIC choice on crafted peer infos.
+#include <gtest/gtest.h>
+
+#include "transports/link.h"
+
+namespace hcl {
+namespace {
+
+NetAddress nic(std::string ifname, std::string ip, NicKind kind, uint32_t mbps, std::string fabric) {
+  NetAddress a;
+  a.ifname = std::move(ifname);
+  a.ip = std::move(ip);
+  a.port = 5000;
+  a.prefixLen = 24;
+  a.kind = kind;
+  a.speedMbps = mbps;
+  a.fabric = std::move(fabric);
+  return a;
+}
+
+PeerInfo peer(int rank, std::string host, std::vector<NetAddress> nics) {
+  PeerInfo p;
+  p.rank = rank;
+  p.hostId = std::move(host);
+  p.pid = 100 + rank;
+  p.processToken = 7000 + static_cast<uint64_t>(rank);
+  p.addresses = std::move(nics);
+  return p;
+}
+
+// The Holmes layout: an InfiniBand cluster and a RoCE cluster, 200 Gbit/s
+// inside each, joined only by 25 Gbit/s Ethernet that every node has.
+PeerInfo ibNode(int rank) {
+  return peer(rank, "ib-node" + std::to_string(rank),
+              {nic("eth0", "10.0.0." + std::to_string(rank + 10), NicKind::Ethernet, 25000, "ip:10.0.0.0/24"),
+               nic("ib0", "192.168.1." + std::to_string(rank + 10), NicKind::Ib, 200000, "ib:fe80:0000:0000:0001")});
+}
+PeerInfo roceNode(int rank) {
+  return peer(rank, "roce-node" + std::to_string(rank),
+              {nic("eth0", "10.0.0." + std::to_string(rank + 10), NicKind::Ethernet, 25000, "ip:10.0.0.0/24"),
+               nic("mlx0", "192.168.2." + std::to_string(rank + 10), NicKind::Roce, 200000, "ip:192.168.2.0/24")});
+}
+
+TEST(LinkSelect, SameProcessIsLocalAndSameHostIsShm) {
+  PeerInfo a = ibNode(0), b = ibNode(1);
+  b.hostId = a.hostId;
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Shm);
+  EXPECT_EQ(selectLink(a, b).linkClass, "shm");
+  b.pid = a.pid;
+  b.processToken = a.processToken;
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Local);
+  EXPECT_EQ(selectLink(a, b).linkClass, "local");
+}
+
+TEST(LinkSelect, ShmDisabledOnOneEndUsesTheNetwork) {
+  PeerInfo a = ibNode(0), b = ibNode(1);
+  b.hostId = a.hostId;
+  b.shmEnabled = false;
+  const Link l = selectLink(a, b);
+  EXPECT_EQ(l.kind, TransportKind::Tcp);
+  EXPECT_NE(l.reason.find("HCL_SHM_DISABLE"), std::string::npos) << l.reason;
+}
+
+TEST(LinkSelect, HolmesInsideTheIbClusterUsesIb) {
+  const Link l = selectLink(ibNode(0), ibNode(1));
+  EXPECT_EQ(l.kind, TransportKind::Tcp);
+  EXPECT_EQ(l.fabric, "ib:fe80:0000:0000:0001");
+  EXPECT_EQ(l.nicKind, NicKind::Ib);
+  EXPECT_EQ(l.listenerAddress, 1);   // rank 1's ib0
+  EXPECT_EQ(l.connectorAddress, 1);  // rank 0's ib0
+  EXPECT_EQ(l.speedMbps, 200000u);
+  EXPECT_EQ(l.linkClass, "net:ib:fe80:0000:0000:0001");
+}
+
+TEST(LinkSelect, HolmesInsideTheRoceClusterUsesRoce) {
+  const Link l = selectLink(roceNode(2), roceNode(3));
+  EXPECT_EQ(l.nicKind, NicKind::Roce);
+  EXPECT_EQ(l.fabric, "ip:192.168.2.0/24");
+  EXPECT_EQ(l.listenerAddress, 1);
+}
+
+TEST(LinkSelect, HolmesAcrossClustersFallsBackToEthernet) {
+  const Link l = selectLink(ibNode(0), roceNode(2));
+  EXPECT_EQ(l.nicKind, NicKind::Ethernet);
+  EXPECT_EQ(l.fabric, "ip:10.0.0.0/24");
+  EXPECT_EQ(l.listenerAddress, 0);  // rank 2's eth0
+  EXPECT_EQ(l.connectorAddress, 0);
+  EXPECT_EQ(l.speedMbps, 25000u);
+  EXPECT_NE(l.reason.find("eth0"), std::string::npos) << l.reason;
+}
+
+TEST(LinkSelect, BothEndsAgree) {
+  const std::vector<PeerInfo> all = {ibNode(0), ibNode(1), roceNode(2), roceNode(3)};
+  for (const auto& a : all)
+    for (const auto& b : all) {
+      if (a.rank == b.rank) continue;
+      const Link ab = selectLink(a, b), ba = selectLink(b, a);
+      EXPECT_EQ(ab.kind, ba.kind);
+      EXPECT_EQ(ab.listenerAddress, ba.listenerAddress);
+      EXPECT_EQ(ab.connectorAddress, ba.connectorAddress);
+      EXPECT_EQ(ab.linkClass, ba.linkClass);
+    }
+}
+
+TEST(LinkSelect, FasterSharedFabricWinsAndLabelsMustMatch) {
+  // Both NICs are Ethernet; the 1 Gbit/s cluster fabric beats the 125 Mbit/s WAN.
+  const PeerInfo a = peer(0, "c0n0", {nic("wan0", "10.20.0.1", NicKind::Ethernet, 125, "wan"),
+                                       nic("fab0", "10.10.0.1", NicKind::Ethernet, 1000, "cluster0")});
+  const PeerInfo b = peer(1, "c0n1", {nic("wan0", "10.20.0.2", NicKind::Ethernet, 125, "wan"),
+                                       nic("fab0", "10.10.0.2", NicKind::Ethernet, 1000, "cluster0")});
+  const PeerInfo c = peer(2, "c1n0", {nic("wan0", "10.20.1.1", NicKind::Ethernet, 125, "wan"),
+                                       nic("fab0", "10.10.1.1", NicKind::Ethernet, 1000, "cluster1")});
+  EXPECT_EQ(selectLink(a, b).fabric, "cluster0");
+  EXPECT_EQ(selectLink(a, b).listenerAddress, 1);
+  EXPECT_EQ(selectLink(a, c).fabric, "wan");
+  EXPECT_EQ(selectLink(a, c).listenerAddress, 0);
+  EXPECT_EQ(selectLink(b, c).linkClass, "net:wan");
+}
+
+TEST(LinkSelect, RdmaBeatsAFasterLookingEthernet) {
+  const PeerInfo a = peer(0, "h0", {nic("eth0", "10.0.0.1", NicKind::Ethernet, 400000, "lan"),
+                                     nic("ib0", "10.1.0.1", NicKind::Ib, 100000, "ibnet")});
+  const PeerInfo b = peer(1, "h1", {nic("eth0", "10.0.0.2", NicKind::Ethernet, 400000, "lan"),
+                                     nic("ib0", "10.1.0.2", NicKind::Ib, 100000, "ibnet")});
+  EXPECT_EQ(selectLink(a, b).fabric, "ibnet");
+}
+
+TEST(LinkSelect, EqualCandidatesAreBrokenDeterministically) {
+  const PeerInfo a = peer(0, "h0", {nic("b0", "10.2.0.1", NicKind::Ethernet, 0, "beta"),
+                                     nic("a0", "10.1.0.1", NicKind::Ethernet, 0, "alpha")});
+  const PeerInfo b = peer(1, "h1", {nic("a0", "10.1.0.2", NicKind::Ethernet, 0, "alpha"),
+                                     nic("b0", "10.2.0.2", NicKind::Ethernet, 0, "beta")});
+  EXPECT_EQ(selectLink(a, b).fabric, "alpha");
+  EXPECT_EQ(selectLink(b, a).fabric, "alpha");
+}
+
+TEST(LinkSelect, NoSharedFabricTriesTheFirstAddressAndSaysSo) {
+  const PeerInfo a = peer(0, "h0", {nic("eth0", "10.0.0.1", NicKind::Ethernet, 1000, "x")});
+  const PeerInfo b = peer(1, "h1", {nic("eth0", "10.9.0.1", NicKind::Ethernet, 1000, "y")});
+  const Link l = selectLink(a, b);
+  EXPECT_EQ(l.listenerAddress, 0);
+  EXPECT_NE(l.reason.find("no shared fabric"), std::string::npos) << l.reason;
+}
+
+TEST(PeerInfoWire, NicFactsSurviveTheRoundTrip) {
+  const PeerInfo p = roceNode(3);
+  const auto bytes = p.serialize();
+  PeerInfo q;
+  ASSERT_TRUE(PeerInfo::deserialize(bytes.data(), bytes.size(), q));
+  ASSERT_EQ(q.addresses.size(), 2u);
+  EXPECT_EQ(q.addresses[1].kind, NicKind::Roce);
+  EXPECT_EQ(q.addresses[1].speedMbps, 200000u);
+  EXPECT_EQ(q.addresses[1].fabric, "ip:192.168.2.0/24");
+  auto truncated = bytes;
+  truncated.pop_back();
+  EXPECT_FALSE(PeerInfo::deserialize(truncated.data(), truncated.size(), q));
+}
+
+}  // namespace
+}  // namespace hcl

@@ -1,0 +1,129 @@
+// The cost model: schedule replay, the plan table and its wire format.
+#include <gtest/gtest.h>
+
+#include "collectives/plan/plan.h"
+#include "collectives/plan/schedule_timing.h"
+#include "collectives/plan/topology_derive.h"
+#include "core/comm_plan.h"
+
+namespace hcl {
+namespace {
+
+LinkGraph uniform(int n, LinkCost cost) {
+  LinkGraph g;
+  g.nranks = n;
+  const int c = g.addClass("net:x", cost, false);
+  g.classOf.assign(static_cast<size_t>(n * n), c);
+  for (int r = 0; r < n; ++r) g.classOf[static_cast<size_t>(r * n + r)] = -1;
+  return g;
+}
+
+std::vector<Schedule> schedulesFor(const Planner& p, CollKind kind, int n, size_t count, size_t chunk = 512 * 1024) {
+  std::vector<Schedule> out;
+  for (int r = 0; r < n; ++r) {
+    CollArgs a;
+    a.kind = kind;
+    a.rank = r;
+    a.nranks = n;
+    a.count = count;
+    a.type = hclFloat32;
+    a.chunkBytes = chunk;
+    out.push_back(p.plan(a));
+  }
+  return out;
+}
+
+TEST(ScheduleTiming, RingAllReduceMatchesTheAlphaBetaFormula) {
+  const int n = 4;
+  const size_t bytes = 16 << 20;
+  LinkGraph g = uniform(n, {10, 100});
+  g.reduceBytesPerUs = 1e12;  // reductions free, to compare with the formula
+  const ScheduleEstimate e = estimateSchedules(schedulesFor(Planner("allreduce:ring"), CollKind::AllReduce, n, bytes / 4, 1 << 30), g);
+  ASSERT_TRUE(e.valid);
+  // 2(n-1) steps, each moving bytes/n over a link: 2(n-1)(alpha + bytes/(n beta)).
+  const double formula = 2.0 * (n - 1) * (10 + static_cast<double>(bytes) / n / 100);
+  EXPECT_NEAR(e.us, formula, formula * 0.01);
+  ASSERT_EQ(e.classesUsed.size(), 1u);
+  EXPECT_TRUE(e.classesUsed[0]);
+}
+
+TEST(ScheduleTiming, SlowerLinksCostMore) {
+  const auto s = schedulesFor(Planner("allreduce:ring"), CollKind::AllReduce, 3, 1 << 20);
+  const ScheduleEstimate fast = estimateSchedules(s, uniform(3, {10, 1000}));
+  const ScheduleEstimate slow = estimateSchedules(s, uniform(3, {10, 100}));
+  ASSERT_TRUE(fast.valid && slow.valid);
+  EXPECT_GT(slow.us, 5 * fast.us);
+}
+
+TEST(ScheduleTiming, MismatchedSchedulesAreInvalid) {
+  auto s = schedulesFor(Planner("allreduce:ring"), CollKind::AllReduce, 3, 1000);
+  s[1] = schedulesFor(Planner(), CollKind::AllGather, 3, 7)[1];
+  EXPECT_FALSE(estimateSchedules(s, uniform(3, {10, 100})).valid);
+}
+
+TEST(PlanTable, BucketsArePowersOfTwo) {
+  EXPECT_EQ(PlanTable::bucketFor(0), 0);
+  EXPECT_EQ(PlanTable::bucketFor(1), 0);
+  EXPECT_EQ(PlanTable::bucketFor(2), 1);
+  EXPECT_EQ(PlanTable::bucketFor(3), 2);
+  EXPECT_EQ(PlanTable::bucketFor(4096), 12);
+  EXPECT_EQ(PlanTable::bucketFor(4097), 13);
+  EXPECT_EQ(PlanTable::bucketFor(size_t{1} << 40), PlanTable::kBuckets - 1);
+}
+
+TEST(PlanTable, OverrideRestrictsTheChoiceAndTheTableIsComplete) {
+  const Planner planner("allreduce:ring");
+  const PlanTable t = planner.buildTable(uniform(4, {10, 100}), {}, 512 * 1024);
+  for (size_t bytes : {size_t{8}, size_t{4096}, size_t{1} << 20, size_t{1} << 26}) {
+    const PlanChoice* c = t.find(CollKind::AllReduce, bytes);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->algorithm, "ring");
+    EXPECT_GT(c->estimatedUs, 0);
+    EXPECT_EQ(c->linkClasses, (std::vector<std::string>{"net:x"}));
+    EXPECT_NE(c->candidates.find("ring"), std::string::npos);
+    EXPECT_EQ(c->candidates.find("rd "), std::string::npos) << "rd was excluded: " << c->candidates;
+    ASSERT_NE(t.find(CollKind::Broadcast, bytes), nullptr);
+    EXPECT_FALSE(t.find(CollKind::Broadcast, bytes)->algorithm.empty());
+  }
+  EXPECT_EQ(t.find(CollKind::SendRecv, 8), nullptr);
+}
+
+TEST(PlanTable, TheTableDrivesThePlannerEvenAgainstItsOwnOverride) {
+  // Rank 0 allowed only ring; a rank whose own HCL_ALGO says rd still runs ring.
+  auto table = std::make_shared<PlanTable>(Planner("allreduce:ring").buildTable(uniform(2, {10, 100}), {}, 512 * 1024));
+  Planner other("allreduce:rd");
+  EXPECT_STREQ(other.algorithmFor(CollKind::AllReduce, 64), "rd");
+  other.setTable(table);
+  EXPECT_STREQ(other.algorithmFor(CollKind::AllReduce, 64), "ring");
+}
+
+TEST(PlanTable, WireRoundTrip) {
+  LinkGraph g = uniform(4, {10, 100});
+  Topology topo;
+  topo.levels = {{0, 0, 1, 1}};
+  const PlanTable t = Planner().buildTable(g, topo, 512 * 1024);
+  const auto bytes = t.serialize();
+  PlanTable u;
+  ASSERT_TRUE(PlanTable::deserialize(bytes.data(), bytes.size(), u));
+  EXPECT_EQ(u.topology.levels, topo.levels);
+  ASSERT_EQ(u.choices.size(), t.choices.size());
+  const PlanChoice* a = t.find(CollKind::AllGather, 1 << 20);
+  const PlanChoice* b = u.find(CollKind::AllGather, 1 << 20);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->algorithm, b->algorithm);
+  EXPECT_DOUBLE_EQ(a->estimatedUs, b->estimatedUs);
+  EXPECT_EQ(a->candidates, b->candidates);
+  EXPECT_FALSE(PlanTable::deserialize(bytes.data(), bytes.size() - 3, u));
+}
+
+TEST(PlanTable, DescriptionNamesEveryCollectiveAndTheGroups) {
+  Topology topo;
+  topo.levels = {{0, 0, 1, 1}};
+  const std::string text = describePlanTable(Planner().buildTable(uniform(4, {10, 100}), topo, 512 * 1024));
+  for (const char* coll : {"allreduce", "broadcast", "reduce", "allgather", "reducescatter", "alltoall"})
+    EXPECT_NE(text.find(coll), std::string::npos) << coll << " missing from:\n" << text;
+  EXPECT_NE(text.find("level 0 groups: 0 0 1 1"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace hcl
