@@ -9,6 +9,7 @@
 
 #include "core/comm_plan.h"
 #include "core/host_identity.h"
+#include "core/link_probe.h"
 #include "core/log.h"
 #include "core/params.h"
 
@@ -103,10 +104,12 @@ Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16]
     log::info(static_cast<log::Subsys>(log::Init | log::Net), "rank {} -> rank {} via {}: {}", rank, p,
               connections[static_cast<size_t>(p)]->describe(), l.reason);
   }
-  std::shared_ptr<const PlanTable> plan;
-  HCL_TRY(agreeOnPlan(oob, peers, comm->planner(), settings.chunkBytes, {}, plan));
-  if (plan) comm->setPlanTable(std::move(plan));
   comm->setTopology(std::move(peers), std::move(links), std::move(transports), std::move(connections));
+  std::vector<LinkModelRule> measured;
+  if (paramBool("HCL_PROBE")) HCL_TRY(probeLinks(oob, comm, measured));
+  std::shared_ptr<const PlanTable> plan;
+  HCL_TRY(agreeOnPlan(oob, comm->peers(), comm->planner(), settings.chunkBytes, measured, plan));
+  if (plan) comm->setPlanTable(std::move(plan));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   log::info(log::Init, "Init COMPLETE rank {} nranks {} host {} pid {} - {:.1f} ms", rank, nranks,
             self.hostId, self.pid, ms);

@@ -239,6 +239,20 @@ hclResult_t hclStreamDestroy(hclStream_t stream);
  * full length including the terminator. */
 hclResult_t hclCommDescribeLinks(hclComm_t comm, char* buf, size_t size, size_t* needed);
 
+/* The plan the link-cost model chose for one collective at one size, the
+ * same on every rank (rank 0 computed it at init and sent it to the others).
+ * collective: "allreduce", "broadcast", "reduce", "allgather",
+ * "reducescatter", "alltoall", "gather" or "scatter" (any case); bytes: count
+ * times the element size, with NCCL's meaning of count for that collective. */
+typedef struct {
+  char algorithm[32];      /* "ring", "tree", "rhd", "rd", "hier", ... */
+  double estimatedUs;      /* the model's estimate; 0 when no table was built */
+  char linkClasses[256];   /* link classes carrying its data: "shm,net:wan" */
+  char candidates[1024];   /* every allowed algorithm with its estimate */
+  char groups[256];        /* group of each rank per level, innermost first: "0 0 1 1; 0 0 0 0" */
+} hclPlanInfo_t;
+hclResult_t hclCommGetPlan(hclComm_t comm, const char* collective, size_t bytes, hclPlanInfo_t* info);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -329,16 +329,18 @@ Status BenchThread::benchTime(hclDataType_t type, int op, int root, bool inPlace
 Status BenchThread::rowDetails(hclDataType_t type, int op, int root) {
   std::vector<double> used(kTransportKinds, 0.0);
   std::string algorithm;
+  double modelUs = 0;
   for (const RankSlot& s : slots_) {
-    const CallShape shape = ctx_.inspector->shape(ctx_.coll, s.rank, s.nranks, sizes_.counts.param, type, op, root);
+    const CallShape shape = ctx_.inspector->shape(s.comm, ctx_.coll, s.rank, s.nranks, sizes_.counts.param, type, op, root);
     algorithm = shape.algorithm;
+    modelUs = shape.modelUs;
     for (int peer : shape.peers) {
       const int kind = s.linkKinds[static_cast<size_t>(peer)];
       if (kind >= 0) used[static_cast<size_t>(kind)] = 1.0;
     }
   }
   HCL_TRY(world_.maxEach(used));
-  if (reporter_) reporter_->rowDetails(algorithm, transportList(used));
+  if (reporter_) reporter_->rowDetails(algorithm, transportList(used), modelUs);
   return {};
 }
 

@@ -63,14 +63,31 @@ Status describeLinkKinds(hclComm_t comm, int rank, int nranks, std::vector<int>&
   return {};
 }
 
-CallInspector::CallInspector()
-    : planner_(std::make_unique<Planner>(paramString("HCL_ALGO"))),
-      chunkBytes_(static_cast<size_t>(paramInt("HCL_CHUNK_BYTES"))) {}
+namespace {
+
+// "0 0 1 1; 0 0 0 0" (hclPlanInfo_t::groups) back into levels.
+Topology parseGroups(const char* text, int nranks) {
+  Topology topo;
+  std::istringstream levels(text);
+  std::string level;
+  while (std::getline(levels, level, ';')) {
+    std::istringstream ids(level);
+    std::vector<int> groups;
+    int g = 0;
+    while (ids >> g) groups.push_back(g);
+    if (static_cast<int>(groups.size()) == nranks) topo.levels.push_back(std::move(groups));
+  }
+  return topo;
+}
+
+}  // namespace
+
+CallInspector::CallInspector() : chunkBytes_(static_cast<size_t>(paramInt("HCL_CHUNK_BYTES"))) {}
 
 CallInspector::~CallInspector() = default;
 
-CallShape CallInspector::shape(const CollectiveTest& coll, int rank, int nranks, size_t count, hclDataType_t type,
-                               int op, int root) const {
+CallShape CallInspector::shape(hclComm_t comm, const CollectiveTest& coll, int rank, int nranks, size_t count,
+                               hclDataType_t type, int op, int root) const {
   CallShape out;
   if (coll.kind == CollKind::SendRecv) {
     out.algorithm = "p2p";
@@ -86,9 +103,14 @@ CallShape CallInspector::shape(const CollectiveTest& coll, int rank, int nranks,
     args.root = coll.rooted ? root : 0;
     args.inPlace = false;
     args.chunkBytes = chunkBytes_;
-    const Schedule schedule = planner_->plan(args);
-    out.algorithm =
-        schedule.algorithm.empty() ? planner_->algorithmFor(coll.kind, count * typeSize(type)) : schedule.algorithm;
+    hclPlanInfo_t plan{};
+    if (hclCommGetPlan(comm, collKindName(coll.kind), count * typeSize(type), &plan) != hclSuccess) return out;
+    const Topology topology = parseGroups(plan.groups, nranks);
+    if (!topology.flat()) args.topology = &topology;
+    const Planner planner(std::string(collKindName(coll.kind)) + ":" + plan.algorithm);
+    const Schedule schedule = planner.plan(args);
+    out.algorithm = plan.algorithm;
+    out.modelUs = plan.estimatedUs;
     for (const Step& step : schedule.steps) {
       if (step.kind == Step::Kind::Send || step.kind == Step::Kind::Recv) out.peers.push_back(step.peer);
     }

@@ -1,7 +1,9 @@
 // -H: which algorithm a call ran and which transports it used. The algorithm
-// and the peers a rank exchanges data with come from the schedule HCL's
-// planner builds for that very call (same HCL_ALGO, same chunk size); the
-// transport of each peer comes from hclCommDescribeLinks.
+// is the communicator's own choice (hclCommGetPlan); the peers a rank
+// exchanges data with come from that algorithm's schedule for the call (same
+// chunk size; hierarchical schedules are rebuilt with the groups that
+// hclCommGetPlan reports); the transport of each peer comes from
+// hclCommDescribeLinks.
 #pragma once
 
 #include <memory>
@@ -23,6 +25,7 @@ Status describeLinkKinds(hclComm_t comm, int rank, int nranks, std::vector<int>&
 
 struct CallShape {
   std::string algorithm;
+  double modelUs = 0;      // the cost model's estimate (hclPlanInfo_t::estimatedUs)
   std::vector<int> peers;  // ranks this rank sends to or receives from
 };
 
@@ -30,11 +33,10 @@ class CallInspector {
  public:
   CallInspector();
   ~CallInspector();
-  CallShape shape(const CollectiveTest& coll, int rank, int nranks, size_t count, hclDataType_t type, int op,
-                  int root) const;
+  CallShape shape(hclComm_t comm, const CollectiveTest& coll, int rank, int nranks, size_t count,
+                  hclDataType_t type, int op, int root) const;
 
  private:
-  std::unique_ptr<Planner> planner_;
   size_t chunkBytes_;
 };
 

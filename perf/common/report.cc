@@ -322,13 +322,15 @@ void Reporter::rowPerIteration(const IterStats& s, const std::vector<double>& ti
   json_->endObject();
 }
 
-void Reporter::rowDetails(const std::string& algorithm, const std::string& transports) {
+void Reporter::rowDetails(const std::string& algorithm, const std::string& transports, double modelUs) {
   print("  %9s  %s", algorithm.c_str(), transports.c_str());
   if (!json_) return;
   json_->key("hcl_algorithm");
   json_->string(algorithm);
   json_->key("hcl_transports");
   json_->string(transports);
+  json_->key("hcl_model_us");
+  json_->number(modelUs);
 }
 
 void Reporter::rowEnd() {

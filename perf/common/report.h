@@ -45,7 +45,10 @@ class Reporter {
   void rowStart(size_t bytes, size_t count, const char* typeName, const char* opName, int root);
   void rowHalf(double timeUsec, double algBw, double busBw, bool checked, int64_t wrong, bool outOfPlace);
   void rowPerIteration(const IterStats& stats, const std::vector<double>& times, int skipped, bool outOfPlace);
-  void rowDetails(const std::string& algorithm, const std::string& transports);
+  // -H: the algorithm, the transports, and the cost model's estimate for the
+  // call (0 when the communicator has no plan table); the estimate goes to
+  // the JSON only.
+  void rowDetails(const std::string& algorithm, const std::string& transports, double modelUs);
   void rowEnd();
   // minBw < 0: NCCL_TESTS_MIN_BW unset.
   void footer(int64_t errors, double avgBusBw, double minBw);

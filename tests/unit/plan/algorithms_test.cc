@@ -127,10 +127,16 @@ TEST(Planner, OverrideGrammar) {
   EXPECT_STREQ(hcl::Planner("allreduce:rd").algorithmFor(CollKind::AllReduce, 1 << 20), "ring");
   EXPECT_STREQ(hcl::Planner("ring").algorithmFor(CollKind::AllReduce), "ring");
   EXPECT_STREQ(hcl::Planner("allreduce:ring;broadcast:ring").algorithmFor(CollKind::Broadcast), "ring");
-  // Excluding the only unlimited algorithm brings it back (with a warning).
-  EXPECT_STREQ(hcl::Planner("^ring").algorithmFor(CollKind::AllReduce), "ring");
+  EXPECT_STREQ(hcl::Planner("^ring").algorithmFor(CollKind::AllReduce), "tree");
   EXPECT_STREQ(hcl::Planner("^ring").algorithmFor(CollKind::AllReduce, 8), "rd");
+  // Excluding every unlimited algorithm brings the default back (with a warning).
+  EXPECT_STREQ(hcl::Planner("^ring,tree,rhd,hier").algorithmFor(CollKind::AllReduce), "ring");
   EXPECT_STREQ(hcl::Planner("tree").algorithmFor(CollKind::AlltoAll), "pairwise");
+  // NCCL's grammar: a generic list, and a per-collective clause that wins for its collective.
+  const hcl::Planner mixed("ring,tree;allreduce:hier");
+  EXPECT_STREQ(mixed.algorithmFor(CollKind::AllReduce, 8), "hier");
+  EXPECT_STREQ(mixed.algorithmFor(CollKind::Broadcast, 8), "ring");
+  EXPECT_STREQ(hcl::Planner("^ring;allgather:rhd").algorithmFor(CollKind::AllGather), "rhd");
 }
 
 }  // namespace

@@ -1,0 +1,78 @@
+// hclCommGetPlan: the cost model's choice, as every rank of a communicator runs it.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include "core/errors.h"
+#include "core/validate.h"
+
+using namespace hcl;
+
+namespace {
+
+constexpr CollKind kNamedKinds[] = {CollKind::AllReduce, CollKind::Broadcast,     CollKind::Reduce,
+                                    CollKind::AllGather, CollKind::ReduceScatter, CollKind::AlltoAll,
+                                    CollKind::Gather,    CollKind::Scatter};
+
+bool kindFromName(const char* name, CollKind& out) {
+  std::string lowered(name);
+  std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (CollKind k : kNamedKinds) {
+    if (lowered == collKindName(k)) {
+      out = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+template <size_t N>
+void copyText(char (&dst)[N], const std::string& text) {
+  const size_t n = std::min(N - 1, text.size());
+  std::memcpy(dst, text.data(), n);
+  dst[n] = '\0';
+}
+
+std::string groupsText(const Topology& topology) {
+  std::string out;
+  for (const auto& level : topology.levels) {
+    if (!out.empty()) out += "; ";
+    for (size_t r = 0; r < level.size(); ++r) out += fmt::format("{}{}", r ? " " : "", level[r]);
+  }
+  return out;
+}
+
+}  // namespace
+
+extern "C" hclResult_t hclCommGetPlan(hclComm_t comm, const char* collective, size_t bytes, hclPlanInfo_t* info) {
+  Status s;
+  if (!comm) s = invalidArgument("comm is NULL");
+  else if (!isLiveHandle(comm) || !comm->impl)
+    s = invalidArgument(fmt::format("comm {} is not a valid communicator (destroyed or never created)",
+                                    static_cast<const void*>(comm)));
+  else if (!collective) s = invalidArgument("collective is NULL");
+  else if (!info) s = invalidArgument("info is NULL");
+  CollKind kind = CollKind::AllReduce;
+  if (s.ok() && !kindFromName(collective, kind))
+    s = invalidArgument(fmt::format("collective '{}' is not one of allreduce, broadcast, reduce, allgather, "
+                                    "reducescatter, alltoall, gather, scatter",
+                                    collective));
+  if (!s.ok()) return report(s.withContext("hclCommGetPlan"));
+
+  const Planner& planner = comm->impl->planner();
+  *info = hclPlanInfo_t{};
+  copyText(info->algorithm, planner.algorithmFor(kind, bytes));
+  if (const PlanTable* table = planner.table()) {
+    if (const PlanChoice* c = table->find(kind, bytes)) {
+      std::string classes;
+      for (const auto& cls : c->linkClasses) classes += (classes.empty() ? "" : ",") + cls;
+      info->estimatedUs = c->algorithm == info->algorithm ? c->estimatedUs : 0;
+      copyText(info->linkClasses, classes);
+      copyText(info->candidates, c->candidates);
+    }
+    copyText(info->groups, groupsText(table->topology));
+  }
+  return hclSuccess;
+}
