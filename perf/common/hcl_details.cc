@@ -107,8 +107,10 @@ CallShape CallInspector::shape(hclComm_t comm, const CollectiveTest& coll, int r
     if (hclCommGetPlan(comm, collKindName(coll.kind), count * typeSize(type), &plan) != hclSuccess) return out;
     const Topology topology = parseGroups(plan.groups, nranks);
     if (!topology.flat()) args.topology = &topology;
-    const Planner planner(std::string(collKindName(coll.kind)) + ":" + plan.algorithm);
-    const Schedule schedule = planner.plan(args);
+    Schedule schedule;
+    for (const AlgorithmEntry& e : algorithmTable()) {
+      if (e.kind == coll.kind && plan.algorithm == std::string_view(e.name)) schedule = e.generate(args);
+    }
     out.algorithm = plan.algorithm;
     out.modelUs = plan.estimatedUs;
     for (const Step& step : schedule.steps) {

@@ -1,0 +1,169 @@
+// The plan agreed at init: hclCommGetPlan, HCL_LINK_MODEL, HCL_PROBE, and
+// hierarchical algorithms over real transports between emulated hosts.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "collective_checks.h"
+#include "multiprocess.h"
+
+namespace {
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+std::string writeTempFile(const std::string& text) {
+  char path[] = "/tmp/hcl-link-model-XXXXXX";
+  const int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  return path;
+}
+
+std::vector<hclComm_t> initAll(int n) {
+  std::vector<hclComm_t> comms(static_cast<size_t>(n), nullptr);
+  EXPECT_EQ(hclCommInitAll(comms.data(), n, nullptr), hclSuccess) << hclGetLastError(nullptr);
+  return comms;
+}
+
+void destroyAll(std::vector<hclComm_t>& comms) {
+  for (hclComm_t c : comms)
+    if (c) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+}
+
+TEST(GetPlan, EveryRankReportsTheSameChoiceOverLocalLinks) {
+  auto comms = initAll(4);
+  for (const char* coll : {"allreduce", "AllGather", "reducescatter", "broadcast", "reduce", "alltoall"}) {
+    for (size_t bytes : {size_t{8}, size_t{64} << 10, size_t{16} << 20}) {
+      hclPlanInfo_t first{};
+      ASSERT_EQ(hclCommGetPlan(comms[0], coll, bytes, &first), hclSuccess) << hclGetLastError(nullptr);
+      EXPECT_GT(std::strlen(first.algorithm), 0u);
+      EXPECT_GT(first.estimatedUs, 0) << coll << " " << bytes;
+      EXPECT_STREQ(first.linkClasses, "local") << coll;
+      EXPECT_NE(std::strstr(first.candidates, first.algorithm), nullptr) << first.candidates;
+      EXPECT_STREQ(first.groups, "");  // one process: no hierarchy
+      for (size_t r = 1; r < comms.size(); ++r) {
+        hclPlanInfo_t other{};
+        ASSERT_EQ(hclCommGetPlan(comms[r], coll, bytes, &other), hclSuccess);
+        EXPECT_STREQ(other.algorithm, first.algorithm);
+        EXPECT_DOUBLE_EQ(other.estimatedUs, first.estimatedUs);
+      }
+    }
+  }
+  destroyAll(comms);
+}
+
+TEST(GetPlan, BadArgumentsNameTheArgument) {
+  auto comms = initAll(2);
+  hclPlanInfo_t info{};
+  EXPECT_EQ(hclCommGetPlan(nullptr, "allreduce", 8, &info), hclInvalidArgument);
+  EXPECT_NE(std::string(hclGetLastError(nullptr)).find("hclCommGetPlan: comm is NULL"), std::string::npos)
+      << hclGetLastError(nullptr);
+  EXPECT_EQ(hclCommGetPlan(comms[0], nullptr, 8, &info), hclInvalidArgument);
+  EXPECT_NE(std::string(hclGetLastError(nullptr)).find("collective is NULL"), std::string::npos);
+  EXPECT_EQ(hclCommGetPlan(comms[0], "allreduc", 8, &info), hclInvalidArgument);
+  EXPECT_NE(std::string(hclGetLastError(nullptr)).find("collective 'allreduc' is not one of"), std::string::npos)
+      << hclGetLastError(nullptr);
+  EXPECT_EQ(hclCommGetPlan(comms[0], "allreduce", 8, nullptr), hclInvalidArgument);
+  EXPECT_NE(std::string(hclGetLastError(nullptr)).find("info is NULL"), std::string::npos);
+  EXPECT_EQ(hclCommGetPlan(comms[0], "allreduce", 8, &info), hclSuccess);
+  destroyAll(comms);
+}
+
+TEST(LinkModel, AFileChangesTheEstimates) {
+  double fast = 0, slow = 0;
+  {
+    auto comms = initAll(2);
+    hclPlanInfo_t info{};
+    ASSERT_EQ(hclCommGetPlan(comms[0], "allreduce", 1 << 20, &info), hclSuccess);
+    fast = info.estimatedUs;
+    destroyAll(comms);
+  }
+  const std::string path = writeTempFile("# slow local links\nlocal 100us 10MB/s\n");
+  {
+    ScopedEnv model("HCL_LINK_MODEL", path);
+    auto comms = initAll(2);
+    hclPlanInfo_t info{};
+    ASSERT_EQ(hclCommGetPlan(comms[0], "allreduce", 1 << 20, &info), hclSuccess);
+    slow = info.estimatedUs;
+    destroyAll(comms);
+  }
+  std::remove(path.c_str());
+  EXPECT_GT(slow, 10 * fast) << "fast " << fast << " us, slow " << slow << " us";
+}
+
+TEST(LinkModel, ABadFileFailsInitWithTheLine) {
+  const std::string path = writeTempFile("local 1us 10GB/s\nnet:wan 50us\n");
+  ScopedEnv model("HCL_LINK_MODEL", path);
+  std::vector<hclComm_t> comms(2, nullptr);
+  EXPECT_EQ(hclCommInitAll(comms.data(), 2, nullptr), hclInvalidUsage);
+  const std::string text = hclGetLastError(nullptr);
+  EXPECT_NE(text.find("HCL_LINK_MODEL=" + path + ": line 2"), std::string::npos) << text;
+  std::remove(path.c_str());
+}
+
+TEST(Probe, MeasuredCostsReachThePlan) {
+  ScopedEnv probe("HCL_PROBE", "1");
+  auto comms = initAll(3);
+  hclPlanInfo_t info{};
+  ASSERT_EQ(hclCommGetPlan(comms[1], "allreduce", 1 << 20, &info), hclSuccess);
+  EXPECT_GT(info.estimatedUs, 0);
+  std::vector<float> data(1024, 1.0f);
+  std::vector<std::vector<float>> out(3, std::vector<float>(1024));
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  for (size_t r = 0; r < 3; ++r)
+    ASSERT_EQ(hclAllReduce(data.data(), out[r].data(), 1024, hclFloat32, hclSum, comms[r], nullptr), hclSuccess);
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
+  for (const auto& o : out) EXPECT_EQ(o[17], 3.0f);
+  destroyAll(comms);
+}
+
+// Two emulated hosts of two ranks each: shared memory inside a host, TCP
+// between them. The plan sees the hosts as groups; with hier forced (on rank
+// 0, whose table every rank follows) every collective is still exact.
+TEST(Hierarchy, EmulatedHostsGroupAndHierIsExactOverRealTransports) {
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  auto results = hcltest::runProcesses(
+      4,
+      [&](int rank) {
+        setenv("HCL_HOSTID", rank < 2 ? "emulated-host-a" : "emulated-host-b", 1);
+        if (rank == 0) setenv("HCL_ALGO", "hier", 1);
+        hclComm_t comm = nullptr;
+        RANK_HCL(hclCommInitRank(&comm, 4, id, rank));
+        hclPlanInfo_t info{};
+        RANK_HCL(hclCommGetPlan(comm, "allreduce", 16 << 20, &info));
+        if (std::strcmp(info.groups, "0 0 1 1") != 0 || std::strcmp(info.algorithm, "hier") != 0) {
+          std::fprintf(stderr, "rank %d: groups '%s', algorithm '%s'\n", rank, info.groups, info.algorithm);
+          return 2;
+        }
+        if (std::strstr(info.linkClasses, "shm") == nullptr || std::strstr(info.linkClasses, "net:") == nullptr) {
+          std::fprintf(stderr, "rank %d: hier should cross shm and the network: '%s'\n", rank, info.linkClasses);
+          return 3;
+        }
+        hcltest::CheckConfig cfg;
+        cfg.bigCounts = {(1u << 18) + 3};
+        const int rc = hcltest::checkAllCollectives(comm, cfg);
+        RANK_HCL(hclCommDestroy(comm));
+        return rc;
+      },
+      400, {{"HCL_TIMEOUT_MS", "60000"}});
+  EXPECT_EQ(hcltest::describeFailures(results), "");
+}
+
+}  // namespace
