@@ -13,6 +13,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -265,8 +266,11 @@ std::string run(const Call& c) {
     ranks[r] = {planner.plan(a), in, out, specFor(c.num, c.n)};
     if (ranks[r].schedule.algorithm != "hier") return "the planner chose " + ranks[r].schedule.algorithm;
   }
+  std::vector<Buffer> sentBefore = send;
   const std::string error = hcltest::simulate(ranks);
   if (!error.empty()) return error;
+  for (size_t r = 0; r < n && !c.inPlace; ++r)
+    if (send[r].bytes != sentBefore[r].bytes) return "rank " + std::to_string(r) + " wrote its send buffer";
   for (size_t r = 0; r < n; ++r) {
     const auto* out = static_cast<const unsigned char*>(ranks[r].recv);
     for (size_t i = 0; i < outputElems(c); ++i) {
@@ -299,7 +303,7 @@ struct Size {
 
 // 0, 1, 7, one not divisible by n, and one that takes many slices.
 std::vector<Size> sizesFor(int n) {
-  return {{0, 4096}, {1, 4096}, {7, 4096}, {static_cast<size_t>(n) * 11 + 3, 4096}, {600, 32}};
+  return {{0, 4096}, {1, 4096}, {7, 4096}, {static_cast<size_t>(n) * 11 + 1, 4096}, {600, 32}};
 }
 
 class Hierarchical : public ::testing::TestWithParam<int> {};
@@ -339,6 +343,39 @@ TEST_P(Hierarchical, Broadcast) {
 
 INSTANTIATE_TEST_SUITE_P(RankCounts, Hierarchical, ::testing::Range(1, kMaxRanks + 1),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+// Any partition at any level works, nested or not, numbered or not: every
+// level only splits the set of ranks the level below handed it.
+TEST(HierarchicalRandom, ArbitraryPartitions) {
+  std::mt19937 rng(2024);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 12);
+    hcl::Topology topology;
+    const size_t levels = rng() % 4;
+    for (size_t l = 0; l < levels; ++l) {
+      const int groups = 1 + static_cast<int>(rng() % static_cast<unsigned>(n));
+      std::vector<int> ids;
+      for (int r = 0; r < n; ++r) ids.push_back(static_cast<int>(rng() % static_cast<unsigned>(groups)) * 3);
+      topology.levels.push_back(ids);
+    }
+    const size_t count = rng() % 50;
+    const size_t chunkBytes = 8u << (rng() % 4);
+    const int root = static_cast<int>(rng() % static_cast<unsigned>(n));
+    const bool inPlace = rng() % 2 == 1;
+    for (CollKind kind : {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::Reduce, CollKind::AllGather,
+                          CollKind::Broadcast}) {
+      const Numeric num = reduces(kind) ? (trial % 2 ? kHalfAvg : kBf16PreMul) : kMovements[trial % 2];
+      const Call c{kind, n, &topology, count, chunkBytes, root, inPlace, num};
+      std::string levelsText;
+      for (const auto& level : topology.levels) {
+        levelsText += " [";
+        for (int g : level) levelsText += std::to_string(g) + " ";
+        levelsText += "]";
+      }
+      ASSERT_EQ(run(c), "") << describe(c, "random" + levelsText);
+    }
+  }
+}
 
 // ---- Structure --------------------------------------------------------------
 
