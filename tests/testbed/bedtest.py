@@ -101,3 +101,15 @@ class Checks:
             return 1
         print("%s: all checks passed (%.1fs)" % (self.name, dt))
         return 0
+
+
+def read_rank_logs(logdir, size):
+    """Each rank's log from a run's --logdir ("" for a rank that wrote none)."""
+    logs = []
+    for r in range(size):
+        try:
+            with open(os.path.join(logdir, "rank%d.log" % r)) as f:
+                logs.append(f.read())
+        except OSError:
+            logs.append("")
+    return logs

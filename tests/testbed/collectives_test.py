@@ -66,13 +66,7 @@ def run_one(c, testbed, binary, clusters, nodes):
                 "--", "sh", "-c", WRAPPER, binary] + PERF_ARGS
         res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         dt = time.monotonic() - t0
-        logs = []
-        for r in range(size):
-            try:
-                with open(os.path.join(logdir, "rank%d.log" % r)) as f:
-                    logs.append(f.read())
-            except OSError:
-                logs.append("")
+        logs = bedtest.read_rank_logs(logdir, size)
         m = re.search(r"run (hclbed-\S+):", res.stderr)
         run = m.group(1) if m else None
 

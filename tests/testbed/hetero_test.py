@@ -46,13 +46,7 @@ def run_bed(testbed, clusters, nodes, binary, env):
             argv += ["-e", kv]
         argv += ["--", binary] + PERF_ARGS
         res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-        logs = []
-        for r in range(size):
-            try:
-                with open(os.path.join(logdir, "rank%d.log" % r)) as f:
-                    logs.append(f.read())
-            except OSError:
-                logs.append("")
+        logs = bedtest.read_rank_logs(logdir, size)
     m = re.search(r"run (hclbed-\S+):", res.stderr)
     return res, logs, (m.group(1) if m else None)
 
