@@ -55,6 +55,20 @@ size_t piecesAtTheTop(const std::vector<Level>& levels, std::vector<int> ranks) 
   }
 }
 
+// An owner's share of a group's reduction: reduce-scatter among the owners,
+// then fold in the extras' contributions to the owner's shard.
+Placement reduceOwnShard(Emitter& e, const std::vector<int>& owners, const std::vector<int>& extras,
+                         size_t myIndex, const std::vector<Chunk>& shards, const Placement& in) {
+  const Chunk& mine = shards[myIndex];
+  const Placement sum = e.takeAccumulators(mine);
+  Placement partial = in;
+  if (owners.size() > 1) {
+    hier::ringReduceScatter(e, owners, myIndex, shards, in, sum);
+    partial = sum;
+  }
+  return hier::addContributions(e, extras, mine, partial, sum);
+}
+
 void flatAllReduce(Emitter& e, const std::vector<int>& ranks, const Placement& in, Range range) {
   const Placement out = e.recvBuffer();
   if (ranks.size() == 1) {
@@ -101,13 +115,7 @@ void allReduceAmong(Emitter& e, const std::vector<Level>& levels, size_t level, 
   }
   const size_t mark = e.scratch.mark();
   const Chunk& mine = shards[split.myIndex];
-  const Placement sum = e.takeAccumulators(mine);
-  Placement partial = in;
-  if (owners.size() > 1) {
-    hier::ringReduceScatter(e, owners, split.myIndex, shards, in, sum);
-    partial = sum;
-  }
-  partial = hier::addContributions(e, extras, mine, partial, sum);
+  const Placement partial = reduceOwnShard(e, owners, extras, split.myIndex, shards, in);
   allReduceAmong(e, levels, level + 1, hier::ranksAt(ranks, split.column(split.myIndex)), partial, mine[0]);
   for (int extra : extras) hier::sendChunk(e, extra, mine, e.recvBuffer());
   hier::ringAllGather(e, owners, split.myIndex, shards, e.recvBuffer());
@@ -252,13 +260,7 @@ void reduceScatterAmong(Emitter& e, const std::vector<Level>& levels, size_t lev
   }
   const size_t mark = e.scratch.mark();
   const Chunk& mine = shards[split.myIndex];
-  const Placement sum = e.takeAccumulators(mine);
-  Placement partial = in;
-  if (owners.size() > 1) {
-    hier::ringReduceScatter(e, owners, split.myIndex, shards, in, sum);
-    partial = sum;
-  }
-  partial = hier::addContributions(e, extras, mine, partial, sum);
+  const Placement partial = reduceOwnShard(e, owners, extras, split.myIndex, shards, in);
   // Results for my partnered extras come back to me first.
   const auto& positions = split.mine();
   std::vector<std::pair<int, Chunk>> forwarded;
