@@ -39,6 +39,8 @@ CommSettings settingsFromParams(const hclConfig_t* config) {
   s.chunkBytes = static_cast<size_t>(std::max<int64_t>(4096, paramInt("HCL_CHUNK_BYTES")));
   s.algoOverride = paramString("HCL_ALGO");
   s.spinUs = paramInt("HCL_SPIN_US");
+  s.stageChunkBytes = static_cast<size_t>(std::max<int64_t>(4096, paramInt("HCL_STAGE_CHUNK_BYTES")));
+  s.stageSlots = static_cast<int>(std::clamp<int64_t>(paramInt("HCL_STAGE_SLOTS"), 2, 16));
   if (config) {
     if (config->commName) s.name = config->commName;
   }

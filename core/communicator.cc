@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/log.h"
@@ -14,7 +15,7 @@ Communicator::Communicator(int rank, int nranks, const uint8_t secret[16], uint6
       nranks_(nranks),
       commTag_(commTag),
       settings_(std::move(settings)),
-      device_(&cpuDevice()),
+      device_(settings_.device ? settings_.device : &cpuDevice()),
       planner_(settings_.algoOverride) {
   std::memcpy(secret_, secret, sizeof secret_);
 }
@@ -23,6 +24,16 @@ Communicator::~Communicator() {
   // Connections go before the transports that made them.
   connections_.clear();
   transports_.clear();
+}
+
+Status Communicator::staging(StagingArea** out) {
+  if (!staging_) {
+    auto area = std::make_unique<StagingArea>(*device_, settings_.stageChunkBytes, settings_.stageSlots);
+    HCL_TRY(area->init());
+    staging_ = std::move(area);
+  }
+  *out = staging_.get();
+  return {};
 }
 
 void Communicator::requestAbort() {
@@ -85,6 +96,7 @@ void Communicator::setTopology(std::vector<PeerInfo> peers, std::vector<Link> li
                                std::vector<std::unique_ptr<Transport>> transports,
                                std::vector<std::unique_ptr<Connection>> connections) {
   peers_ = std::move(peers);
+  staged_ = std::any_of(peers_.begin(), peers_.end(), [](const PeerInfo& p) { return p.deviceKind != DeviceKind::Cpu; });
   links_ = std::move(links);
   transports_ = std::move(transports);
   connections_ = std::move(connections);

@@ -13,6 +13,7 @@
 #include "core/peer_info.h"
 #include "core/redop.h"
 #include "core/status.h"
+#include "core/staging.h"
 #include "device/device.h"
 #include "transports/link.h"
 #include "transports/transport.h"
@@ -25,6 +26,9 @@ struct CommSettings {
   std::string algoOverride;
   std::string name;  // config commName
   int64_t spinUs = 50;
+  Device* device = nullptr;  // null: the CPU
+  size_t stageChunkBytes = 1 << 20;
+  int stageSlots = 3;
 };
 
 class Communicator {
@@ -39,6 +43,11 @@ class Communicator {
   uint64_t commTag() const { return commTag_; }
   const CommSettings& settings() const { return settings_; }
   Device& device() { return *device_; }
+  // True when any rank computes on a GPU: then every rank runs collectives
+  // through the host-staged pipeline (core/staged_run.h), so chunks match.
+  bool staged() const { return staged_; }
+  // The bounce buffers and copy queues, made at the first staged operation.
+  Status staging(StagingArea** out);
   const Planner& planner() const { return planner_; }
   void setPlanTable(std::shared_ptr<const PlanTable> table) { planner_.setTable(std::move(table)); }
   RedOpTable& redOps() { return redOps_; }
@@ -81,6 +90,8 @@ class Communicator {
   uint64_t commTag_;
   CommSettings settings_;
   Device* device_;
+  bool staged_ = false;
+  std::unique_ptr<StagingArea> staging_;
   Planner planner_;
   RedOpTable redOps_;
   std::vector<PeerInfo> peers_;

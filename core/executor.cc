@@ -56,7 +56,8 @@ int ScheduleRun::waitingOn() const {
 
 Status ScheduleRun::advance(bool* done, bool* progressed) {
   *done = false;
-  Device& dev = comm_.device();
+  // Schedules run on host memory; device buffers are staged (staged_run.h).
+  Device& dev = cpuDevice();
   while (pc_ < schedule_.steps.size()) {
     const Step& st = schedule_.steps[pc_];
     switch (st.kind) {
@@ -83,16 +84,16 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
         break;
       }
       case Step::Kind::Reduce:
-        dev.reduce(resolve(st.dst), st.dstForm, resolve(st.a), st.aForm, resolve(st.b), st.bForm,
-                   st.count, spec_);
+        HCL_TRY(dev.reduce(resolve(st.dst), st.dstForm, resolve(st.a), st.aForm, resolve(st.b), st.bForm,
+                           st.count, spec_));
         *progressed = true;
         break;
       case Step::Kind::Convert:
-        dev.convert(resolve(st.dst), st.dstForm, resolve(st.a), st.aForm, st.count, spec_);
+        HCL_TRY(dev.convert(resolve(st.dst), st.dstForm, resolve(st.a), st.aForm, st.count, spec_));
         *progressed = true;
         break;
       case Step::Kind::Copy:
-        dev.copy(resolve(st.dst), resolve(st.a), st.bytes);
+        HCL_TRY(dev.copy(resolve(st.dst), resolve(st.a), st.bytes));
         *progressed = true;
         break;
     }

@@ -19,18 +19,26 @@ struct RunBuffers {
   std::vector<void*> user;  // BufferId::User table
 };
 
-// One schedule bound to buffers on one communicator.
-class ScheduleRun {
+// One operation in flight on one communicator, advanced without blocking.
+class OpRun {
+ public:
+  virtual ~OpRun() = default;
+  // Does what it can without blocking. Sets *done when the operation has
+  // completed; *progressed when anything moved.
+  virtual Status advance(bool* done, bool* progressed) = 0;
+  // The peer the run is waiting for right now (-1: none), for diagnostics.
+  virtual int waitingOn() const = 0;
+};
+
+// One schedule bound to host buffers on one communicator.
+class ScheduleRun final : public OpRun {
  public:
   ScheduleRun(Communicator& comm, Schedule schedule, RunBuffers buffers, ReduceSpec spec);
-  ~ScheduleRun();
+  ~ScheduleRun() override;
   ScheduleRun(const ScheduleRun&) = delete;
   ScheduleRun& operator=(const ScheduleRun&) = delete;
-  // Does what it can without blocking. Sets *done when every step ran and
-  // every transfer completed; *progressed when anything moved.
-  Status advance(bool* done, bool* progressed);
-  // The peer the run is waiting for right now (-1: none), for diagnostics.
-  int waitingOn() const;
+  Status advance(bool* done, bool* progressed) override;
+  int waitingOn() const override;
   const Schedule& schedule() const { return schedule_; }
 
  private:
@@ -53,7 +61,7 @@ class ScheduleRun {
 // then, and scratch is held only while needed).
 class CommTask {
  public:
-  using Maker = std::function<Status(std::unique_ptr<ScheduleRun>&)>;
+  using Maker = std::function<Status(std::unique_ptr<OpRun>&)>;
   CommTask(std::shared_ptr<Communicator> comm, std::string callName);
   void add(Maker maker) { makers_.push_back(std::move(maker)); }
   Status advance(bool* done, bool* progressed);
@@ -66,7 +74,7 @@ class CommTask {
   std::string callName_;
   std::vector<Maker> makers_;
   size_t next_ = 0;
-  std::unique_ptr<ScheduleRun> current_;
+  std::unique_ptr<OpRun> current_;
 };
 
 // Drives tasks round-robin until all finish, one fails, a communicator is

@@ -8,6 +8,7 @@
 
 #include "collectives/algorithms/p2p.h"
 #include "core/executor.h"
+#include "core/staged_run.h"
 
 namespace hcl {
 namespace {
@@ -22,10 +23,19 @@ struct GroupState {
 thread_local GroupState tlsGroup;
 
 CommTask::Maker collectiveMaker(PendingOp op) {
-  return [op = std::move(op)](std::unique_ptr<ScheduleRun>& out) -> Status {
+  return [op = std::move(op)](std::unique_ptr<OpRun>& out) -> Status {
     Communicator& comm = *op.comm;
     ReduceSpec spec = op.spec;
-    if (op.scalarPointer) readScalar(op.type, op.scalarPointer, spec.scalarFloat, spec.scalarInt, spec.scalarUint);
+    if (op.scalarPointer) {
+      // A scalar in device memory (hclScalarDevice on a GPU) is read through the device.
+      uint64_t scalar = 0;
+      const void* from = op.scalarPointer;
+      if (comm.device().isDeviceMemory(from)) {
+        HCL_TRY(comm.device().copy(&scalar, from, dataTypeSize(op.type)));
+        from = &scalar;
+      }
+      readScalar(op.type, from, spec.scalarFloat, spec.scalarInt, spec.scalarUint);
+    }
     CollArgs args;
     args.kind = op.kind;
     args.rank = comm.rank();
@@ -36,6 +46,12 @@ CommTask::Maker collectiveMaker(PendingOp op) {
     args.root = op.root;
     args.inPlace = op.send == op.recv;
     args.chunkBytes = comm.settings().chunkBytes;
+    if (comm.staged() && op.count > 0) {
+      StagingArea* area = nullptr;
+      HCL_TRY(comm.staging(&area));
+      out = std::make_unique<StagedRun>(comm, *area, args, op.send, op.recv, spec);
+      return {};
+    }
     Schedule schedule = comm.planner().plan(args);
     RunBuffers buffers{op.send, op.recv, {}};
     out = std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), spec);
@@ -44,24 +60,50 @@ CommTask::Maker collectiveMaker(PendingOp op) {
 }
 
 CommTask::Maker p2pMaker(std::vector<PendingOp> ops) {
-  return [ops = std::move(ops)](std::unique_ptr<ScheduleRun>& out) -> Status {
+  return [ops = std::move(ops)](std::unique_ptr<OpRun>& out) -> Status {
     Communicator& comm = *ops.front().comm;
     std::vector<P2PCall> calls;
     RunBuffers buffers;
+    // Device buffers are swapped for pinned stand-ins, laid end to end.
+    std::vector<StagedP2PRun::Call> staged;
+    std::vector<size_t> stagedOffset, stagedIndex;
+    size_t stagedBytes = 0;
     for (const PendingOp& op : ops) {
       P2PCall c;
       c.isSend = op.isSend;
       c.peer = op.root;
       c.bytes = op.count * dataTypeSize(op.type);
       c.buffer = static_cast<uint32_t>(buffers.user.size());
-      buffers.user.push_back(op.isSend ? const_cast<void*>(op.send) : op.recv);
+      void* user = op.isSend ? const_cast<void*>(op.send) : op.recv;
+      if (c.bytes > 0 && comm.device().isDeviceMemory(user)) {
+        staged.push_back({user, nullptr, c.bytes, c.isSend});
+        stagedOffset.push_back(stagedBytes);
+        stagedIndex.push_back(buffers.user.size());
+        stagedBytes += (c.bytes + 63) / 64 * 64;
+      }
+      buffers.user.push_back(user);
       calls.push_back(c);
     }
     Schedule schedule;
     std::string error;
     if (!p2pSchedule(calls, comm.rank(), schedule, error)) return invalidUsage(error);
     ReduceSpec spec;
-    out = std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), spec);
+    if (staged.empty()) {
+      out = std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), spec);
+      return {};
+    }
+    StagingArea* area = nullptr;
+    HCL_TRY(comm.staging(&area));
+    std::byte* base = nullptr;
+    HCL_TRY(area->p2pBuffer(stagedBytes, &base));
+    for (size_t i = 0; i < staged.size(); ++i) {
+      staged[i].host = base + stagedOffset[i];
+      buffers.user[stagedIndex[i]] = staged[i].host;
+    }
+    auto inner = std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), spec);
+    auto run = std::make_unique<StagedP2PRun>(*area, std::move(staged), std::move(inner));
+    HCL_TRY(run->begin());
+    out = std::move(run);
     return {};
   };
 }

@@ -34,7 +34,7 @@ Status roundTrip(const std::shared_ptr<Communicator>& comm, int peer, bool first
   RunBuffers buffers;
   buffers.user.push_back(buffer.data());
   auto task = std::make_unique<CommTask>(comm, "HCL_PROBE");
-  task->add([&](std::unique_ptr<ScheduleRun>& out) {
+  task->add([&](std::unique_ptr<OpRun>& out) {
     out = std::make_unique<ScheduleRun>(*comm, std::move(s), std::move(buffers), ReduceSpec{});
     return Status{};
   });

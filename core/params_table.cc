@@ -62,6 +62,16 @@ constexpr std::array kParams = {
     ParamSpec{"HCL_ALGO", String, "", "Collective algorithm override", "NCCL_ALGO"},
     ParamSpec{"HCL_SPIN_US", Int, "50", "Busy-poll time in microseconds before backing off",
               nullptr},
+    ParamSpec{"HCL_DEVICE", String, "auto",
+              "Device of the communicators this process creates: auto, cpu, cuda[:N], hip[:N], sim[:N] "
+              "(hclSetDevice overrides it per thread)",
+              nullptr},
+    ParamSpec{"HCL_PLUGIN_DIR", String, "", "Directory searched first for the GPU device plugins", nullptr},
+    ParamSpec{"HCL_STAGE_CHUNK_BYTES", Int, "1048576",
+              "Chunk size of the host-staged path for device buffers", nullptr},
+    ParamSpec{"HCL_STAGE_SLOTS", Int, "3", "Bounce-buffer slots of the host-staged pipeline", nullptr},
+    ParamSpec{"HCL_SIM_COPY_GBPS", Int, "0",
+              "Copy-engine rate of the sim test device in GB/s (0: as fast as memcpy)", nullptr},
     ParamSpec{"HCL_COMM_BLOCKING", Bool, "1", "Accepted for NCCL compatibility; every call completes before it returns, so none returns hclInProgress", "NCCL_COMM_BLOCKING"},
 };
 

@@ -12,6 +12,7 @@ const char* toString(DeviceKind k) {
     case DeviceKind::Cpu: return "cpu";
     case DeviceKind::Cuda: return "cuda";
     case DeviceKind::Hip: return "hip";
+    case DeviceKind::Sim: return "sim";
   }
   return "unknown";
 }
@@ -69,7 +70,7 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
   r.get(devIndex);
   r.get(shm);
   r.get(naddr);
-  if (!r.ok() || kind > static_cast<uint8_t>(DeviceKind::Hip) || naddr > 1024) return false;
+  if (!r.ok() || kind > static_cast<uint8_t>(DeviceKind::Sim) || naddr > 1024) return false;
   out.rank = rank;
   out.deviceKind = static_cast<DeviceKind>(kind);
   out.deviceIndex = devIndex;

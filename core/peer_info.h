@@ -8,7 +8,8 @@
 
 namespace hcl {
 
-enum class DeviceKind : uint8_t { Cpu = 0, Cuda = 1, Hip = 2 };
+// Sim is a stand-in GPU for tests (device/sim).
+enum class DeviceKind : uint8_t { Cpu = 0, Cuda = 1, Hip = 2, Sim = 3 };
 const char* toString(DeviceKind k);
 
 // Ordered from least to most preferred when two fabrics are otherwise equal.

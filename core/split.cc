@@ -18,7 +18,7 @@ Status runOne(Communicator& parent, std::shared_ptr<Communicator> owner, Schedul
   std::vector<std::unique_ptr<CommTask>> tasks;
   tasks.push_back(std::make_unique<CommTask>(owner, "hclCommSplit"));
   auto shared = std::make_shared<std::pair<Schedule, RunBuffers>>(std::move(schedule), std::move(buffers));
-  tasks.back()->add([&parent, shared](std::unique_ptr<ScheduleRun>& out) -> Status {
+  tasks.back()->add([&parent, shared](std::unique_ptr<OpRun>& out) -> Status {
     out = std::make_unique<ScheduleRun>(parent, shared->first, shared->second, ReduceSpec{});
     return {};
   });

@@ -1,7 +1,13 @@
-// The device seam. CPU is a real device; CUDA and HIP implement the same
-// interface (loaded at run time) in later work.
+// The device seam. The CPU device is built in; CUDA and HIP devices live in
+// plugins (device/gpu) that are loaded at run time, so one build runs with or
+// without a GPU runtime. A "sim" device stands in for a GPU in tests.
+//
+// Plugins are built from this tree with the same compiler and hand C++
+// objects across the boundary; they must use only what the headers under
+// device/ and core/status.h define inline (kDevicePluginAbi guards this).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,23 +34,107 @@ class Stream {
   virtual Status query() = 0;
 };
 
+// Ties HCL's work to a stream of the device runtime (cudaStream_t,
+// hipStream_t). Tickets are issued and released in increasing order.
+class StreamGate {
+ public:
+  virtual ~StreamGate() = default;
+  // Caller's thread, at enqueue time: marks the work the native stream holds
+  // so far, and makes work enqueued on it later wait until release(ticket).
+  // Returns at once.
+  virtual Status hold(uint64_t* ticket) = 0;
+  // HCL's worker: blocks until the work marked by hold(ticket) has finished.
+  virtual Status waitStart(uint64_t ticket) = 0;
+  // HCL's worker: lets the native stream run past `ticket`. Must be called
+  // for every ticket, also when the work failed, or the stream never moves.
+  virtual void release(uint64_t ticket) = 0;
+  // The native stream itself.
+  virtual Status synchronize() = 0;
+  virtual Status query() = 0;
+};
+
+// An in-order queue of asynchronous copies (a copy engine). Either side of
+// a copy may be host memory or this device's memory.
+class CopyQueue {
+ public:
+  virtual ~CopyQueue() = default;
+  // Copies `height` rows of `width` bytes; rows start `dstPitch` and
+  // `srcPitch` bytes apart. Returns at once.
+  virtual Status copy2D(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
+                        size_t height) = 0;
+  Status copy(void* dst, const void* src, size_t bytes) { return copy2D(dst, bytes, src, bytes, bytes, 1); }
+  // A ticket that completes once every copy enqueued before it has.
+  virtual Status mark(uint64_t* ticket) = 0;
+  // *done once `ticket` has completed. Does not block.
+  virtual Status poll(uint64_t ticket, bool* done) = 0;
+  // Blocks until every copy enqueued so far has completed.
+  virtual Status drain() = 0;
+};
+
+// Whether a transport may send straight from this device's memory.
+struct GpuDirectSupport {
+  bool dmabuf = false;    // the device can export its memory as a dma-buf
+  bool peermem = false;   // nvidia-peermem (or amdgpu's peer memory) is loaded
+  std::string detail;     // why not, or how, for the log
+};
+
 class Device {
  public:
   virtual ~Device() = default;
   virtual DeviceKind kind() const = 0;
   virtual std::string vendor() const = 0;
-  virtual int index() const = 0;
-  // True when `ptr` is memory this device computes on directly.
-  virtual bool addresses(const void* ptr) const = 0;
-  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
-  virtual void reduce(void* dst, Form dstForm, const void* a, Form aForm, const void* b,
-                      Form bForm, size_t count, const ReduceSpec& spec) = 0;
-  virtual void convert(void* dst, Form dstForm, const void* src, Form srcForm, size_t count,
-                       const ReduceSpec& spec) = 0;
+  virtual int index() const = 0;  // the runtime's device ordinal; -1 for the CPU
+  // True when `ptr` is memory of this device that the CPU cannot load or
+  // store (cudaMalloc, hipMalloc). Host, pinned and managed memory: false.
+  virtual bool isDeviceMemory(const void* ptr) const = 0;
+
+  // Synchronous operations on memory the device computes on (device memory
+  // for a GPU, host memory for the CPU). Reduce and convert follow the
+  // contract of collectives/reduce/reduce.h.
+  virtual Status copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual Status reduce(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm,
+                        size_t count, const ReduceSpec& spec) = 0;
+  virtual Status convert(void* dst, Form dstForm, const void* src, Form srcForm, size_t count,
+                         const ReduceSpec& spec) = 0;
+
+  // Memory. Pinned host memory is what the copy engines move fastest.
+  virtual Status allocDevice(size_t bytes, void** ptr) = 0;
+  virtual Status freeDevice(void* ptr) = 0;
+  virtual Status allocPinned(size_t bytes, void** ptr) = 0;
+  virtual Status freePinned(void* ptr) = 0;
+
+  virtual Status createCopyQueue(std::unique_ptr<CopyQueue>& out) = 0;
+  // A gate on a stream of this device's runtime; nullptr is its default stream.
+  virtual Status openGate(void* nativeStream, std::unique_ptr<StreamGate>& out) = 0;
+  // An HCL-owned stream (hclStreamCreate).
   virtual std::unique_ptr<Stream> createStream() = 0;
+
+  virtual GpuDirectSupport gpuDirect() const { return {false, false, "not a GPU"}; }
+};
+
+// A loaded device runtime: CUDA, HIP, or the sim device.
+class DeviceRuntime {
+ public:
+  virtual ~DeviceRuntime() = default;
+  virtual DeviceKind kind() const = 0;
+  // Fails with a clear message when the runtime has no driver or no device.
+  virtual Status deviceCount(int* count) = 0;
+  // The calling thread's current device (cudaGetDevice).
+  virtual Status currentDevice(int* index) = 0;
+  // The device `index`; the runtime keeps it for the life of the process.
+  virtual Status device(int index, Device** out) = 0;
+  // The ordinal of the device that owns `ptr`, or -1 when it is not device
+  // memory of this runtime.
+  virtual int owner(const void* ptr) = 0;
 };
 
 // The process's CPU device.
 Device& cpuDevice();
+
+// The plugin entry point (extern "C" in each plugin). Returns nullptr and
+// fills `error` when the plugin cannot serve, e.g. a different ABI.
+inline constexpr int kDevicePluginAbi = 1;
+using DevicePluginEntry = DeviceRuntime* (*)(int abi, char* error, size_t errorLen);
+inline constexpr const char* kDevicePluginSymbol = "hclDeviceRuntimeCreate";
 
 }  // namespace hcl

@@ -234,6 +234,28 @@ hclResult_t hclStreamSynchronize(hclStream_t stream);
 hclResult_t hclStreamQuery(hclStream_t stream);
 hclResult_t hclStreamDestroy(hclStream_t stream);
 
+/* Devices. A communicator computes on the device chosen when it is created:
+ * the calling thread's hclSetDevice choice, else HCL_DEVICE, else "auto" (the
+ * current CUDA device when a CUDA driver and device are present, then HIP,
+ * then the CPU). Text: "auto", "cpu", "cuda", "cuda:N", "hip", "hip:N",
+ * "sim", "sim:N" (sim is a stand-in GPU for tests). */
+hclResult_t hclSetDevice(const char* device);
+/* The device comm computes on, e.g. "cuda:0" or "cpu"; written like
+ * hclCommDescribeLinks writes its text. */
+hclResult_t hclCommGetDevice(hclComm_t comm, char* buf, size_t size);
+/* Memory of comm's device (device memory on a GPU, host memory on the CPU),
+ * and a blocking copy between any two of host memory and that memory. */
+hclResult_t hclCommMemAlloc(hclComm_t comm, void** ptr, size_t size);
+hclResult_t hclCommMemFree(hclComm_t comm, void* ptr);
+hclResult_t hclCommMemcpy(hclComm_t comm, void* dst, const void* src, size_t size);
+/* An HCL stream bound to a stream of comm's device runtime (a cudaStream_t or
+ * hipStream_t; NULL is the runtime's default stream). An operation enqueued on
+ * it starts after the work enqueued on the native stream before it, returns at
+ * once, and holds back the work enqueued on the native stream after it, as
+ * NCCL does. Destroy it with hclStreamDestroy, which waits for its work. It
+ * may be used with every communicator on the same device. */
+hclResult_t hclCommWrapStream(hclComm_t comm, void* nativeStream, hclStream_t* stream);
+
 /* Describes, for each peer, the transport this rank uses and why. The text is
  * written to buf (always NUL-terminated when size > 0); *needed receives the
  * full length including the terminator. */

@@ -6,6 +6,7 @@
 
 #include "core/bootstrap.h"
 #include "core/comm_init.h"
+#include "core/device_choice.h"
 #include "core/errors.h"
 #include "core/group.h"
 #include "core/log.h"
@@ -76,8 +77,9 @@ hclResult_t initRankApi(const char* call, hclComm_t* comm, int nranks, hclUnique
   if (s.ok()) s = checkConfig(config);
   UniqueIdContents contents;
   if (s.ok()) s = decodeUniqueId(commId, contents);
+  CommSettings settings = settingsFromParams(config);
+  if (s.ok()) s = chooseDevice(settings);
   if (!s.ok()) return report(s.withContext(call));
-  const CommSettings settings = settingsFromParams(config);
   hclComm* handle = newHandle();
   *comm = handle;
   if (inGroup()) {
@@ -137,7 +139,9 @@ hclResult_t hclCommInitAll(hclComm_t* comms, int ndev, const int* devlist) {
   hclUniqueId id;
   Status s = createUniqueId(&id);
   if (!s.ok()) return report(s.withContext("hclCommInitAll"));
-  const CommSettings settings = settingsFromParams(nullptr);
+  std::vector<CommSettings> settings(static_cast<size_t>(ndev), settingsFromParams(nullptr));
+  for (int r = 0; r < ndev && s.ok(); ++r) s = chooseDevice(settings[static_cast<size_t>(r)], devlist ? devlist[r] : -1);
+  if (!s.ok()) return report(s.withContext("hclCommInitAll"));
   std::vector<hclComm*> handles(static_cast<size_t>(ndev));
   std::vector<Status> results(static_cast<size_t>(ndev));
   {
@@ -145,7 +149,8 @@ hclResult_t hclCommInitAll(hclComm_t* comms, int ndev, const int* devlist) {
     for (int r = 0; r < ndev; ++r) {
       handles[static_cast<size_t>(r)] = newHandle();
       threads.emplace_back([&, r] {
-        results[static_cast<size_t>(r)] = initRank(handles[static_cast<size_t>(r)], ndev, id, r, settings);
+        results[static_cast<size_t>(r)] =
+            initRank(handles[static_cast<size_t>(r)], ndev, id, r, settings[static_cast<size_t>(r)]);
       });
     }
   }
@@ -175,6 +180,7 @@ hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm,
   *newcomm = nullptr;
   CommSettings settings = settingsFromParams(config);
   if (!config || !config->commName) settings.name = parent->settings().name;
+  settings.device = &parent->device();
   std::shared_ptr<Communicator> child;
   s = splitCommunicator(parent, color, key, settings, child);
   if (s.ok() && child) {

@@ -34,6 +34,39 @@ struct Rank {
   int rank, n;
 };
 
+// Whether this thread's checks put their buffers in the communicator's
+// device memory (CheckConfig::deviceMemory).
+thread_local bool tlsOnDevice = false;
+
+// A host vector and, when the checks run on device memory, its copy in the
+// communicator's memory. HCL gets pointers from at(); results come back into
+// the vector with pull().
+class Mirror {
+ public:
+  Mirror(hclComm_t comm, std::vector<uint8_t>& host) : comm_(comm), host_(host) {
+    if (!tlsOnDevice || host.empty()) return;
+    if (hclCommMemAlloc(comm, &dev_, host.size()) != hclSuccess ||
+        hclCommMemcpy(comm, dev_, host.data(), host.size()) != hclSuccess) {
+      std::fprintf(stderr, "device buffer of %zu bytes: %s\n", host.size(), hclGetLastError(comm));
+      std::abort();
+    }
+  }
+  ~Mirror() {
+    if (dev_) hclCommMemFree(comm_, dev_);
+  }
+  Mirror(const Mirror&) = delete;
+  Mirror& operator=(const Mirror&) = delete;
+  uint8_t* at(size_t offset = 0) { return dev_ ? static_cast<uint8_t*>(dev_) + offset : host_.data() + offset; }
+  void pull() {
+    if (dev_) hclCommMemcpy(comm_, host_.data(), dev_, host_.size());
+  }
+
+ private:
+  hclComm_t comm_;
+  std::vector<uint8_t>& host_;
+  void* dev_ = nullptr;
+};
+
 Rank whoAmI(hclComm_t comm) {
   Rank r{};
   hclCommUserRank(comm, &r.rank);
@@ -56,15 +89,15 @@ int checkReduction(hclComm_t comm, int kind, TestOp op, hclDataType_t t, size_t 
   hclRedOp_t redop = base;
   std::vector<uint8_t> scalar(es);
   storeValue(t, scalar.data(), 0, kPreMulScalar);
+  Mirror sendM(comm, send), recvM(comm, recv), scalarM(comm, scalar);
   if (op == TestOp::PreMulImmediate || op == TestOp::PreMulPointer) {
-    RANK_HCL(hclRedOpCreatePreMulSum(&redop, scalar.data(), t,
+    RANK_HCL(hclRedOpCreatePreMulSum(&redop, op == TestOp::PreMulImmediate ? scalar.data() : scalarM.at(), t,
                                      op == TestOp::PreMulImmediate ? hclScalarHostImmediate : hclScalarDevice, comm));
   }
-  const void* sendPtr = send.data();
-  void* recvPtr = recv.data();
-  if (inPlace) {
-    recvPtr = send.data() + (kind == kReduceScatter ? static_cast<size_t>(rank) * count * es : 0);
-  }
+  const void* sendPtr = sendM.at();
+  void* recvPtr = recvM.at();
+  const size_t inPlaceOffset = kind == kReduceScatter ? static_cast<size_t>(rank) * count * es : 0;
+  if (inPlace) recvPtr = sendM.at(inPlaceOffset);
   hclResult_t res = hclSuccess;
   switch (kind) {
     case kAllReduce: res = hclAllReduce(sendPtr, recvPtr, count, t, redop, comm, nullptr); break;
@@ -76,12 +109,19 @@ int checkReduction(hclComm_t comm, int kind, TestOp op, hclDataType_t t, size_t 
              hclGetLastError(comm));
   if (redop != base) RANK_HCL(hclRedOpDestroy(redop, comm));
   if (kind == kReduce && rank != root) return 0;
+  const uint8_t* got = recv.data();
+  if (inPlace) {
+    sendM.pull();
+    got = send.data() + inPlaceOffset;
+  } else {
+    recvM.pull();
+  }
   std::vector<uint8_t> want(count * es);
   const size_t firstIndex = kind == kReduceScatter ? static_cast<size_t>(rank) * count : 0;
   for (size_t i = 0; i < count; ++i) storeValue(t, want.data(), i, expectedValue(op, t, n, firstIndex + i));
   std::string what = std::string(names[kind]) + " " + opName(op) + (inPlace ? " in-place" : " out-of-place") +
                      " rank " + std::to_string(rank) + "/" + std::to_string(n);
-  return compareBytes(what.c_str(), static_cast<const uint8_t*>(recvPtr), want.data(), count * es, es, t, count);
+  return compareBytes(what.c_str(), got, want.data(), count * es, es, t, count);
 }
 
 namespace {
@@ -101,12 +141,11 @@ int checkDataMovement(hclComm_t comm, hclDataType_t t, size_t count, bool inPlac
 
   {  // AllGather
     std::vector<uint8_t> recv(block * nr, 0xEE), send = pattern(rank, block);
-    const void* s = send.data();
-    if (inPlace) {
-      std::copy_n(send.data(), block, recv.data() + static_cast<size_t>(rank) * block);  // not memcpy: data() is null when count is 0
-      s = recv.data() + static_cast<size_t>(rank) * block;
-    }
-    RANK_HCL(hclAllGather(s, recv.data(), count, t, comm, nullptr));
+    if (inPlace) std::copy_n(send.data(), block, recv.data() + static_cast<size_t>(rank) * block);  // not memcpy: data() is null when count is 0
+    Mirror sendM(comm, send), recvM(comm, recv);
+    const void* s = inPlace ? recvM.at(static_cast<size_t>(rank) * block) : sendM.at();
+    RANK_HCL(hclAllGather(s, recvM.at(), count, t, comm, nullptr));
+    recvM.pull();
     std::vector<uint8_t> want;
     for (int r = 0; r < n; ++r) {
       auto p = pattern(r, block);
@@ -118,33 +157,39 @@ int checkDataMovement(hclComm_t comm, hclDataType_t t, size_t count, bool inPlac
     std::vector<uint8_t> send = pattern(root, block), recv(block, 0xEE);
     if (inPlace) {
       std::vector<uint8_t> buf = rank == root ? send : std::vector<uint8_t>(block, 0xEE);
-      RANK_HCL(hclBcast(buf.data(), count, t, root, comm, nullptr));
+      Mirror bufM(comm, buf);
+      RANK_HCL(hclBcast(bufM.at(), count, t, root, comm, nullptr));
+      bufM.pull();
       failures += compareBytes(("bcast" + where).c_str(), buf.data(), send.data(), block, es, t, count);
     } else {
-      RANK_HCL(hclBroadcast(rank == root ? send.data() : nullptr, recv.data(), count, t, root, comm, nullptr));
+      Mirror sendM(comm, send), recvM(comm, recv);
+      RANK_HCL(hclBroadcast(rank == root ? sendM.at() : nullptr, recvM.at(), count, t, root, comm, nullptr));
+      recvM.pull();
       failures += compareBytes(("broadcast" + where).c_str(), recv.data(), send.data(), block, es, t, count);
     }
   }
   {  // AlltoAll: block j of rank r goes to rank j
     std::vector<uint8_t> send = pattern(rank, block * nr), recv(block * nr, 0xEE);
-    void* r = inPlace ? send.data() : recv.data();
-    RANK_HCL(hclAlltoAll(send.data(), r, count, t, comm, nullptr));
+    Mirror sendM(comm, send), recvM(comm, recv);
+    RANK_HCL(hclAlltoAll(sendM.at(), inPlace ? sendM.at() : recvM.at(), count, t, comm, nullptr));
+    (inPlace ? sendM : recvM).pull();
     std::vector<uint8_t> want;
     for (int p = 0; p < n; ++p) {
       auto pp = pattern(p, block, static_cast<size_t>(rank) * block);
       want.insert(want.end(), pp.begin(), pp.end());
     }
-    failures += compareBytes(("alltoall" + where).c_str(), static_cast<uint8_t*>(r), want.data(), want.size(), es, t, count);
+    failures += compareBytes(("alltoall" + where).c_str(), (inPlace ? send : recv).data(), want.data(), want.size(), es,
+                             t, count);
   }
   {  // Gather
     std::vector<uint8_t> send = pattern(rank, block), recv(block * nr, 0xEE);
-    const void* s = send.data();
-    if (inPlace && rank == root) {
-      std::copy_n(send.data(), block, recv.data() + static_cast<size_t>(rank) * block);  // not memcpy: data() is null when count is 0
-      s = recv.data() + static_cast<size_t>(rank) * block;
-    }
-    RANK_HCL(hclGather(s, rank == root ? recv.data() : nullptr, count, t, root, comm, nullptr));
+    const bool rootInPlace = inPlace && rank == root;
+    if (rootInPlace) std::copy_n(send.data(), block, recv.data() + static_cast<size_t>(rank) * block);  // not memcpy: data() is null when count is 0
+    Mirror sendM(comm, send), recvM(comm, recv);
+    const void* s = rootInPlace ? recvM.at(static_cast<size_t>(rank) * block) : sendM.at();
+    RANK_HCL(hclGather(s, rank == root ? recvM.at() : nullptr, count, t, root, comm, nullptr));
     if (rank == root) {
+      recvM.pull();
       std::vector<uint8_t> want;
       for (int p = 0; p < n; ++p) {
         auto pp = pattern(p, block);
@@ -155,19 +200,24 @@ int checkDataMovement(hclComm_t comm, hclDataType_t t, size_t count, bool inPlac
   }
   {  // Scatter
     std::vector<uint8_t> send = pattern(root, block * nr), recv(block, 0xEE);
-    void* r = recv.data();
-    if (inPlace && rank == root) r = send.data() + static_cast<size_t>(rank) * block;
-    RANK_HCL(hclScatter(rank == root ? send.data() : nullptr, r, count, t, root, comm, nullptr));
+    const bool rootInPlace = inPlace && rank == root;
+    Mirror sendM(comm, send), recvM(comm, recv);
+    void* r = rootInPlace ? sendM.at(static_cast<size_t>(rank) * block) : recvM.at();
+    RANK_HCL(hclScatter(rank == root ? sendM.at() : nullptr, r, count, t, root, comm, nullptr));
+    (rootInPlace ? sendM : recvM).pull();
+    const uint8_t* got = rootInPlace ? send.data() + static_cast<size_t>(rank) * block : recv.data();
     auto want = pattern(root, block, static_cast<size_t>(rank) * block);
-    failures += compareBytes(("scatter" + where).c_str(), static_cast<uint8_t*>(r), want.data(), block, es, t, count);
+    failures += compareBytes(("scatter" + where).c_str(), got, want.data(), block, es, t, count);
   }
   {  // Send/Recv ring shift inside a group
     std::vector<uint8_t> send = pattern(rank, block), recv(block, 0xEE);
+    Mirror sendM(comm, send), recvM(comm, recv);
     const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
     RANK_HCL(hclGroupStart());
-    RANK_HCL(hclSend(send.data(), count, t, next, comm, nullptr));
-    RANK_HCL(hclRecv(recv.data(), count, t, prev, comm, nullptr));
+    RANK_HCL(hclSend(sendM.at(), count, t, next, comm, nullptr));
+    RANK_HCL(hclRecv(recvM.at(), count, t, prev, comm, nullptr));
     RANK_HCL(hclGroupEnd());
+    recvM.pull();
     auto want = pattern(prev, block);
     failures += compareBytes(("sendrecv" + where).c_str(), recv.data(), want.data(), block, es, t, count);
   }
@@ -178,6 +228,7 @@ int checkDataMovement(hclComm_t comm, hclDataType_t t, size_t count, bool inPlac
 
 int checkAllCollectives(hclComm_t comm, const CheckConfig& cfg) {
   int failures = 0;
+  tlsOnDevice = cfg.deviceMemory;
   const TestOp ops[] = {TestOp::Sum, TestOp::Prod, TestOp::Max, TestOp::Min,
                         TestOp::Avg, TestOp::PreMulImmediate, TestOp::PreMulPointer};
   for (int ti = 0; ti < hclNumTypes; ++ti) {

@@ -11,6 +11,9 @@ struct CheckConfig {
   std::vector<size_t> counts{0, 1, 7};
   std::vector<size_t> bigCounts{(1u << 20) + 3};
   bool bigForEveryType = false;  // otherwise only float32 and int8 get the big counts
+  // Buffers from hclCommMemAlloc (the communicator's device memory) instead
+  // of host vectors.
+  bool deviceMemory = false;
 };
 
 int checkAllCollectives(hclComm_t comm, const CheckConfig& cfg);

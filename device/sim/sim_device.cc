@@ -1,0 +1,129 @@
+#include "device/sim/sim_device.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "device/cpu/cpu_stream.h"
+#include "device/sim/sim_internal.h"
+
+namespace hcl::sim {
+namespace {
+
+constexpr int kSimDevices = 2;
+
+class SimDevice final : public Device {
+ public:
+  SimDevice(int index, MemoryMap& memory) : index_(index), memory_(memory) {}
+
+  DeviceKind kind() const override { return DeviceKind::Sim; }
+  std::string vendor() const override { return "sim"; }
+  int index() const override { return index_; }
+  bool isDeviceMemory(const void* ptr) const override { return memory_.contains(ptr); }
+
+  Status copy(void* dst, const void* src, size_t bytes) override {
+    transfer(dst, memory_.contains(dst), src, memory_.contains(src), bytes);
+    return {};
+  }
+  Status reduce(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm, size_t count,
+                const ReduceSpec& spec) override {
+    auto ha = toHost(a, count * formElementSize(spec.type, aForm));
+    auto hb = toHost(b, count * formElementSize(spec.type, bForm));
+    std::vector<std::byte> out(count * formElementSize(spec.type, dstForm));
+    hcl::reduce(out.data(), dstForm, ha.data(), aForm, hb.data(), bForm, count, spec);
+    return copy(dst, out.data(), out.size());
+  }
+  Status convert(void* dst, Form dstForm, const void* src, Form srcForm, size_t count,
+                 const ReduceSpec& spec) override {
+    auto hs = toHost(src, count * formElementSize(spec.type, srcForm));
+    std::vector<std::byte> out(count * formElementSize(spec.type, dstForm));
+    hcl::convert(out.data(), dstForm, hs.data(), srcForm, count, spec);
+    return copy(dst, out.data(), out.size());
+  }
+
+  Status allocDevice(size_t bytes, void** ptr) override {
+    *ptr = memory_.allocate(bytes);
+    return {};
+  }
+  Status freeDevice(void* ptr) override {
+    if (ptr && !memory_.release(ptr)) {
+      return invalidArgument(fmt::format("{} is not sim device memory", ptr));
+    }
+    return {};
+  }
+  Status allocPinned(size_t bytes, void** ptr) override { return cpuDevice().allocPinned(bytes, ptr); }
+  Status freePinned(void* ptr) override { return cpuDevice().freePinned(ptr); }
+
+  Status createCopyQueue(std::unique_ptr<CopyQueue>& out) override {
+    out = makeCopyQueue(memory_);
+    return {};
+  }
+  Status openGate(void* nativeStream, std::unique_ptr<StreamGate>& out) override {
+    NativeStream* s = nativeStream ? static_cast<NativeStream*>(nativeStream) : &defaultStream();
+    out = makeGate(*s);
+    return {};
+  }
+  std::unique_ptr<Stream> createStream() override { return std::make_unique<CpuStream>(); }
+  GpuDirectSupport gpuDirect() const override { return {false, false, "the sim device has no NIC access"}; }
+
+ private:
+  std::vector<std::byte> toHost(const void* p, size_t bytes) {
+    std::vector<std::byte> h(bytes);
+    transfer(h.data(), false, p, memory_.contains(p), bytes);
+    return h;
+  }
+  NativeStream& defaultStream() {
+    std::call_once(defaultOnce_, [this] { default_ = std::make_unique<NativeStream>(); });
+    return *default_;
+  }
+
+  int index_;
+  MemoryMap& memory_;
+  std::once_flag defaultOnce_;
+  std::unique_ptr<NativeStream> default_;
+};
+
+class SimRuntime final : public DeviceRuntime {
+ public:
+  DeviceKind kind() const override { return DeviceKind::Sim; }
+  Status deviceCount(int* count) override {
+    *count = kSimDevices;
+    return {};
+  }
+  Status currentDevice(int* index) override {
+    *index = 0;
+    return {};
+  }
+  Status device(int index, Device** out) override {
+    if (index < 0 || index >= kSimDevices) {
+      return invalidArgument(fmt::format("sim device {} does not exist (the sim runtime has {})", index, kSimDevices));
+    }
+    std::lock_guard lock(mutex_);
+    auto& d = devices_[static_cast<size_t>(index)];
+    if (!d) d = std::make_unique<SimDevice>(index, memory_[static_cast<size_t>(index)]);
+    *out = d.get();
+    return {};
+  }
+  int owner(const void* ptr) override {
+    for (int i = 0; i < kSimDevices; ++i) {
+      if (memory_[static_cast<size_t>(i)].contains(ptr)) return i;
+    }
+    return -1;
+  }
+
+ private:
+  std::mutex mutex_;
+  MemoryMap memory_[kSimDevices];
+  std::unique_ptr<SimDevice> devices_[kSimDevices];
+};
+
+}  // namespace
+
+DeviceRuntime& runtime() {
+  static SimRuntime instance;
+  return instance;
+}
+
+}  // namespace hcl::sim

@@ -1,0 +1,15 @@
+// Pieces of the sim device shared between its files.
+#pragma once
+
+#include <memory>
+
+#include "device/device.h"
+#include "device/sim/sim_device.h"
+#include "device/sim/sim_memory.h"
+
+namespace hcl::sim {
+
+std::unique_ptr<CopyQueue> makeCopyQueue(const MemoryMap& memory);
+std::unique_ptr<StreamGate> makeGate(NativeStream& stream);
+
+}  // namespace hcl::sim

@@ -1,0 +1,146 @@
+// The sim device's native streams, its copy engine and its stream gates.
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "core/params.h"
+#include "device/cpu/cpu_stream.h"
+#include "device/sim/sim_device.h"
+#include "device/sim/sim_internal.h"
+#include "device/sim/sim_memory.h"
+
+namespace hcl::sim {
+
+NativeStream::NativeStream() : queue_(std::make_unique<CpuStream>()) {}
+NativeStream::~NativeStream() = default;
+
+void NativeStream::launch(std::function<void()> task) {
+  queue_->enqueue([task = std::move(task)]() -> Status {
+    task();
+    return {};
+  });
+}
+
+void NativeStream::synchronize() { (void)queue_->synchronize(); }
+
+bool NativeStream::idle() { return queue_->query().ok(); }
+
+namespace {
+
+// Counters that one side raises and the other waits on.
+struct Progress {
+  std::mutex mutex;
+  std::condition_variable changed;
+  uint64_t value = 0;
+
+  void raise(uint64_t v) {
+    {
+      std::lock_guard lock(mutex);
+      if (v > value) value = v;
+    }
+    changed.notify_all();
+  }
+  void waitFor(uint64_t v) {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return value >= v; });
+  }
+  uint64_t get() {
+    std::lock_guard lock(mutex);
+    return value;
+  }
+};
+
+class SimCopyQueue final : public CopyQueue {
+ public:
+  explicit SimCopyQueue(const MemoryMap& memory) : memory_(memory) {
+    const int64_t gbps = paramInt("HCL_SIM_COPY_GBPS");
+    bytesPerUs_ = gbps > 0 ? static_cast<double>(gbps) * 1000.0 : 0.0;
+  }
+  ~SimCopyQueue() override { (void)engine_.synchronize(); }
+
+  Status copy2D(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
+                size_t height) override {
+    const bool dstDevice = memory_.contains(dst), srcDevice = memory_.contains(src);
+    engine_.enqueue([=, this]() -> Status {
+      const auto start = std::chrono::steady_clock::now();
+      for (size_t row = 0; row < height; ++row) {
+        transfer(static_cast<std::byte*>(dst) + row * dstPitch, dstDevice,
+                 static_cast<const std::byte*>(src) + row * srcPitch, srcDevice, width);
+      }
+      if (bytesPerUs_ > 0) {
+        const auto cost = std::chrono::microseconds(static_cast<int64_t>(width * height / bytesPerUs_));
+        std::this_thread::sleep_until(start + cost);
+      }
+      return {};
+    });
+    return {};
+  }
+  Status mark(uint64_t* ticket) override {
+    const uint64_t t = ++issued_;
+    engine_.enqueue([this, t]() -> Status {
+      done_.raise(t);
+      return {};
+    });
+    *ticket = t;
+    return {};
+  }
+  Status poll(uint64_t ticket, bool* done) override {
+    *done = done_.get() >= ticket;
+    return {};
+  }
+  Status drain() override { return engine_.synchronize(); }
+
+ private:
+  const MemoryMap& memory_;
+  double bytesPerUs_ = 0;
+  uint64_t issued_ = 0;
+  Progress done_;
+  CpuStream engine_;  // last: its worker stops before the members above go
+};
+
+class SimGate final : public StreamGate {
+ public:
+  explicit SimGate(NativeStream& stream) : stream_(stream), state_(std::make_shared<State>()) {}
+  ~SimGate() override { state_->released.raise(UINT64_MAX); }
+
+  Status hold(uint64_t* ticket) override {
+    const uint64_t t = ++issued_;
+    stream_.launch([state = state_, t] {
+      state->started.raise(t);
+      state->released.waitFor(t);
+    });
+    *ticket = t;
+    return {};
+  }
+  Status waitStart(uint64_t ticket) override {
+    state_->started.waitFor(ticket);
+    return {};
+  }
+  void release(uint64_t ticket) override { state_->released.raise(ticket); }
+  Status synchronize() override {
+    stream_.synchronize();
+    return {};
+  }
+  Status query() override {
+    if (stream_.idle()) return {};
+    return {hclInProgress, "work pending on the sim stream"};
+  }
+
+ private:
+  struct State {
+    Progress started;
+    Progress released;
+  };
+  NativeStream& stream_;
+  std::shared_ptr<State> state_;
+  uint64_t issued_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<CopyQueue> makeCopyQueue(const MemoryMap& memory) { return std::make_unique<SimCopyQueue>(memory); }
+
+std::unique_ptr<StreamGate> makeGate(NativeStream& stream) { return std::make_unique<SimGate>(stream); }
+
+}  // namespace hcl::sim
