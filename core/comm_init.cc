@@ -31,6 +31,26 @@ PeerInfo describeSelf(int rank, const Device& device) {
 
 constexpr TransportKind kAllKinds[] = {TransportKind::Local, TransportKind::Shm, TransportKind::Tcp};
 
+// Device buffers go straight to a transport only where it can register them
+// and the device can export them; otherwise they are staged through pinned
+// host memory. The decision is logged per transport in use.
+void logGpuDirect(const Device& device, const std::vector<std::unique_ptr<Transport>>& transports,
+                  const std::vector<std::vector<int>>& peersByKind) {
+  if (device.kind() == DeviceKind::Cpu) return;
+  const GpuDirectSupport support = device.gpuDirect();
+  for (size_t k = 0; k < transports.size(); ++k) {
+    if (peersByKind[k].empty()) continue;
+    const Transport& t = *transports[k];
+    const bool exportable = support.dmabuf || support.peermem;
+    const bool direct = exportable && t.canRegisterDeviceMemory(device);
+    log::info(static_cast<log::Subsys>(log::Init | log::Net), "GPU-direct {} for {}: {}", direct ? "on" : "off",
+              toString(t.kind()),
+              direct ? support.detail
+                     : !exportable ? "the device cannot export its memory (" + support.detail + "); staging through host memory"
+                                   : std::string("the transport cannot register device memory; staging through host memory"));
+  }
+}
+
 }  // namespace
 
 CommSettings settingsFromParams(const hclConfig_t* config) {
@@ -106,6 +126,7 @@ Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16]
     log::info(static_cast<log::Subsys>(log::Init | log::Net), "rank {} -> rank {} via {}: {}", rank, p,
               connections[static_cast<size_t>(p)]->describe(), l.reason);
   }
+  logGpuDirect(comm->device(), transports, peersByKind);
   comm->setTopology(std::move(peers), std::move(links), std::move(transports), std::move(connections));
   std::vector<LinkModelRule> measured;
   if (paramBool("HCL_PROBE")) HCL_TRY(probeLinks(oob, comm, measured));

@@ -20,6 +20,7 @@
 #include "core/deadline.h"
 #include "core/peer_info.h"
 #include "core/status.h"
+#include "device/device.h"
 
 namespace hcl {
 
@@ -90,6 +91,10 @@ class Transport {
                          std::vector<std::unique_ptr<Connection>>& out) = 0;
   // After a second barrier: drop names other ranks no longer need (unlink).
   virtual void finish() = 0;
+  // GPU-direct seam: true when this transport can register memory of `device`
+  // (dma-buf or peer memory) and move it without staging through the host.
+  // No transport of this build can; verbs and libfabric will.
+  virtual bool canRegisterDeviceMemory(const Device& device) const { return false; }
 };
 
 std::unique_ptr<Transport> makeTransport(TransportKind kind);

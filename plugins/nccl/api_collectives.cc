@@ -1,19 +1,17 @@
 // NCCL entry points: collectives, point to point, groups.
 //
-// Buffers are checked to be host memory (memory_routing.h). A cudaStream_t
-// is not an HCL stream: the call runs with HCL's NULL stream, i.e. it is
-// complete when it returns. For host memory that satisfies every ordering a
-// CUDA stream would have given (see docs/nccl-dropin.md).
+// On a CPU communicator buffers are checked to be host memory
+// (memory_routing.h) and the call is complete when it returns; on a GPU
+// communicator it is ordered on the cudaStream_t (stream_routing.h).
 #include "plugins/nccl/abi.h"
 #include "plugins/nccl/memory_routing.h"
+#include "plugins/nccl/stream_routing.h"
 
 using namespace hcl::nccl;
 
-namespace {
-
-hclStream_t hclStreamFor(cudaStream_t) { return nullptr; }
-
-}  // namespace
+#define HCL_NCCL_STREAM(call, comm, stream, out) \
+  hclStream_t out = nullptr;                      \
+  if (!streamFor(call, comm, stream, &out)) return toNccl(hclInvalidArgument)
 
 extern "C" {
 
@@ -22,7 +20,8 @@ ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, 
   if (ncclResult_t r = checkHostBuffers("ncclAllReduce", comm, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}})) {
     return r;
   }
-  return toNccl(hclAllReduce(sendbuff, recvbuff, count, toHcl(datatype), toHcl(op), toHcl(comm), hclStreamFor(stream)));
+  HCL_NCCL_STREAM("ncclAllReduce", comm, stream, hstream);
+  return toNccl(hclAllReduce(sendbuff, recvbuff, count, toHcl(datatype), toHcl(op), toHcl(comm), hstream));
 }
 HCL_NCCL_ALIAS(ncclAllReduce)
 
@@ -31,15 +30,17 @@ ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncc
   if (ncclResult_t r = checkHostBuffers("ncclReduce", comm, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}})) {
     return r;
   }
+  HCL_NCCL_STREAM("ncclReduce", comm, stream, hstream);
   return toNccl(
-      hclReduce(sendbuff, recvbuff, count, toHcl(datatype), toHcl(op), root, toHcl(comm), hclStreamFor(stream)));
+      hclReduce(sendbuff, recvbuff, count, toHcl(datatype), toHcl(op), root, toHcl(comm), hstream));
 }
 HCL_NCCL_ALIAS(ncclReduce)
 
 ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                         cudaStream_t stream) {
   if (ncclResult_t r = checkHostBuffers("ncclBcast", comm, {{"buff", buff}})) return r;
-  return toNccl(hclBcast(buff, count, toHcl(datatype), root, toHcl(comm), hclStreamFor(stream)));
+  HCL_NCCL_STREAM("ncclBcast", comm, stream, hstream);
+  return toNccl(hclBcast(buff, count, toHcl(datatype), root, toHcl(comm), hstream));
 }
 HCL_NCCL_ALIAS(ncclBcast)
 
@@ -48,7 +49,8 @@ ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, 
   if (ncclResult_t r = checkHostBuffers("ncclBroadcast", comm, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}})) {
     return r;
   }
-  return toNccl(hclBroadcast(sendbuff, recvbuff, count, toHcl(datatype), root, toHcl(comm), hclStreamFor(stream)));
+  HCL_NCCL_STREAM("ncclBroadcast", comm, stream, hstream);
+  return toNccl(hclBroadcast(sendbuff, recvbuff, count, toHcl(datatype), root, toHcl(comm), hstream));
 }
 HCL_NCCL_ALIAS(ncclBroadcast)
 
@@ -58,8 +60,9 @@ ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t rec
           checkHostBuffers("ncclReduceScatter", comm, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}})) {
     return r;
   }
+  HCL_NCCL_STREAM("ncclReduceScatter", comm, stream, hstream);
   return toNccl(hclReduceScatter(sendbuff, recvbuff, recvcount, toHcl(datatype), toHcl(op), toHcl(comm),
-                                 hclStreamFor(stream)));
+                                 hstream));
 }
 HCL_NCCL_ALIAS(ncclReduceScatter)
 
@@ -68,7 +71,8 @@ ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcou
   if (ncclResult_t r = checkHostBuffers("ncclAllGather", comm, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}})) {
     return r;
   }
-  return toNccl(hclAllGather(sendbuff, recvbuff, sendcount, toHcl(datatype), toHcl(comm), hclStreamFor(stream)));
+  HCL_NCCL_STREAM("ncclAllGather", comm, stream, hstream);
+  return toNccl(hclAllGather(sendbuff, recvbuff, sendcount, toHcl(datatype), toHcl(comm), hstream));
 }
 HCL_NCCL_ALIAS(ncclAllGather)
 
@@ -77,7 +81,8 @@ ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, n
   if (ncclResult_t r = checkHostBuffers("ncclAlltoAll", comm, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}})) {
     return r;
   }
-  return toNccl(hclAlltoAll(sendbuff, recvbuff, count, toHcl(datatype), toHcl(comm), hclStreamFor(stream)));
+  HCL_NCCL_STREAM("ncclAlltoAll", comm, stream, hstream);
+  return toNccl(hclAlltoAll(sendbuff, recvbuff, count, toHcl(datatype), toHcl(comm), hstream));
 }
 HCL_NCCL_ALIAS(ncclAlltoAll)
 
@@ -86,7 +91,8 @@ ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncc
   if (ncclResult_t r = checkHostBuffers("ncclGather", comm, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}})) {
     return r;
   }
-  return toNccl(hclGather(sendbuff, recvbuff, count, toHcl(datatype), root, toHcl(comm), hclStreamFor(stream)));
+  HCL_NCCL_STREAM("ncclGather", comm, stream, hstream);
+  return toNccl(hclGather(sendbuff, recvbuff, count, toHcl(datatype), root, toHcl(comm), hstream));
 }
 HCL_NCCL_ALIAS(ncclGather)
 
@@ -95,21 +101,24 @@ ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, nc
   if (ncclResult_t r = checkHostBuffers("ncclScatter", comm, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}})) {
     return r;
   }
-  return toNccl(hclScatter(sendbuff, recvbuff, count, toHcl(datatype), root, toHcl(comm), hclStreamFor(stream)));
+  HCL_NCCL_STREAM("ncclScatter", comm, stream, hstream);
+  return toNccl(hclScatter(sendbuff, recvbuff, count, toHcl(datatype), root, toHcl(comm), hstream));
 }
 HCL_NCCL_ALIAS(ncclScatter)
 
 ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                        cudaStream_t stream) {
   if (ncclResult_t r = checkHostBuffers("ncclSend", comm, {{"sendbuff", sendbuff}})) return r;
-  return toNccl(hclSend(sendbuff, count, toHcl(datatype), peer, toHcl(comm), hclStreamFor(stream)));
+  HCL_NCCL_STREAM("ncclSend", comm, stream, hstream);
+  return toNccl(hclSend(sendbuff, count, toHcl(datatype), peer, toHcl(comm), hstream));
 }
 HCL_NCCL_ALIAS(ncclSend)
 
 ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                        cudaStream_t stream) {
   if (ncclResult_t r = checkHostBuffers("ncclRecv", comm, {{"recvbuff", recvbuff}})) return r;
-  return toNccl(hclRecv(recvbuff, count, toHcl(datatype), peer, toHcl(comm), hclStreamFor(stream)));
+  HCL_NCCL_STREAM("ncclRecv", comm, stream, hstream);
+  return toNccl(hclRecv(recvbuff, count, toHcl(datatype), peer, toHcl(comm), hstream));
 }
 HCL_NCCL_ALIAS(ncclRecv)
 

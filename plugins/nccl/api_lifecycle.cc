@@ -4,6 +4,7 @@
 
 #include "core/log.h"
 #include "plugins/nccl/abi.h"
+#include "plugins/nccl/stream_routing.h"
 #include "plugins/nccl/config_compat.h"
 
 using namespace hcl::nccl;
@@ -105,10 +106,16 @@ HCL_NCCL_ALIAS(ncclCommInitRankScalable)
 ncclResult_t pncclCommFinalize(ncclComm_t comm) { return toNccl(hclCommFinalize(toHcl(comm))); }
 HCL_NCCL_ALIAS(ncclCommFinalize)
 
-ncclResult_t pncclCommDestroy(ncclComm_t comm) { return toNccl(hclCommDestroy(toHcl(comm))); }
+ncclResult_t pncclCommDestroy(ncclComm_t comm) {
+  forgetStreams(comm);
+  return toNccl(hclCommDestroy(toHcl(comm)));
+}
 HCL_NCCL_ALIAS(ncclCommDestroy)
 
-ncclResult_t pncclCommAbort(ncclComm_t comm) { return toNccl(hclCommAbort(toHcl(comm))); }
+ncclResult_t pncclCommAbort(ncclComm_t comm) {
+  forgetStreams(comm);
+  return toNccl(hclCommAbort(toHcl(comm)));
+}
 HCL_NCCL_ALIAS(ncclCommAbort)
 
 ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {

@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "plugins/nccl/abi.h"
+#include "plugins/nccl/stream_routing.h"
 
 namespace hcl::nccl {
 namespace {
@@ -98,7 +99,7 @@ Status requireHostMemory(std::initializer_list<NamedBuffer> buffers, const Memor
   for (const NamedBuffer& b : buffers) {
     if (b.ptr && classify(b.ptr) == MemoryKind::CudaDevice) {
       return invalidArgument(fmt::format(
-          "{} {} is CUDA device memory: device memory needs the CUDA device, which this build lacks", b.name, b.ptr));
+          "{} {} is CUDA device memory, but the communicator computes on the CPU (no usable CUDA device at init, or HCL_DEVICE=cpu)", b.name, b.ptr));
     }
   }
   return {};
@@ -109,6 +110,7 @@ Status requireHostMemory(std::initializer_list<NamedBuffer> buffers, const Memor
 namespace hcl::nccl {
 
 ncclResult_t checkHostBuffers(const char* call, ncclComm_t comm, std::initializer_list<NamedBuffer> buffers) {
+  if (commOnGpu(comm)) return ncclSuccess;  // its device reaches both kinds of memory
   const Status s = requireHostMemory(buffers, cudaMemoryClassifier());
   return s.ok() ? ncclSuccess : report(s.withContext(call), comm);
 }

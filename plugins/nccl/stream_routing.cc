@@ -1,0 +1,58 @@
+#include "plugins/nccl/stream_routing.h"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "plugins/nccl/abi.h"
+
+namespace hcl::nccl {
+namespace {
+
+// Process-wide because the NCCL API hands raw cudaStream_t values around.
+struct StreamTable {
+  std::mutex mutex;
+  std::map<std::pair<ncclComm_t, cudaStream_t>, hclStream_t> streams;
+};
+
+StreamTable& table() {
+  static StreamTable t;
+  return t;
+}
+
+}  // namespace
+
+bool commOnGpu(ncclComm_t comm) {
+  char name[32] = {};
+  if (hclCommGetDevice(toHcl(comm), name, sizeof name) != hclSuccess) return false;
+  return std::strcmp(name, "cpu") != 0;
+}
+
+bool streamFor(const char* call, ncclComm_t comm, cudaStream_t stream, hclStream_t* out) {
+  *out = nullptr;
+  if (!commOnGpu(comm)) return true;
+  std::lock_guard lock(table().mutex);
+  auto [it, added] = table().streams.try_emplace({comm, stream}, nullptr);
+  if (added && hclCommWrapStream(toHcl(comm), stream, &it->second) != hclSuccess) {
+    table().streams.erase(it);
+    return false;
+  }
+  *out = it->second;
+  return true;
+}
+
+void forgetStreams(ncclComm_t comm) {
+  std::lock_guard lock(table().mutex);
+  auto& streams = table().streams;
+  for (auto it = streams.begin(); it != streams.end();) {
+    if (it->first.first == comm) {
+      hclStreamDestroy(it->second);
+      it = streams.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace hcl::nccl
