@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collective_checks.h"
+#include "multiprocess.h"
 #include "device/sim/sim_device.h"
 #include "hcl.h"
 
@@ -63,6 +64,37 @@ TEST_F(DeviceTest, MixedCpuAndSimRanksRunEveryCollective) {
   });
   EXPECT_EQ(rc, std::vector<int>(3, 0));
   for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+}
+
+// Ranks as processes, over shared memory and over TCP: each publishes its
+// device at bootstrap, and every rank stages because one rank is a GPU.
+TEST_F(DeviceTest, MixedRanksAsProcessesOverShmAndTcp) {
+  for (bool tcp : {false, true}) {
+    hclUniqueId id;
+    ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+    hcltest::EnvList env{{"HCL_TIMEOUT_MS", "60000"}};
+    if (tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
+    const char* devices[] = {"cpu", "sim:0", "sim:1", "cpu"};
+    auto results = hcltest::runProcesses(
+        4,
+        [&](int rank) {
+          setenv("HCL_DEVICE", devices[rank], 1);
+          hclComm_t comm = nullptr;
+          RANK_HCL(hclCommInitRank(&comm, 4, id, rank));
+          char name[32];
+          RANK_HCL(hclCommGetDevice(comm, name, sizeof name));
+          RANK_CHECK(std::string(name) == devices[rank], "rank %d runs on %s, want %s", rank, name, devices[rank]);
+          hcltest::CheckConfig cfg;
+          cfg.counts = {1, 3001};
+          cfg.bigCounts = {20000};
+          cfg.deviceMemory = std::string(devices[rank]) != "cpu";
+          const int rc = hcltest::checkAllCollectives(comm, cfg);
+          RANK_HCL(hclCommDestroy(comm));
+          return rc;
+        },
+        300, env);
+    EXPECT_EQ(hcltest::describeFailures(results), "") << (tcp ? "tcp" : "shm");
+  }
 }
 
 TEST_F(DeviceTest, CommunicatorReportsItsDevice) {
