@@ -10,13 +10,19 @@ void transfer(void* dst, bool dstDevice, const void* src, bool srcDevice, size_t
     std::memmove(dst, src, bytes);
     return;
   }
+  // Word at a time, so the stand-in copy engine costs little CPU next to the
+  // rate it is held to.
+  constexpr uint64_t kWord = 0x0101010101010101ull * kScramble;
   auto* d = static_cast<uint8_t*>(dst);
   const auto* s = static_cast<const uint8_t*>(src);
-  if (d == s) {
-    for (size_t i = 0; i < bytes; ++i) d[i] ^= kScramble;
-    return;
+  size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s + i, 8);
+    w ^= kWord;
+    std::memcpy(d + i, &w, 8);
   }
-  for (size_t i = 0; i < bytes; ++i) d[i] = s[i] ^ kScramble;
+  for (; i < bytes; ++i) d[i] = s[i] ^ kScramble;
 }
 
 void* MemoryMap::allocate(size_t bytes) {

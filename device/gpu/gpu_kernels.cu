@@ -1,0 +1,166 @@
+// Reduction, conversion and spin-wait kernels. Built by nvcc (CUDA) or hipcc
+// (HIP) from this one file. Kernels are templated on (data type, operator);
+// forms and the PreMulSum/Avg steps are runtime arguments.
+#ifdef HCL_GPU_HIP
+#include <hip/hip_runtime.h>
+#else
+#include <cuda_runtime.h>
+#endif
+
+#include "device/gpu/gpu_kernels.h"
+
+namespace hcl::gpu {
+namespace {
+
+constexpr unsigned kThreads = 256;
+constexpr size_t kMaxBlocks = 4096;
+
+template <class Tr, class Op>
+__global__ void __launch_bounds__(kThreads) reduceKernel(void* dst, const void* a, const void* b,
+                                                         size_t begin, size_t end, ElementParams p) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = begin + size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < end; i += stride)
+    reduceElement<Tr, Op>(dst, a, b, i, p);
+}
+
+template <class Tr>
+__global__ void __launch_bounds__(kThreads) convertKernel(void* dst, const void* src, size_t begin,
+                                                          size_t end, ElementParams p) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = begin + size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < end; i += stride)
+    convertElement<Tr>(dst, src, i, p);
+}
+
+__global__ void spinWaitKernel(const volatile uint64_t* flag, uint64_t ticket) {
+  while (*flag < ticket) {
+#if defined(HCL_GPU_HIP)
+    __builtin_amdgcn_s_sleep(8);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    __nanosleep(1000);
+#endif
+  }
+#ifdef HCL_GPU_HIP
+  __threadfence_system();
+#else
+  __threadfence_system();
+#endif
+}
+
+unsigned blocksFor(size_t n) {
+  const size_t b = (n + kThreads - 1) / kThreads;
+  return unsigned(b < kMaxBlocks ? b : kMaxBlocks);
+}
+
+gpuError_t lastLaunchError() {
+#ifdef HCL_GPU_HIP
+  return hipGetLastError();
+#else
+  return cudaGetLastError();
+#endif
+}
+
+template <class Tr, class Op>
+gpuError_t reduceAs(void* dst, const void* a, const void* b, size_t begin, size_t end,
+                    const ElementParams& p, gpuStream_t stream) {
+  reduceKernel<Tr, Op><<<blocksFor(end - begin), kThreads, 0, stream>>>(dst, a, b, begin, end, p);
+  return lastLaunchError();
+}
+
+template <class Tr>
+gpuError_t reduceType(ReduceKind kind, void* dst, const void* a, const void* b, size_t begin,
+                      size_t end, const ElementParams& p, gpuStream_t stream) {
+  switch (kind) {
+    case ReduceKind::Sum:
+    case ReduceKind::Avg:
+    case ReduceKind::PreMulSum: return reduceAs<Tr, OpAdd>(dst, a, b, begin, end, p, stream);
+    case ReduceKind::Prod: return reduceAs<Tr, OpMul>(dst, a, b, begin, end, p, stream);
+    case ReduceKind::Max: return reduceAs<Tr, OpMax>(dst, a, b, begin, end, p, stream);
+    case ReduceKind::Min: return reduceAs<Tr, OpMin>(dst, a, b, begin, end, p, stream);
+  }
+#ifdef HCL_GPU_HIP
+  return hipErrorInvalidValue;
+#else
+  return cudaErrorInvalidValue;
+#endif
+}
+
+template <class Tr>
+gpuError_t convertAs(void* dst, const void* src, size_t begin, size_t end, const ElementParams& p,
+                     gpuStream_t stream) {
+  convertKernel<Tr><<<blocksFor(end - begin), kThreads, 0, stream>>>(dst, src, begin, end, p);
+  return lastLaunchError();
+}
+
+// Calls fn.template operator()<Traits>() for the traits of `type`.
+template <class Fn>
+gpuError_t withTraits(hclDataType_t type, Fn&& fn) {
+  switch (type) {
+    case hclInt8: return fn.template operator()<DirectType<int8_t>>();
+    case hclUint8: return fn.template operator()<DirectType<uint8_t>>();
+    case hclInt32: return fn.template operator()<DirectType<int32_t>>();
+    case hclUint32: return fn.template operator()<DirectType<uint32_t>>();
+    case hclInt64: return fn.template operator()<DirectType<int64_t>>();
+    case hclUint64: return fn.template operator()<DirectType<uint64_t>>();
+    case hclFloat32: return fn.template operator()<DirectType<float>>();
+    case hclFloat64: return fn.template operator()<DirectType<double>>();
+    case hclFloat16: return fn.template operator()<HalfType>();
+    case hclBfloat16: return fn.template operator()<Bf16Type>();
+    case hclFloat8e4m3: return fn.template operator()<E4m3Type>();
+    case hclFloat8e5m2: return fn.template operator()<E5m2Type>();
+    default: break;
+  }
+#ifdef HCL_GPU_HIP
+  return hipErrorInvalidValue;
+#else
+  return cudaErrorInvalidValue;
+#endif
+}
+
+template <class Kernel>
+gpuError_t loadKernel(Kernel* k) {
+#ifdef HCL_GPU_HIP
+  hipFuncAttributes attr;
+  return hipFuncGetAttributes(&attr, reinterpret_cast<const void*>(k));
+#else
+  cudaFuncAttributes attr;
+  return cudaFuncGetAttributes(&attr, k);
+#endif
+}
+
+}  // namespace
+
+gpuError_t preloadKernels() {
+  gpuError_t first = gpuSuccess;
+  auto note = [&](gpuError_t e) {
+    if (first == gpuSuccess) first = e;
+  };
+  for (int t = 0; t < hclNumTypes; ++t)
+    note(withTraits(hclDataType_t(t), [&]<class Tr>() {
+      note(loadKernel(reduceKernel<Tr, OpAdd>));
+      note(loadKernel(reduceKernel<Tr, OpMul>));
+      note(loadKernel(reduceKernel<Tr, OpMax>));
+      note(loadKernel(reduceKernel<Tr, OpMin>));
+      return loadKernel(convertKernel<Tr>);
+    }));
+  note(loadKernel(spinWaitKernel));
+  return first;
+}
+
+gpuError_t launchReduce(hclDataType_t type, ReduceKind kind, void* dst, const void* a, const void* b,
+                        size_t begin, size_t end, const ElementParams& p, gpuStream_t stream) {
+  if (end <= begin) return gpuSuccess;
+  return withTraits(type, [&]<class Tr>() { return reduceType<Tr>(kind, dst, a, b, begin, end, p, stream); });
+}
+
+gpuError_t launchConvert(hclDataType_t type, void* dst, const void* src, size_t begin, size_t end,
+                         const ElementParams& p, gpuStream_t stream) {
+  if (end <= begin) return gpuSuccess;
+  return withTraits(type, [&]<class Tr>() { return convertAs<Tr>(dst, src, begin, end, p, stream); });
+}
+
+gpuError_t launchSpinWait(const volatile uint64_t* flag, uint64_t ticket, gpuStream_t stream) {
+  spinWaitKernel<<<1, 1, 0, stream>>>(flag, ticket);
+  return lastLaunchError();
+}
+
+}  // namespace hcl::gpu

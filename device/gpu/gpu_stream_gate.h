@@ -1,0 +1,59 @@
+// StreamGate on a native stream: hold() records a start event and makes the
+// stream wait until a host flag in pinned mapped memory reaches the ticket;
+// release() stores the ticket into the flag. The wait is a stream memory
+// operation where the runtime has one (cuStreamWaitValue64 through the driver
+// entry point, hipStreamWaitValue64), a one-thread spinning kernel otherwise.
+#pragma once
+
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "device/device.h"
+#include "device/gpu/gpu_api.h"
+
+namespace hcl::gpu {
+
+// How the stream waits for the flag; picked once per device.
+struct GateWaitMethod {
+  // Enqueues "wait until *flag >= value" on the stream; nullptr: use the
+  // spin kernel. `devFlag` is the device view of the flag.
+  gpuError_t (*waitValue)(gpuStream_t stream, void* devFlag, uint64_t value) = nullptr;
+  const char* name = "spin kernel";
+};
+GateWaitMethod pickGateWaitMethod(int device);
+
+class GpuStreamGate final : public StreamGate {
+ public:
+  static Status open(int device, void* nativeStream, const GateWaitMethod& method,
+                     std::unique_ptr<StreamGate>& out);
+  ~GpuStreamGate() override;
+
+  Status hold(uint64_t* ticket) override;
+  Status waitStart(uint64_t ticket) override;
+  void release(uint64_t ticket) override;
+  Status synchronize() override;
+  Status query() override;
+
+ private:
+  GpuStreamGate(int device, gpuStream_t stream, const GateWaitMethod& m)
+      : device_(device), stream_(stream), method_(m) {}
+  Status takeEvent(gpuEvent_t* ev);
+
+  struct Held {
+    uint64_t ticket;
+    gpuEvent_t start;
+  };
+
+  const int device_;
+  const gpuStream_t stream_;  // the user's; never destroyed here
+  const GateWaitMethod method_;
+  uint64_t* flag_ = nullptr;  // pinned, mapped; host view
+  void* devFlag_ = nullptr;   // device view of flag_
+  std::mutex mutex_;
+  uint64_t lastTicket_ = 0;
+  std::deque<Held> held_;  // tickets issued and not yet released, increasing
+  std::vector<gpuEvent_t> freeEvents_;
+};
+
+}  // namespace hcl::gpu
