@@ -67,8 +67,14 @@ Status StagedRun::startNet(size_t k) {
   std::byte* in = inPtr(k);
   std::byte* out = outPtr(k);
   args.inPlace = in == out;
-  Schedule schedule = comm_.planner().plan(args);
-  net_ = std::make_unique<ScheduleRun>(comm_, std::move(schedule), RunBuffers{in, out, {}}, spec_);
+  // Every chunk but the last has the full width and the same in-place-ness,
+  // so its schedule is planned once per call, not once per chunk.
+  if (args.count != width_) {
+    net_ = std::make_unique<ScheduleRun>(comm_, comm_.planner().plan(args), RunBuffers{in, out, {}}, spec_);
+    return {};
+  }
+  if (!fullWidth_) fullWidth_ = comm_.planner().plan(args);
+  net_ = std::make_unique<ScheduleRun>(comm_, *fullWidth_, RunBuffers{in, out, {}}, spec_);
   return {};
 }
 

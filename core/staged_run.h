@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "collectives/plan/collective.h"
@@ -46,6 +47,7 @@ class StagedRun final : public OpRun {
   bool copyIn_, copyOut_, shareSlot_;
   std::vector<uint64_t> inTicket_, outTicket_;  // 0: nothing to wait for
   size_t nextIn_ = 0, nextNet_ = 0;
+  std::optional<Schedule> fullWidth_;  // planned at the first full-width chunk
   std::unique_ptr<ScheduleRun> net_;
 };
 
