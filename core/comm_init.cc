@@ -128,6 +128,11 @@ Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16]
   }
   logGpuDirect(comm->device(), transports, peersByKind);
   comm->setTopology(std::move(peers), std::move(links), std::move(transports), std::move(connections));
+  std::vector<const Connection*> linksInUse;
+  for (int p = 0; p < nranks; ++p) linksInUse.push_back(p == rank ? nullptr : comm->connection(p));
+  bool peerAccess = false;
+  HCL_TRY(agreeOnPeerAccess(oob, linksInUse, peerAccess));
+  comm->setPeerAccess(peerAccess);
   std::vector<LinkModelRule> measured;
   if (paramBool("HCL_PROBE")) HCL_TRY(probeLinks(oob, comm, measured));
   std::shared_ptr<const PlanTable> plan;

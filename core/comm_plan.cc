@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -137,6 +138,16 @@ std::string describePlanTable(const PlanTable& table) {
     out += "\n";
   }
   return out;
+}
+
+Status agreeOnPeerAccess(Oob& oob, const std::vector<const Connection*>& connections, bool& out) {
+  bool mine = paramBool("HCL_DIRECT");
+  for (const Connection* c : connections) mine = mine && (c == nullptr || c->peerMemoryAccess());
+  std::vector<std::vector<uint8_t>> all;
+  HCL_TRY(oob.allgather({static_cast<uint8_t>(mine ? 1 : 0)}, all));
+  out = std::all_of(all.begin(), all.end(), [](const std::vector<uint8_t>& b) { return b.size() == 1 && b[0] == 1; });
+  log::info(log::Tuning, "direct access to peers' buffers: {}", out ? "every link" : mine ? "not on every rank" : "no");
+  return {};
 }
 
 Status agreeOnPlan(Oob& oob, const std::vector<PeerInfo>& peers, const Planner& planner, size_t chunkBytes,

@@ -13,6 +13,7 @@
 #include "core/peer_info.h"
 #include "core/status.h"
 #include "transports/link.h"
+#include "transports/transport.h"
 
 namespace hcl {
 
@@ -27,6 +28,11 @@ std::string describeLinkTable(const std::vector<PeerInfo>& peers, const LinkGrap
 
 // The plan table as text: per collective, the size ranges and their choice.
 std::string describePlanTable(const PlanTable& table);
+
+// Collective over `oob`: true on every rank when every rank can reach every
+// peer's memory over its links (Connection::peerMemoryAccess), so the direct
+// algorithms are allowed. Off with HCL_DIRECT=0.
+Status agreeOnPeerAccess(Oob& oob, const std::vector<const Connection*>& connections, bool& out);
 
 // Collective over `oob`. Rank 0 builds the table with `planner` (applying
 // HCL_LINK_MODEL and `measured` costs, if any) and every rank receives it.

@@ -50,6 +50,7 @@ class Communicator {
   Status staging(StagingArea** out);
   const Planner& planner() const { return planner_; }
   void setPlanTable(std::shared_ptr<const PlanTable> table) { planner_.setTable(std::move(table)); }
+  void setPeerAccess(bool on) { planner_.setPeerAccess(on); }
   RedOpTable& redOps() { return redOps_; }
   const std::vector<PeerInfo>& peers() const { return peers_; }
   const std::vector<Link>& links() const { return links_; }

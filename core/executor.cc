@@ -13,11 +13,21 @@ ScheduleRun::ScheduleRun(Communicator& comm, Schedule schedule, RunBuffers buffe
   if (schedule_.scratchBytes > 0) scratch_ = comm_.acquireScratch(schedule_.scratchBytes);
   transfers_ = std::make_unique<Transfer[]>(schedule_.transfers);
   transferPeer_.assign(schedule_.transfers, -1);
+  bool direct = false;
   for (const Step& st : schedule_.steps) {
+    direct = direct || st.kind == Step::Kind::ReadPeer || st.kind == Step::Kind::WritePeer ||
+             st.a.id == BufferId::Addresses || st.dst.id == BufferId::Addresses;
     if (st.kind == Step::Kind::Send || st.kind == Step::Kind::Recv) {
       transferPeer_[st.transfer] = st.peer;
       if (std::find(peers_.begin(), peers_.end(), st.peer) == peers_.end()) peers_.push_back(st.peer);
     }
+  }
+  if (direct) {
+    const size_t entries = 2 * static_cast<size_t>(comm_.nranks());
+    addresses_ = std::make_unique<uint64_t[]>(entries);
+    const size_t self = 2 * static_cast<size_t>(comm_.rank());
+    addresses_[self] = reinterpret_cast<uintptr_t>(buffers_.send);
+    addresses_[self + 1] = reinterpret_cast<uintptr_t>(buffers_.recv);
   }
 }
 
@@ -32,8 +42,20 @@ void* ScheduleRun::resolve(const BufferRef& ref) const {
     case BufferId::Recv: base = static_cast<std::byte*>(buffers_.recv); break;
     case BufferId::Scratch: base = scratch_; break;
     case BufferId::User: base = static_cast<std::byte*>(buffers_.user.at(ref.index)); break;
+    case BufferId::Addresses: base = reinterpret_cast<std::byte*>(addresses_.get()); break;
   }
   return base ? base + ref.offset : nullptr;
+}
+
+Status ScheduleRun::peerAddress(int peer, const BufferRef& ref, uint64_t* out) const {
+  const bool recv = ref.id == BufferId::Recv;
+  const uint64_t base = addresses_ ? addresses_[2 * static_cast<size_t>(peer) + (recv ? 1 : 0)] : 0;
+  if (base == 0 || (ref.id != BufferId::Send && ref.id != BufferId::Recv)) {
+    return internalError(fmt::format("rank {}: {} schedule reaches a {} buffer rank {} did not give", comm_.rank(),
+                                     schedule_.algorithm, recv ? "receive" : "send", peer));
+  }
+  *out = base + ref.offset;
+  return {};
 }
 
 Status ScheduleRun::pollConnections(bool* progressed) {
@@ -96,6 +118,20 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
         HCL_TRY(dev.copy(resolve(st.dst), resolve(st.a), st.bytes));
         *progressed = true;
         break;
+      case Step::Kind::ReadPeer: {
+        uint64_t from = 0;
+        HCL_TRY(peerAddress(st.peer, st.a, &from));
+        HCL_TRY(comm_.connection(st.peer)->readPeer(from, resolve(st.dst), st.bytes));
+        *progressed = true;
+        break;
+      }
+      case Step::Kind::WritePeer: {
+        uint64_t to = 0;
+        HCL_TRY(peerAddress(st.peer, st.dst, &to));
+        HCL_TRY(comm_.connection(st.peer)->writePeer(to, resolve(st.a), st.bytes));
+        *progressed = true;
+        break;
+      }
     }
     ++pc_;
   }

@@ -43,6 +43,8 @@ class ScheduleRun final : public OpRun {
 
  private:
   void* resolve(const BufferRef& ref) const;
+  // A peer's send or receive buffer (+ offset), from the Addresses table.
+  Status peerAddress(int peer, const BufferRef& ref, uint64_t* out) const;
   Status pollConnections(bool* progressed);
 
   Communicator& comm_;
@@ -50,6 +52,7 @@ class ScheduleRun final : public OpRun {
   RunBuffers buffers_;
   ReduceSpec spec_;
   std::byte* scratch_ = nullptr;  // the communicator's, while this run exists
+  std::unique_ptr<uint64_t[]> addresses_;  // {send, recv} per rank, for direct access
   std::unique_ptr<Transfer[]> transfers_;
   std::vector<int> transferPeer_;
   std::vector<int> peers_;  // every peer this run talks to

@@ -45,6 +45,10 @@ constexpr std::array kParams = {
     ParamSpec{"HCL_PROBE", Bool, "0",
               "Measure latency and bandwidth of each link class at init; rank 0 publishes them",
               nullptr},
+    ParamSpec{"HCL_DIRECT", Bool, "1",
+              "Allow the direct algorithms, which read and write peers' buffers, where every "
+              "link can (shared memory with single copy, ranks of one process)",
+              nullptr},
     ParamSpec{"HCL_SHM_DISABLE", Bool, "0",
               "Use TCP even between ranks on one host", "NCCL_SHM_DISABLE"},
     ParamSpec{"HCL_SHM_CMA_THRESHOLD", Int, "65536",

@@ -64,6 +64,18 @@ class Connection {
   virtual void abort() = 0;
   // "tcp 10.0.0.2:41233 via eth0", "shm (single copy above 64 KiB)", ...
   virtual std::string describe() const = 0;
+
+  // One-sided access to the peer's memory, where the link allows it (shared
+  // memory with single copy, ranks of one process; RDMA later). The copies
+  // are done when the call returns. Addresses are the peer's own, learnt
+  // from a message; the caller makes sure the peer keeps them valid.
+  virtual bool peerMemoryAccess() const { return false; }
+  virtual Status readPeer(uint64_t /*peerAddress*/, void* /*local*/, size_t /*bytes*/) {
+    return internalError(describe() + ": no access to the peer's memory");
+  }
+  virtual Status writePeer(uint64_t /*peerAddress*/, const void* /*local*/, size_t /*bytes*/) {
+    return internalError(describe() + ": no access to the peer's memory");
+  }
 };
 
 // What a transport needs to know about the communicator being built.

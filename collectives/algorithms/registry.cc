@@ -1,4 +1,6 @@
-// Every algorithm, one line each. The first entry for a collective is its default.
+// Every algorithm, one line each. For each message the first entry of its
+// collective that admits the size (and the communicator) is the default.
+#include "collectives/algorithms/direct_access.h"
 #include "collectives/algorithms/hierarchical.h"
 #include "collectives/algorithms/pairwise.h"
 #include "collectives/algorithms/recursive_doubling.h"
@@ -9,25 +11,35 @@
 
 namespace hcl {
 
+// Below this size the two extra messages of a direct schedule cost more than
+// the copies they save (docs/performance.md).
+constexpr size_t kDirectFrom = 64 * 1024;
+
 std::span<const AlgorithmEntry> algorithmTable() {
   static const AlgorithmEntry table[] = {
       {CollKind::AllReduce, "rd", recursiveDoublingAllReduce, 16 * 1024},
+      {CollKind::AllReduce, "direct", directAllReduce, 0, kDirectFrom, true},
       {CollKind::AllReduce, "ring", ringAllReduce, 0},
       {CollKind::AllReduce, "tree", treeAllReduce, 0},
       {CollKind::AllReduce, "rhd", rhdAllReduce, 0},
       {CollKind::AllReduce, "hier", hierAllReduce, 0},
+      {CollKind::ReduceScatter, "direct", directReduceScatter, 0, kDirectFrom, true},
       {CollKind::ReduceScatter, "ring", ringReduceScatter, 0},
       {CollKind::ReduceScatter, "rhd", rhdReduceScatter, 0},
       {CollKind::ReduceScatter, "hier", hierReduceScatter, 0},
+      {CollKind::AllGather, "direct", directAllGather, 0, kDirectFrom, true},
       {CollKind::AllGather, "ring", ringAllGather, 0},
       {CollKind::AllGather, "rhd", rhdAllGather, 0},
       {CollKind::AllGather, "hier", hierAllGather, 0},
+      {CollKind::Broadcast, "direct", directBroadcast, 0, kDirectFrom, true},
       {CollKind::Broadcast, "ring", ringBroadcast, 0},
       {CollKind::Broadcast, "tree", treeBroadcast, 0},
       {CollKind::Broadcast, "hier", hierBroadcast, 0},
+      {CollKind::Reduce, "direct", directReduce, 0, kDirectFrom, true},
       {CollKind::Reduce, "ring", ringReduce, 0},
       {CollKind::Reduce, "tree", treeReduce, 0},
       {CollKind::Reduce, "hier", hierReduce, 0},
+      {CollKind::AlltoAll, "direct", directAlltoAll, 0, kDirectFrom, true},
       {CollKind::AlltoAll, "pairwise", pairwiseAlltoAll, 0},
       {CollKind::Gather, "direct", directGather, 0},
       {CollKind::Scatter, "direct", directScatter, 0},

@@ -70,7 +70,7 @@ Planner::Planner(std::string_view overrideSpec) : spec_(overrideSpec) {
   for (int k = 1; k <= kLastKind; ++k) allowed_[static_cast<size_t>(k)] = allowed(static_cast<CollKind>(k));
 }
 
-std::vector<const AlgorithmEntry*> Planner::allowed(CollKind kind) const {
+std::vector<const AlgorithmEntry*> Planner::allowed(CollKind kind) {
   std::vector<const AlgorithmEntry*> candidates;
   for (const AlgorithmEntry& e : algorithmTable()) {
     if (e.kind == kind) candidates.push_back(&e);
@@ -83,11 +83,15 @@ std::vector<const AlgorithmEntry*> Planner::allowed(CollKind kind) const {
   for (const AlgorithmEntry* e : candidates) {
     const bool listed = std::any_of(names.begin(), names.end(), [&](const std::string& n) { return lower(n) == e->name; });
     if (listed != exclude) kept.push_back(e);
+    if (listed && !exclude) named_.push_back(e);
   }
-  // An unlimited algorithm must remain, or large messages would have none.
-  if (std::none_of(kept.begin(), kept.end(), [](const AlgorithmEntry* e) { return e->maxBytes == 0; })) {
-    const AlgorithmEntry* fallback = *std::find_if(candidates.begin(), candidates.end(),
-                                                   [](const AlgorithmEntry* e) { return e->maxBytes == 0; });
+  // An algorithm for every size and every communicator must remain, or some
+  // messages would have none.
+  const auto universal = [](const AlgorithmEntry* e) {
+    return e->maxBytes == 0 && e->minBytes == 0 && !e->needsPeerAccess;
+  };
+  if (std::none_of(kept.begin(), kept.end(), universal)) {
+    const AlgorithmEntry* fallback = *std::find_if(candidates.begin(), candidates.end(), universal);
     log::warn(log::Tuning, "HCL_ALGO '{}' leaves {} without an algorithm for every size; adding {}", spec_,
               collKindName(kind), fallback->name);
     kept.push_back(fallback);
@@ -95,9 +99,17 @@ std::vector<const AlgorithmEntry*> Planner::allowed(CollKind kind) const {
   return kept;
 }
 
+bool Planner::usable(const AlgorithmEntry& e, size_t bytes) const {
+  // minBytes is where an algorithm starts to pay; one named in HCL_ALGO is
+  // used below it too.
+  const bool named = std::find(named_.begin(), named_.end(), &e) != named_.end();
+  return (e.maxBytes == 0 || bytes <= e.maxBytes) && (bytes >= e.minBytes || named) &&
+         (peerAccess_ || !e.needsPeerAccess);
+}
+
 const AlgorithmEntry* Planner::fallback(CollKind kind, size_t bytes) const {
   for (const AlgorithmEntry* e : allowed_[static_cast<size_t>(kind)]) {
-    if (e->maxBytes == 0 || bytes <= e->maxBytes) return e;
+    if (usable(*e, bytes)) return e;
   }
   return nullptr;
 }
@@ -109,7 +121,11 @@ const AlgorithmEntry* Planner::choose(const CollArgs& args) const {
     // came from one rank, and every rank must run the same algorithm.
     if (const PlanChoice* c = table_->find(args.kind, bytes)) {
       for (const AlgorithmEntry& e : algorithmTable()) {
-        if (e.kind == args.kind && c->algorithm == e.name && (e.maxBytes == 0 || bytes <= e.maxBytes)) return &e;
+        // The bucket's size range may start below minBytes; the table still
+        // decides, so every rank agrees.
+        if (e.kind == args.kind && c->algorithm == e.name && (e.maxBytes == 0 || bytes <= e.maxBytes) &&
+            (peerAccess_ || !e.needsPeerAccess))
+          return &e;
       }
     }
   }

@@ -22,6 +22,10 @@ struct AlgorithmEntry {
   const char* name;
   ScheduleGenerator generate;
   size_t maxBytes;  // used only up to this message size (0: any size)
+  size_t minBytes = 0;  // and only from this size
+  // Reads and writes peers' buffers (ReadPeer/WritePeer): only for
+  // communicators where every link allows it (Planner::setPeerAccess).
+  bool needsPeerAccess = false;
 };
 
 // Every registered algorithm (collectives/algorithms/registry.cc).
@@ -44,13 +48,20 @@ class Planner {
   // cheapest wins, unless the registry's default is within 10% of it.
   PlanTable buildTable(const LinkGraph& graph, const Topology& topology, size_t chunkBytes) const;
   void setTable(std::shared_ptr<const PlanTable> table) { table_ = std::move(table); }
+  // Every rank of the communicator can reach every peer's buffers; agreed by
+  // all ranks at init, so every rank makes the same choices.
+  void setPeerAccess(bool on) { peerAccess_ = on; }
+  bool peerAccess() const { return peerAccess_; }
   const PlanTable* table() const { return table_.get(); }
 
  private:
-  std::vector<const AlgorithmEntry*> allowed(CollKind kind) const;
+  std::vector<const AlgorithmEntry*> allowed(CollKind kind);
   const AlgorithmEntry* choose(const CollArgs& args) const;
   const AlgorithmEntry* fallback(CollKind kind, size_t bytes) const;
+  bool usable(const AlgorithmEntry& e, size_t bytes) const;
   std::string spec_;
+  bool peerAccess_ = false;
+  std::vector<const AlgorithmEntry*> named_;  // listed (not excluded) in the override
   // Decided once per communicator, so a bad override warns once.
   std::vector<std::vector<const AlgorithmEntry*>> allowed_;
   std::shared_ptr<const PlanTable> table_;

@@ -59,7 +59,7 @@ PlanTable Planner::buildTable(const LinkGraph& graph, const Topology& topology, 
       ScheduleEstimate bestEst, dfltEst;
       std::string candidates;
       for (const AlgorithmEntry* e : allowed_[static_cast<size_t>(kind)]) {
-        if (e->maxBytes != 0 && bytes > e->maxBytes) continue;
+        if (!usable(*e, bytes)) continue;
         const ScheduleEstimate est = priceAlgorithm(*e, graph, table.topology, bytes, chunkBytes);
         candidates += fmt::format("{}{} {}", candidates.empty() ? "" : ", ", e->name,
                                   est.valid ? fmt::format("{:.1f} us", est.us) : std::string("invalid"));
@@ -71,7 +71,11 @@ PlanTable Planner::buildTable(const LinkGraph& graph, const Topology& topology, 
         }
       }
       PlanChoice& choice = perBucket[static_cast<size_t>(b)];
-      if (dflt && dfltEst.valid && (!best || bestEst.us >= dfltEst.us * kOverrideMargin)) {
+      // Direct access to peers' buffers is preferred wherever it is allowed:
+      // the model prices its copies like messages, but it saves the
+      // per-slice handshakes and copies that messages cost on one host.
+      const bool measuredBest = dflt && dflt->needsPeerAccess;
+      if (dflt && dfltEst.valid && (measuredBest || !best || bestEst.us >= dfltEst.us * kOverrideMargin)) {
         best = dflt;
         bestEst = dfltEst;
       }

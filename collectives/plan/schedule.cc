@@ -69,4 +69,29 @@ void ScheduleBuilder::copy(BufferRef dst, BufferRef src, size_t bytes) {
   s_.steps.push_back(st);
 }
 
+uint32_t ScheduleBuilder::exchangeAddresses(int self, int peer) {
+  const uint32_t r = recv(peer, addressEntry(peer), kAddressEntryBytes);
+  send(peer, addressEntry(self), kAddressEntryBytes);
+  return r;
+}
+
+void ScheduleBuilder::peerCopy(Step::Kind kind, int peer, BufferRef dst, BufferRef a, size_t bytes) {
+  if (bytes == 0) return;
+  Step st;
+  st.kind = kind;
+  st.peer = peer;
+  st.dst = dst;
+  st.a = a;
+  st.bytes = bytes;
+  s_.steps.push_back(st);
+}
+
+void ScheduleBuilder::readPeer(int peer, BufferRef dst, BufferRef peerSrc, size_t bytes) {
+  peerCopy(Step::Kind::ReadPeer, peer, dst, peerSrc, bytes);
+}
+
+void ScheduleBuilder::writePeer(int peer, BufferRef peerDst, BufferRef src, size_t bytes) {
+  peerCopy(Step::Kind::WritePeer, peer, peerDst, src, bytes);
+}
+
 }  // namespace hcl

@@ -8,6 +8,13 @@
 // the program (not the thread) until that transfer completes. Every transfer
 // is also waited for at the end. Messages to one peer match that peer's
 // receives in posting order.
+//
+// Where every link lets a rank reach its peers' memory (shared memory with
+// single copy, ranks in one process; RDMA later), ReadPeer and WritePeer copy
+// straight from or into a peer's send or receive buffer. A schedule learns
+// the peer's buffer addresses from a message first: each rank's own entry of
+// the Addresses table holds {send, recv}, and exchangeAddresses() swaps
+// entries with a peer.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +27,11 @@
 namespace hcl {
 
 // User: the index-th buffer of the task's table (point-to-point calls).
-enum class BufferId : uint8_t { Send, Recv, Scratch, User };
+// Addresses: the run's table of every rank's {send, recv} addresses, 16 bytes
+// per rank; only exchangeAddresses() refers to it.
+enum class BufferId : uint8_t { Send, Recv, Scratch, User, Addresses };
+
+constexpr size_t kAddressEntryBytes = 16;
 
 struct BufferRef {
   BufferId id = BufferId::Send;
@@ -36,6 +47,8 @@ struct Step {
     Reduce,   // dst = a (op) b, `count` elements, with forms
     Convert,  // dst = a converted between forms, `count` elements
     Copy,     // dst = a, `bytes` bytes
+    ReadPeer,   // dst (ours) = a (Send/Recv of `peer`), `bytes` bytes
+    WritePeer,  // dst (Send/Recv of `peer`) = a (ours), `bytes` bytes
   };
   Kind kind = Kind::Wait;
   int32_t peer = -1;
@@ -65,8 +78,14 @@ class ScheduleBuilder {
               size_t count);
   void convert(BufferRef dst, Form dstForm, BufferRef a, Form aForm, size_t count);
   void copy(BufferRef dst, BufferRef src, size_t bytes);
+  // Swaps Addresses entries with `peer`; returns the receive to wait for
+  // before reading or writing that peer's buffers.
+  uint32_t exchangeAddresses(int self, int peer);
+  void readPeer(int peer, BufferRef dst, BufferRef peerSrc, size_t bytes);
+  void writePeer(int peer, BufferRef peerDst, BufferRef src, size_t bytes);
 
  private:
+  void peerCopy(Step::Kind kind, int peer, BufferRef dst, BufferRef a, size_t bytes);
   Schedule& s_;
 };
 
@@ -74,5 +93,10 @@ inline BufferRef sendAt(size_t off) { return {BufferId::Send, off}; }
 inline BufferRef recvAt(size_t off) { return {BufferId::Recv, off}; }
 inline BufferRef scratchAt(size_t off) { return {BufferId::Scratch, off}; }
 inline BufferRef userAt(uint32_t index) { return {BufferId::User, 0, index}; }
+inline BufferRef addressEntry(int rank) { return {BufferId::Addresses, static_cast<size_t>(rank) * kAddressEntryBytes}; }
+// True for steps that move data between ranks through transfers.
+inline bool usesTransfer(Step::Kind k) {
+  return k == Step::Kind::Send || k == Step::Kind::Recv || k == Step::Kind::Wait;
+}
 
 }  // namespace hcl

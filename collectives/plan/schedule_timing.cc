@@ -84,6 +84,14 @@ class Replay {
         case Step::Kind::Copy:
           st.clock += static_cast<double>(s.bytes) / graph_.reduceBytesPerUs;
           break;
+        case Step::Kind::ReadPeer:
+        case Step::Kind::WritePeer: {
+          // The rank itself copies across the link.
+          const int cls = graph_.classBetween(static_cast<int>(r), s.peer);
+          st.clock += static_cast<double>(s.bytes) / graph_.costs[static_cast<size_t>(cls)].bytesPerUs;
+          result_.classesUsed[static_cast<size_t>(cls)] = true;
+          break;
+        }
         case Step::Kind::Reduce:
         case Step::Kind::Convert:
           // Plans are priced on float32, 4 bytes per element.

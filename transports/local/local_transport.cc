@@ -70,12 +70,38 @@ class LocalConnection final : public Connection {
 
   std::string describe() const override { return "local (same process, direct copy)"; }
 
+  // One address space: the peer's addresses are ours.
+  bool peerMemoryAccess() const override { return true; }
+  Status readPeer(uint64_t peerAddress, void* local, size_t bytes) override {
+    return copyPeer(local, reinterpret_cast<const void*>(static_cast<uintptr_t>(peerAddress)), bytes);
+  }
+  Status writePeer(uint64_t peerAddress, const void* local, size_t bytes) override {
+    return copyPeer(reinterpret_cast<void*>(static_cast<uintptr_t>(peerAddress)), local, bytes);
+  }
+
  private:
   bool hasPendingWork() {
     if (!recvs_.empty()) return true;
     LocalInbox& box = *remote_->inboxes[static_cast<size_t>(rank_)];
     std::lock_guard lock(box.mutex);
     return !box.sends.empty();
+  }
+
+  // Copies under the lock the peer's abort() takes (the inbox of its sends to
+  // us): once the peer has aborted, and may free its buffers, no copy is
+  // running and none starts.
+  Status copyPeer(void* dst, const void* src, size_t bytes) {
+    if (!failure_.ok()) return failure_;
+    {
+      LocalInbox& box = *self_->inboxes[static_cast<size_t>(peer_)];
+      std::lock_guard lock(box.mutex);
+      if (!remote_->aborted.load(std::memory_order_acquire)) {
+        std::memcpy(dst, src, bytes);
+        return {};
+      }
+    }
+    // fail() takes the peer's inbox lock: never while holding ours.
+    return fail(remoteError(fmt::format("rank {}: rank {} (same process) aborted", rank_, peer_)));
   }
 
   // Removes our not-yet-consumed sends from the peer's inbox so it can never

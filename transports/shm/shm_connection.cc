@@ -90,6 +90,26 @@ class ShmConnection final : public Connection {
 
   void abort() override { header_.side[side_].aborted.store(1, std::memory_order_release); }
 
+  // The probe at connect told whether we can reach the peer's memory; it is
+  // stored in the peer's side of the header.
+  bool peerMemoryAccess() const override {
+    return cmaThreshold_ > 0 &&
+           header_.side[1 - side_].peerCanReadMemory.load(std::memory_order_acquire) == kCmaAvailable;
+  }
+
+  Status readPeer(uint64_t peerAddress, void* local, size_t bytes) override {
+    return copyPeer(peerAddress, bytes, "process_vm_readv", [&](uint64_t done, size_t len, int* err) {
+      return readProcessMemory(peerPid_, peerAddress + done, static_cast<uint8_t*>(local) + done, len, err);
+    });
+  }
+
+  Status writePeer(uint64_t peerAddress, const void* local, size_t bytes) override {
+    return copyPeer(peerAddress, bytes, "process_vm_writev", [&](uint64_t done, size_t len, int* err) {
+      return writeProcessMemory(peerPid_, peerAddress + done, static_cast<const uint8_t*>(local) + done, len,
+                                err);
+    });
+  }
+
   std::string describe() const override {
     const uint32_t cma = header_.side[side_].peerCanReadMemory.load(std::memory_order_acquire);
     if (cmaThreshold_ > 0 && cma == kCmaAvailable) {
@@ -288,6 +308,33 @@ class ShmConnection final : public Connection {
       moved = true;
     }
     return t.progressed == t.bytes;
+  }
+
+  // Copies in pieces until done; the kernel may move fewer bytes than asked.
+  template <typename CopyFn>
+  Status copyPeer(uint64_t peerAddress, size_t bytes, const char* call, CopyFn copy) {
+    if (!failure_.ok()) return failure_;
+    if (!peerMemoryAccess()) return Connection::readPeer(peerAddress, nullptr, bytes);
+    uint64_t done = 0;
+    while (done < bytes) {
+      // A peer that aborted may free its buffers at once: stop touching them.
+      if (header_.side[1 - side_].aborted.load(std::memory_order_acquire) != 0) {
+        return fail(remoteError(fmt::format("rank {}: rank {} (pid {}, shm) aborted", rank_, peer_, peerPid_)));
+      }
+      int err = 0;
+      const ssize_t n = copy(done, bytes - done, &err);
+      if (n < 0 && err == EINTR) continue;
+      if (n < 0 && err == ESRCH) {
+        return fail(remoteError(fmt::format("rank {}: rank {} (pid {}, shm) exited", rank_, peer_, peerPid_)));
+      }
+      if (n <= 0) {
+        return fail(systemError(fmt::format("rank {}: {} of {} bytes at {:#x} in rank {} (pid {}) failed: {}", rank_,
+                                            call, bytes - done, peerAddress + done, peer_, peerPid_,
+                                            n < 0 ? std::strerror(err) : "no bytes moved")));
+      }
+      done += static_cast<uint64_t>(n);
+    }
+    return {};
   }
 
   Status corrupted(const SlotHeader& h) const {

@@ -18,6 +18,15 @@ ssize_t readProcessMemory(int64_t pid, uint64_t remoteAddress, void* local, size
   return n;
 }
 
+ssize_t writeProcessMemory(int64_t pid, uint64_t remoteAddress, const void* local, size_t bytes,
+                           int* error) {
+  iovec localIov{const_cast<void*>(local), bytes};
+  iovec remoteIov{reinterpret_cast<void*>(static_cast<uintptr_t>(remoteAddress)), bytes};
+  const ssize_t n = ::process_vm_writev(static_cast<pid_t>(pid), &localIov, 1, &remoteIov, 1, 0);
+  if (n < 0) *error = errno;
+  return n;
+}
+
 bool processInvisible(int64_t pid) {
   return ::kill(static_cast<pid_t>(pid), 0) == -1 && errno == ESRCH;
 }

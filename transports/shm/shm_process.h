@@ -13,6 +13,11 @@ namespace hcl::shm {
 ssize_t readProcessMemory(int64_t pid, uint64_t remoteAddress, void* local, size_t bytes,
                           int* error);
 
+// process_vm_writev of `bytes` from `local` to `remoteAddress` in `pid`.
+// Returns the bytes written, or -1 with *error set to errno.
+ssize_t writeProcessMemory(int64_t pid, uint64_t remoteAddress, const void* local, size_t bytes,
+                           int* error);
+
 // kill(pid, 0) finds no such process.
 bool processInvisible(int64_t pid);
 

@@ -48,10 +48,12 @@ hcl::ReduceSpec sumSpec(int n) {
 TEST_P(Algorithms, AllReduceReduceScatterReduce) {
   const Case c = GetParam();
   const size_t n = static_cast<size_t>(c.nranks);
-  // The default choice, and ring forced for small messages too.
-  for (const char* spec : {"", "allreduce:ring"})
+  // The default choice, ring forced for small messages too, and the direct
+  // algorithms on a communicator whose links reach peers' memory.
+  for (const char* spec : {"", "allreduce:ring", "direct"})
   for (CollKind kind : {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::Reduce}) {
-    const hcl::Planner planner(spec);
+    hcl::Planner planner(spec);
+    planner.setPeerAccess(std::string(spec) == "direct");
     const size_t inCount = kind == CollKind::ReduceScatter ? c.count * n : c.count;
     const int root = static_cast<int>(c.count % n);
     std::vector<std::vector<int64_t>> in(n), out(n, std::vector<int64_t>(c.count, -1));
@@ -60,6 +62,7 @@ TEST_P(Algorithms, AllReduceReduceScatterReduce) {
       in[r] = iota(inCount, static_cast<int64_t>(r) * 1000);
       ranks[r] = {planner.plan(args(kind, static_cast<int>(r), c, root)), in[r].data(), out[r].data(), sumSpec(c.nranks)};
     }
+    if (std::string(spec) == "direct") ASSERT_EQ(ranks[0].schedule.algorithm, "direct") << hcl::collKindName(kind);
     ASSERT_EQ(hcltest::simulate(ranks), "") << hcl::collKindName(kind) << " " << spec;
     for (size_t r = 0; r < n; ++r) {
       if (kind == CollKind::Reduce && static_cast<int>(r) != root) continue;
@@ -75,10 +78,12 @@ TEST_P(Algorithms, AllReduceReduceScatterReduce) {
 
 TEST_P(Algorithms, DataMovement) {
   const Case c = GetParam();
-  const hcl::Planner planner;
   const size_t n = static_cast<size_t>(c.nranks);
   const int root = static_cast<int>((c.count + 1) % n);
+  for (const char* spec : {"", "direct"})
   for (CollKind kind : {CollKind::AllGather, CollKind::Broadcast, CollKind::AlltoAll, CollKind::Gather, CollKind::Scatter}) {
+    hcl::Planner planner(spec);
+    planner.setPeerAccess(std::string(spec) == "direct");
     const bool sendsN = kind == CollKind::AlltoAll || kind == CollKind::Scatter;
     const bool recvsN = kind == CollKind::AllGather || kind == CollKind::AlltoAll || kind == CollKind::Gather;
     std::vector<std::vector<int64_t>> in(n), out(n);
@@ -88,7 +93,9 @@ TEST_P(Algorithms, DataMovement) {
       out[r].assign(recvsN ? c.count * n : c.count, -1);
       ranks[r] = {planner.plan(args(kind, static_cast<int>(r), c, root)), in[r].data(), out[r].data(), sumSpec(c.nranks)};
     }
-    ASSERT_EQ(hcltest::simulate(ranks), "") << hcl::collKindName(kind);
+    if (std::string(spec) == "direct" && kind != CollKind::Gather && kind != CollKind::Scatter)
+      ASSERT_EQ(ranks[0].schedule.algorithm, "direct") << hcl::collKindName(kind);
+    ASSERT_EQ(hcltest::simulate(ranks), "") << hcl::collKindName(kind) << " " << spec;
     for (size_t r = 0; r < n; ++r) {
       for (size_t i = 0; i < out[r].size(); ++i) {
         int64_t want = -1;
@@ -104,7 +111,7 @@ TEST_P(Algorithms, DataMovement) {
           case CollKind::Scatter: want = static_cast<int64_t>(root) * 100000 + static_cast<int64_t>(r * c.count + i); break;
           default: break;
         }
-        ASSERT_EQ(out[r][i], want) << hcl::collKindName(kind) << " rank " << r << " element " << i;
+        ASSERT_EQ(out[r][i], want) << hcl::collKindName(kind) << " " << spec << " rank " << r << " element " << i;
       }
     }
   }

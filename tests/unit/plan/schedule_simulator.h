@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <string>
@@ -17,6 +18,8 @@ struct SimRank {
   const void* send = nullptr;
   void* recv = nullptr;
   hcl::ReduceSpec spec;
+  // Bounds for peers' ReadPeer/WritePeer on this rank's buffers.
+  size_t sendBytes = SIZE_MAX, recvBytes = SIZE_MAX;
 };
 
 // Returns "" on success or a description of the deadlock / mismatch.
@@ -35,6 +38,7 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
     std::vector<bool> done;
     std::vector<std::pair<void*, size_t>> recvTarget;  // for posted receives
     std::vector<int> recvPeer;
+    std::vector<uint64_t> addresses;  // {send, recv} per rank, as the schedule learnt them
   };
   std::vector<std::vector<std::deque<Msg>>> wire(n, std::vector<std::deque<Msg>>(n));  // [src][dst]
   std::vector<std::vector<std::deque<uint32_t>>> posted(n, std::vector<std::deque<uint32_t>>(n));  // [dst][src]
@@ -44,14 +48,34 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
     st[r].done.assign(ranks[r].schedule.transfers, false);
     st[r].recvTarget.resize(ranks[r].schedule.transfers);
     st[r].recvPeer.assign(ranks[r].schedule.transfers, -1);
+    st[r].addresses.assign(2 * n, 0);
+    st[r].addresses[2 * r] = reinterpret_cast<uintptr_t>(ranks[r].send);
+    st[r].addresses[2 * r + 1] = reinterpret_cast<uintptr_t>(ranks[r].recv);
   }
   auto resolve = [&](size_t r, const hcl::BufferRef& ref) -> std::byte* {
     switch (ref.id) {
       case hcl::BufferId::Send: return static_cast<std::byte*>(const_cast<void*>(ranks[r].send)) + ref.offset;
       case hcl::BufferId::Recv: return static_cast<std::byte*>(ranks[r].recv) + ref.offset;
       case hcl::BufferId::Scratch: return st[r].scratch.data() + ref.offset;
+      case hcl::BufferId::Addresses: return reinterpret_cast<std::byte*>(st[r].addresses.data()) + ref.offset;
       default: return nullptr;
     }
+  };
+  // Rank r's view of peer p's buffer: only through addresses it was sent.
+  std::string peerError;
+  auto peerBuffer = [&](size_t r, size_t p, const hcl::BufferRef& ref, size_t bytes) -> std::byte* {
+    const bool isRecv = ref.id == hcl::BufferId::Recv;
+    const uint64_t base = st[r].addresses[2 * p + (isRecv ? 1 : 0)];
+    const size_t limit = isRecv ? ranks[p].recvBytes : ranks[p].sendBytes;
+    if (base == 0 || (ref.id != hcl::BufferId::Send && !isRecv)) {
+      peerError = "rank " + std::to_string(r) + " reaches rank " + std::to_string(p) + "'s buffer without its address";
+      return nullptr;
+    }
+    if (limit != SIZE_MAX && ref.offset + bytes > limit) {
+      peerError = "rank " + std::to_string(r) + " reaches past rank " + std::to_string(p) + "'s buffer";
+      return nullptr;
+    }
+    return reinterpret_cast<std::byte*>(static_cast<uintptr_t>(base)) + ref.offset;
   };
   // Matches posted receives with sent messages (copying), marking both done.
   auto deliver = [&]() {
@@ -102,6 +126,19 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
           case Step::Kind::Copy:
             std::memmove(resolve(r, step.dst), resolve(r, step.a), step.bytes);
             break;
+          case Step::Kind::ReadPeer:
+          case Step::Kind::WritePeer: {
+            const bool read = step.kind == Step::Kind::ReadPeer;
+            std::byte* remote = peerBuffer(r, static_cast<size_t>(step.peer), read ? step.a : step.dst, step.bytes);
+            if (!remote) return peerError;
+            std::byte* local = resolve(r, read ? step.dst : step.a);
+            if (read) {
+              std::memmove(local, remote, step.bytes);
+            } else {
+              std::memmove(remote, local, step.bytes);
+            }
+            break;
+          }
           case Step::Kind::Wait:
             break;
         }

@@ -108,17 +108,19 @@ uint64_t getCode(const void* buf, size_t elemBytes, size_t i) {
 // Every byte a step touches must lie in the rank's send or receive buffer or
 // in the schedule's declared scratch, and reductions must be aligned to their
 // form's element size. Returns "" or what is wrong.
-std::string checkBufferUse(const hcl::Schedule& s, size_t sendBytes, size_t recvBytes, hclDataType_t type) {
+std::string checkBufferUse(const hcl::Schedule& s, size_t sendBytes, size_t recvBytes, hclDataType_t type,
+                           int nranks) {
   auto limit = [&](BufferId id) -> size_t {
     switch (id) {
       case BufferId::Send: return sendBytes;
       case BufferId::Recv: return recvBytes;
       case BufferId::Scratch: return s.scratchBytes;
       case BufferId::User: return 0;
+      case BufferId::Addresses: return static_cast<size_t>(nranks) * hcl::kAddressEntryBytes;
     }
     return 0;
   };
-  static const char* const kBufferNames[] = {"send", "recv", "scratch", "user"};
+  static const char* const kBufferNames[] = {"send", "recv", "scratch", "user", "addresses"};
   std::string error;
   auto check = [&](size_t stepIndex, const BufferRef& ref, size_t bytes, size_t alignment) {
     if (!error.empty() || bytes == 0) return;
@@ -148,10 +150,12 @@ std::string checkBufferUse(const hcl::Schedule& s, size_t sendBytes, size_t recv
         check(i, st.dst, st.count * formBytes(st.dstForm), formBytes(st.dstForm));
         check(i, st.a, st.count * formBytes(st.aForm), formBytes(st.aForm));
         break;
+      // The peer's side is checked by the simulator.
+      case Step::Kind::ReadPeer: check(i, st.dst, st.bytes, 1); break;
+      case Step::Kind::WritePeer: check(i, st.a, st.bytes, 1); break;
       case Step::Kind::Wait: break;
     }
-    if (error.empty() && st.kind != Step::Kind::Reduce && st.kind != Step::Kind::Convert &&
-        st.kind != Step::Kind::Copy && st.transfer >= s.transfers) {
+    if (error.empty() && hcl::usesTransfer(st.kind) && st.transfer >= s.transfers) {
       error = "step " + std::to_string(i) + " names transfer " + std::to_string(st.transfer) + " of " +
               std::to_string(s.transfers);
     }
@@ -278,7 +282,8 @@ hcl::ReduceSpec specFor(const Call& c) {
 
 // Plans every rank with the algorithm forced, checks each schedule, runs them.
 std::string simulateCall(const Call& c, std::vector<RankIo>& io) {
-  const hcl::Planner planner(std::string(hcl::collKindName(c.kind)) + ":" + c.algorithm);
+  hcl::Planner planner(std::string(hcl::collKindName(c.kind)) + ":" + c.algorithm);
+  planner.setPeerAccess(true);  // direct algorithms need it; the others ignore it
   const hcl::ReduceSpec spec = specFor(c);
   std::vector<hcltest::SimRank> ranks(static_cast<size_t>(c.nranks));
   for (int r = 0; r < c.nranks; ++r) {
@@ -298,9 +303,9 @@ std::string simulateCall(const Call& c, std::vector<RankIo>& io) {
     if (s.tag != static_cast<uint32_t>(c.kind)) {
       return "rank " + std::to_string(r) + " has tag " + std::to_string(s.tag);
     }
-    const std::string misuse = checkBufferUse(s, x.sendBytes, x.recvBytes, c.num.type);
+    const std::string misuse = checkBufferUse(s, x.sendBytes, x.recvBytes, c.num.type, c.nranks);
     if (!misuse.empty()) return "rank " + std::to_string(r) + ": " + misuse;
-    ranks[static_cast<size_t>(r)] = {std::move(s), x.send, x.recv, spec};
+    ranks[static_cast<size_t>(r)] = {std::move(s), x.send, x.recv, spec, x.sendBytes, x.recvBytes};
   }
   return hcltest::simulate(ranks);
 }
@@ -402,6 +407,11 @@ TEST_P(TreeRhd, TreeReduce) { runEveryCase(CollKind::Reduce, "tree", GetParam())
 TEST_P(TreeRhd, RhdAllReduce) { runEveryCase(CollKind::AllReduce, "rhd", GetParam()); }
 TEST_P(TreeRhd, RhdReduceScatter) { runEveryCase(CollKind::ReduceScatter, "rhd", GetParam()); }
 TEST_P(TreeRhd, RhdAllGather) { runEveryCase(CollKind::AllGather, "rhd", GetParam()); }
+TEST_P(TreeRhd, DirectAllReduce) { runEveryCase(CollKind::AllReduce, "direct", GetParam()); }
+TEST_P(TreeRhd, DirectReduceScatter) { runEveryCase(CollKind::ReduceScatter, "direct", GetParam()); }
+TEST_P(TreeRhd, DirectReduce) { runEveryCase(CollKind::Reduce, "direct", GetParam()); }
+TEST_P(TreeRhd, DirectAllGather) { runEveryCase(CollKind::AllGather, "direct", GetParam()); }
+TEST_P(TreeRhd, DirectBroadcast) { runEveryCase(CollKind::Broadcast, "direct", GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(RankCounts, TreeRhd, ::testing::Range(1, kMaxRanks + 1),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });

@@ -1,0 +1,220 @@
+#include "collectives/algorithms/direct_access.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace hcl {
+namespace {
+
+constexpr size_t kAlign = 64;
+
+size_t roundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+struct Shard {
+  size_t begin = 0, len = 0;  // elements
+};
+
+// Rank r's share of `total` elements, the first `total % n` ranks one larger.
+Shard shardOf(size_t total, int n, int r) {
+  const size_t un = static_cast<size_t>(n), ur = static_cast<size_t>(r);
+  const size_t base = total / un, extra = total % un;
+  return {ur * base + std::min(ur, extra), base + (ur < extra ? 1 : 0)};
+}
+
+// Every other rank, starting after r: at any moment ranks tend to read from
+// different peers instead of all from the same one.
+std::vector<int> peersAfter(int r, int n) {
+  std::vector<int> peers;
+  for (int i = 1; i < n; ++i) peers.push_back((r + i) % n);
+  return peers;
+}
+
+BufferRef peerSendAt(size_t off) { return {BufferId::Send, off}; }
+BufferRef peerRecvAt(size_t off) { return {BufferId::Recv, off}; }
+
+// Swaps buffer addresses with every peer and waits for all of theirs.
+void openPeers(ScheduleBuilder& b, int self, const std::vector<int>& peers) {
+  std::vector<uint32_t> recvs;
+  for (int p : peers) recvs.push_back(b.exchangeAddresses(self, p));
+  for (uint32_t t : recvs) b.wait(t);
+}
+
+// Tells `notify` we no longer touch their buffers; the run ends only when
+// every rank in `await` has said the same about ours.
+// Returns the receives of their messages.
+std::vector<uint32_t> closePeers(ScheduleBuilder& b, const std::vector<int>& notify,
+                                 const std::vector<int>& await) {
+  std::vector<uint32_t> recvs;
+  for (int p : await) recvs.push_back(b.recv(p, sendAt(0), 0));
+  for (int p : notify) b.send(p, sendAt(0), 0);
+  return recvs;
+}
+
+Schedule begin(const CollArgs& a) {
+  Schedule s;
+  s.tag = static_cast<uint32_t>(a.kind);
+  s.algorithm = "direct";
+  return s;
+}
+
+size_t sliceElements(const CollArgs& a) {
+  const size_t widest = std::max(dataTypeSize(a.type), accumulatorSize(a.type));
+  return std::max<size_t>(1, a.chunkBytes / widest);
+}
+
+// Scratch for reducing one slice: [tmp: slice Native | acc: slice Acc | out: slice Native].
+struct SliceScratch {
+  size_t tmp = 0, acc = 0, out = 0, bytes = 0;
+};
+
+SliceScratch sliceScratch(const CollArgs& a, size_t sliceElems, bool needOut) {
+  SliceScratch sc;
+  const size_t es = dataTypeSize(a.type), as = accumulatorSize(a.type);
+  sc.acc = roundUp(sliceElems * es, kAlign);
+  sc.out = sc.acc + (a.nranks > 2 ? roundUp(sliceElems * as, kAlign) : 0);
+  sc.bytes = sc.out + (needOut ? sliceElems * es : 0);
+  return sc;
+}
+
+// dst (Native) = the reduction over all ranks of `m` elements at byte offset
+// `inOff` of each rank's send buffer: one peer's slice at a time is read into
+// tmp and folded into the accumulator, so the working set stays a few slices.
+void reduceSlice(ScheduleBuilder& b, const std::vector<int>& peers, const SliceScratch& sc, size_t es,
+                 size_t inOff, size_t m, BufferRef dst) {
+  const BufferRef tmp = scratchAt(sc.tmp), acc = scratchAt(sc.acc);
+  if (peers.empty()) {
+    b.convert(dst, Form::Native, sendAt(inOff), Form::Native, m);
+    return;
+  }
+  for (size_t i = 0; i < peers.size(); ++i) {
+    b.readPeer(peers[i], tmp, peerSendAt(inOff), m * es);
+    const bool first = i == 0, last = i + 1 == peers.size();
+    const BufferRef into = last ? dst : acc;
+    const Form intoForm = last ? Form::Native : Form::Acc;
+    if (first) {
+      b.reduce(into, intoForm, tmp, Form::Native, sendAt(inOff), Form::Native, m);
+    } else {
+      b.reduce(into, intoForm, tmp, Form::Native, acc, Form::Acc, m);
+    }
+  }
+}
+
+
+// This rank's shard of an allreduce or reduce, slice by slice: each slice is
+// reduced over all ranks into `into(offset)`, then handed to `deliver`.
+template <typename Into, typename Deliver>
+Schedule reduceShard(const CollArgs& a, bool needOut, Into into, Deliver deliver) {
+  Schedule s = begin(a);
+  ScheduleBuilder b(s);
+  if (a.count == 0) return s;
+  const std::vector<int> peers = peersAfter(a.rank, a.nranks);
+  const size_t es = dataTypeSize(a.type), S = sliceElements(a);
+  const Shard mine = shardOf(a.count, a.nranks, a.rank);
+  const SliceScratch sc = sliceScratch(a, std::min(S, std::max<size_t>(1, mine.len)), needOut);
+  s.scratchBytes = peers.empty() ? 0 : sc.bytes;
+  openPeers(b, a.rank, peers);
+  for (size_t done = 0; done < mine.len; done += S) {
+    const size_t m = std::min(S, mine.len - done), off = (mine.begin + done) * es;
+    const BufferRef out = into(sc, off);
+    reduceSlice(b, peers, sc, es, off, m, out);
+    deliver(b, peers, out, off, m * es);
+  }
+  closePeers(b, peers, peers);
+  return s;
+}
+
+}  // namespace
+
+Schedule directAllReduce(const CollArgs& a) {
+  return reduceShard(
+      a, false, [](const SliceScratch&, size_t off) { return recvAt(off); },
+      [](ScheduleBuilder& b, const std::vector<int>& peers, BufferRef out, size_t off, size_t bytes) {
+        for (int p : peers) b.writePeer(p, peerRecvAt(off), out, bytes);
+      });
+}
+
+Schedule directReduce(const CollArgs& a) {
+  const bool root = a.rank == a.root;
+  return reduceShard(
+      a, !root, [&](const SliceScratch& sc, size_t off) { return root ? recvAt(off) : scratchAt(sc.out); },
+      [&](ScheduleBuilder& b, const std::vector<int>&, BufferRef out, size_t off, size_t bytes) {
+        if (!root) b.writePeer(a.root, peerRecvAt(off), out, bytes);
+      });
+}
+
+Schedule directReduceScatter(const CollArgs& a) {
+  Schedule s = begin(a);
+  ScheduleBuilder b(s);
+  if (a.count == 0) return s;
+  const std::vector<int> peers = peersAfter(a.rank, a.nranks);
+  const size_t es = dataTypeSize(a.type), S = sliceElements(a);
+  const SliceScratch sc = sliceScratch(a, std::min(S, a.count), false);
+  s.scratchBytes = peers.empty() ? 0 : sc.bytes;
+  openPeers(b, a.rank, peers);
+  const size_t block = static_cast<size_t>(a.rank) * a.count;
+  for (size_t done = 0; done < a.count; done += S) {
+    const size_t m = std::min(S, a.count - done);
+    reduceSlice(b, peers, sc, es, (block + done) * es, m, recvAt(done * es));
+  }
+  closePeers(b, peers, peers);
+  return s;
+}
+
+Schedule directAllGather(const CollArgs& a) {
+  Schedule s = begin(a);
+  ScheduleBuilder b(s);
+  const size_t block = a.count * dataTypeSize(a.type);
+  if (block == 0) return s;
+  b.copy(recvAt(static_cast<size_t>(a.rank) * block), sendAt(0), block);
+  const std::vector<int> peers = peersAfter(a.rank, a.nranks);
+  openPeers(b, a.rank, peers);
+  for (int p : peers) b.readPeer(p, recvAt(static_cast<size_t>(p) * block), peerSendAt(0), block);
+  closePeers(b, peers, peers);
+  return s;
+}
+
+Schedule directBroadcast(const CollArgs& a) {
+  Schedule s = begin(a);
+  ScheduleBuilder b(s);
+  const size_t bytes = a.count * dataTypeSize(a.type);
+  if (bytes == 0) return s;
+  if (a.rank == a.root) {
+    b.copy(recvAt(0), sendAt(0), bytes);
+    const std::vector<int> peers = peersAfter(a.rank, a.nranks);
+    openPeers(b, a.rank, peers);
+    closePeers(b, {}, peers);
+    return s;
+  }
+  openPeers(b, a.rank, {a.root});
+  b.readPeer(a.root, recvAt(0), peerSendAt(0), bytes);
+  closePeers(b, {a.root}, {});
+  return s;
+}
+
+Schedule directAlltoAll(const CollArgs& a) {
+  Schedule s = begin(a);
+  ScheduleBuilder b(s);
+  const size_t block = a.count * dataTypeSize(a.type);
+  if (block == 0) return s;
+  const size_t self = static_cast<size_t>(a.rank) * block;
+  const std::vector<int> peers = peersAfter(a.rank, a.nranks);
+  // In place, our blocks are what peers read: gather into scratch, and
+  // overwrite the buffer only once every peer has finished reading it.
+  const bool staged = a.inPlace && !peers.empty();
+  const auto into = [&](int p) {
+    const size_t off = static_cast<size_t>(p) * block;
+    return staged ? scratchAt(off) : recvAt(off);
+  };
+  if (staged) s.scratchBytes = block * static_cast<size_t>(a.nranks);
+  b.copy(into(a.rank), sendAt(self), block);
+  openPeers(b, a.rank, peers);
+  for (int p : peers) b.readPeer(p, into(p), peerSendAt(self), block);
+  const std::vector<uint32_t> peersDone = closePeers(b, peers, peers);
+  if (staged) {
+    for (uint32_t t : peersDone) b.wait(t);
+    b.copy(recvAt(0), scratchAt(0), s.scratchBytes);
+  }
+  return s;
+}
+
+}  // namespace hcl
