@@ -1,9 +1,11 @@
 #include "core/comm_init.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -48,6 +50,25 @@ void logGpuDirect(const Device& device, const std::vector<std::unique_ptr<Transp
               direct ? support.detail
                      : !exportable ? "the device cannot export its memory (" + support.detail + "); staging through host memory"
                                    : std::string("the transport cannot register device memory; staging through host memory"));
+  }
+}
+
+// With more ranks of this communicator on the host than CPUs this process
+// may run on, a rank that busy-polls holds a CPU its peer needs to make the
+// progress it waits for: waits yield at once instead (what Open MPI does when
+// it finds itself oversubscribed), unless HCL_SPIN_US was set.
+void avoidSpinningWhenOversubscribed(Communicator& comm) {
+  if (resolveParam("HCL_SPIN_US").source != ParamSource::Default) return;
+  const std::string& host = comm.peers()[static_cast<size_t>(comm.rank())].hostId;
+  const auto local = std::count_if(comm.peers().begin(), comm.peers().end(),
+                                   [&](const PeerInfo& p) { return p.hostId == host; });
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  if (cpus > 0 && local > cpus) {
+    comm.setSpinUs(0);
+    log::info(log::Init, "rank {}: {} ranks on this host share {} CPUs: waits yield instead of busy-polling",
+              comm.rank(), local, cpus);
   }
 }
 
@@ -128,6 +149,7 @@ Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16]
   }
   logGpuDirect(comm->device(), transports, peersByKind);
   comm->setTopology(std::move(peers), std::move(links), std::move(transports), std::move(connections));
+  avoidSpinningWhenOversubscribed(*comm);
   std::vector<const Connection*> linksInUse;
   for (int p = 0; p < nranks; ++p) linksInUse.push_back(p == rank ? nullptr : comm->connection(p));
   bool peerAccess = false;

@@ -51,6 +51,8 @@ class Communicator {
   const Planner& planner() const { return planner_; }
   void setPlanTable(std::shared_ptr<const PlanTable> table) { planner_.setTable(std::move(table)); }
   void setPeerAccess(bool on) { planner_.setPeerAccess(on); }
+  // Busy-poll time of waits on this communicator (Backoff).
+  void setSpinUs(int64_t us) { settings_.spinUs = us; }
   RedOpTable& redOps() { return redOps_; }
   const std::vector<PeerInfo>& peers() const { return peers_; }
   const std::vector<Link>& links() const { return links_; }
