@@ -22,7 +22,7 @@ import report  # noqa: E402
 import runners  # noqa: E402
 
 ALL_PEERS = ["hcl", "hcl-tcp", "ompi-vader", "ompi-tcp", "mpich", "gloo"]
-ALL_COLLS = ["allreduce", "allgather", "reducescatter"]
+ALL_COLLS = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"]
 PEER_PROGRAM = {"ompi-vader": "mpi_ompi", "ompi-tcp": "mpi_ompi", "mpich": "mpi_mpich", "gloo": "gloo_bench"}
 PEER_PACKAGES = {"ompi-vader": "ompi", "ompi-tcp": "ompi", "mpich": "mpich", "gloo": "gloo"}
 SRC_DIR = Path(__file__).resolve().parents[2]
@@ -161,7 +161,7 @@ def main(argv):
     info = report.machine_info()
     command = "python3 tools/compare/compare.py " + " ".join(shlex.quote(x) for x in argv)
     kind, _ = hcl_runner(a, build)
-    lines = [f"## HCL vs peers: {a.ranks} ranks, float sum, median of {a.runs} interleaved runs", "",
+    lines = [f"## HCL vs peers: {a.ranks} ranks, float sum, root 0, median of {a.runs} interleaved runs", "",
              f"- date: {info['date']}; machine: {info['cpu']}, {info['cores']} cores, Linux {info['kernel']}, "
              f"load average at the end {info['load']}",
              f"- peers: {info['packages']}",
@@ -170,11 +170,14 @@ def main(argv):
              f"- command: `{command}`", ""]
     all_sizes = list(plan.sizes())
     for coll in a.colls:
-        per_peer = {p: report.medians(sweeps[p], coll) for p in order}
+        per_peer = {p: report.medians(sweeps[p], coll, all_sizes) for p in order}
         if coll != "allreduce":
             per_peer.pop("bound", None)
+        missing = {p: sw.missing[coll] for p in order for sw in sweeps[p] if coll in sw.missing}
         lines += [report.collective_tables(coll, a.peers, per_peer, all_sizes, iperf_gbps,
-                                           parse_size(a.latency_max)), ""]
+                                           parse_size(a.latency_max), missing), ""]
+        if missing:
+            lines += [f"- {p} has no {coll} ({why}): n/a" for p, why in missing.items()] + [""]
     if "bound" in order:
         lines.append("- bound: two threads of one process computing c = a + b, each on its half, no copies; "
                      "as busbw of a 2-rank allreduce (size / time)")
@@ -204,8 +207,9 @@ def write_json(path, a, info, command, order, sweeps, iperf, errors):
                 {"size": s, "busbw": m.busbw, "time_us": m.time_us, "wrong": m.wrong,
                  "runs_busbw": [r.busbw for r in m.runs], "runs_time_us": [r.time_us for r in m.runs]}
                 for s, m in meds.items()]
+    missing = {p: m for p in order for sw in sweeps[p] for m in [sw.missing] if m}
     doc = {"format": "hcl-compare/1", "machine": info, "command": command, "ranks": a.ranks, "runs": a.runs,
-           "iperf3_gbps": iperf, "results": results, "errors": errors}
+           "iperf3_gbps": iperf, "results": results, "errors": errors, "missing": missing}
     Path(path).write_text(json.dumps(doc, indent=1) + "\n")
 
 

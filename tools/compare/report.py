@@ -33,10 +33,16 @@ class Median:
         self.wrong = max((r.wrong for r in rows), default=0)
 
 
-def medians(sweeps, coll):
-    """{size: Median} from one peer's runs."""
-    sizes = sorted({s for sw in sweeps for s in sw.rows.get(coll, {})})
-    return {s: Median([sw.rows[coll][s] for sw in sweeps if s in sw.rows.get(coll, {})]) for s in sizes}
+def medians(sweeps, coll, planned=None):
+    """{size: Median} from one peer's runs. With planned (the sweep's sizes,
+    ascending), a row counts for the first planned size that holds it: with
+    3 ranks, allgather's 1K row moves 1020 bytes."""
+    rows = {}
+    for sw in sweeps:
+        for s, row in sw.rows.get(coll, {}).items():
+            key = next((p for p in planned if p >= s), s) if planned else s
+            rows.setdefault(key, []).append(row)
+    return {s: Median(rows[s]) for s in sorted(rows)}
 
 
 def machine_info():
@@ -91,8 +97,10 @@ class IperfLine:
         self.wrong = 0
 
 
-def collective_tables(coll, peers, per_peer, sizes, iperf_gbps, latency_max):
-    """per_peer: {peer: {size: Median}} for this collective (bound included)."""
+def collective_tables(coll, peers, per_peer, sizes, iperf_gbps, latency_max, missing=()):
+    """per_peer: {peer: {size: Median}} for this collective (bound included);
+    missing: peers without this collective, shown as n/a."""
+    cell = lambda p, s, attr, fmt: "n/a" if p in missing else _cell(per_peer[p].get(s), attr, fmt)
     columns = [p for p in peers if p in per_peer]
     if coll == "allreduce" and "bound" in per_peer:
         columns.append("bound")
@@ -106,7 +114,7 @@ def collective_tables(coll, peers, per_peer, sizes, iperf_gbps, latency_max):
     header = ["size"] + columns + [f"{v}/{t}" for v, t in ratios]
     rows = []
     for s in sizes:
-        cells = [human_size(s)] + [_cell(per_peer[p].get(s), "busbw", "{:.3f}") for p in columns]
+        cells = [human_size(s)] + [cell(p, s, "busbw", "{:.3f}") for p in columns]
         for v, t in ratios:
             other = IperfLine(iperf_gbps) if t == "iperf3" else per_peer[t].get(s)
             cells.append(_ratio(per_peer[v].get(s), other))
@@ -114,7 +122,7 @@ def collective_tables(coll, peers, per_peer, sizes, iperf_gbps, latency_max):
     out = [f"### {coll}: busbw (GB/s), and HCL's ratio to each peer", "", _table(header, rows)]
     small = [s for s in sizes if s <= latency_max]
     if small:
-        lat_rows = [[human_size(s)] + [_cell(per_peer[p].get(s), "time_us", "{:.2f}") for p in columns]
+        lat_rows = [[human_size(s)] + [cell(p, s, "time_us", "{:.2f}") for p in columns]
                     for s in small]
         out += ["", f"### {coll}: time (µs) per call, sizes up to {human_size(latency_max)}", "",
                 _table(["size"] + columns, lat_rows)]

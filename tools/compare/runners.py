@@ -16,6 +16,9 @@ COLL_PERF_BINARY = {
     "allreduce": "all_reduce_perf",
     "allgather": "all_gather_perf",
     "reducescatter": "reduce_scatter_perf",
+    "broadcast": "broadcast_perf",
+    "reduce": "reduce_perf",
+    "alltoall": "alltoall_perf",
 }
 
 
@@ -28,9 +31,11 @@ class Row:
 
 @dataclass
 class Sweep:
-    """rows[coll][size] for one peer in one run; error is None on success."""
+    """rows[coll][size] for one peer in one run; error is None on success;
+    missing[coll]: why the peer has no such collective."""
     rows: dict = field(default_factory=dict)
     error: str = None
+    missing: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -126,8 +131,13 @@ def parse_rows(stdout):
     return rows
 
 
+def parse_missing(stdout):
+    """{coll: why} from a peer's "missing <coll> <why>" lines."""
+    return {f[1]: " ".join(f[2:]) for f in map(str.split, stdout.splitlines()) if len(f) >= 2 and f[0] == "missing"}
+
+
 def _sweep(stdout, error):
-    return Sweep(parse_rows(stdout), error)
+    return Sweep(parse_rows(stdout), error, parse_missing(stdout))
 
 
 def run_mpi(exe, flavour, plan):

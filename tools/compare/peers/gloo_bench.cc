@@ -1,12 +1,16 @@
-// Gloo peer of tools/compare: gloo::allreduce (ring), gloo::allgather and
-// ReduceScatterHalvingDoubling on floats over Gloo's TCP transport on
-// loopback, timed by the method in sweep.h. Ranks are processes started by
-// compare.py with RANK, WORLD_SIZE and GLOO_STORE_DIR (a FileStore directory).
+// Gloo peer of tools/compare: gloo::allreduce (ring), gloo::allgather,
+// ReduceScatterHalvingDoubling, gloo::broadcast, gloo::reduce and
+// gloo::alltoall on floats over Gloo's TCP transport on loopback, timed by the
+// method in sweep.h. Ranks are processes started by compare.py with RANK,
+// WORLD_SIZE and GLOO_STORE_DIR (a FileStore directory). A collective this
+// Gloo lacks is reported as "missing <coll> <why>" instead of rows.
 #include <chrono>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <gloo/allgather.h>
@@ -14,6 +18,18 @@
 #include <gloo/barrier.h>
 #include <gloo/math.h>
 #include <gloo/reduce_scatter.h>
+#if __has_include(<gloo/broadcast.h>)
+#include <gloo/broadcast.h>
+#define HAVE_GLOO_BROADCAST 1
+#endif
+#if __has_include(<gloo/reduce.h>)
+#include <gloo/reduce.h>
+#define HAVE_GLOO_REDUCE 1
+#endif
+#if __has_include(<gloo/alltoall.h>)
+#include <gloo/alltoall.h>
+#define HAVE_GLOO_ALLTOALL 1
+#endif
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -23,6 +39,23 @@
 namespace {
 
 using Context = std::shared_ptr<gloo::Context>;
+using ReduceFn = void (*)(void*, const void*, const void*, size_t);
+
+// Whether this Gloo has the collective (its header was found).
+bool available(int coll) {
+  switch (coll) {
+#ifndef HAVE_GLOO_BROADCAST
+    case SWEEP_BROADCAST: return false;
+#endif
+#ifndef HAVE_GLOO_REDUCE
+    case SWEEP_REDUCE: return false;
+#endif
+#ifndef HAVE_GLOO_ALLTOALL
+    case SWEEP_ALLTOALL: return false;
+#endif
+    default: return true;
+  }
+}
 
 // One collective at one size, set up once and run many times.
 class Op {
@@ -43,7 +76,7 @@ class Op {
         opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
         opts.setInput(send_.data(), count_);
         opts.setOutput(recv_.data(), count_);
-        opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+        opts.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<float>));
         gloo::allreduce(opts);
         break;
       }
@@ -54,9 +87,41 @@ class Op {
         gloo::allgather(opts);
         break;
       }
-      default:
+      case SWEEP_REDUCESCATTER:
         reduceScatter_->run();  // in place on recv: its input is the whole recv buffer
         break;
+#ifdef HAVE_GLOO_BROADCAST
+      case SWEEP_BROADCAST: {
+        gloo::BroadcastOptions opts(ctx_);
+        if (ctx_->rank == SWEEP_ROOT) opts.setInput(send_.data(), count_);
+        opts.setOutput(recv_.data(), count_);
+        opts.setRoot(SWEEP_ROOT);
+        gloo::broadcast(opts);
+        break;
+      }
+#endif
+#ifdef HAVE_GLOO_REDUCE
+      case SWEEP_REDUCE: {
+        gloo::ReduceOptions opts(ctx_);
+        opts.setInput(send_.data(), count_);
+        opts.setOutput(recv_.data(), count_);
+        opts.setRoot(SWEEP_ROOT);
+        opts.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<float>));
+        gloo::reduce(opts);
+        break;
+      }
+#endif
+#ifdef HAVE_GLOO_ALLTOALL
+      case SWEEP_ALLTOALL: {
+        gloo::AlltoallOptions opts(ctx_);
+        opts.setInput(send_.data(), count_ * ctx_->size);
+        opts.setOutput(recv_.data(), count_ * ctx_->size);
+        gloo::alltoall(opts);
+        break;
+      }
+#endif
+      default:
+        throw std::runtime_error(std::string("no Gloo ") + sweep_coll_names[coll_]);
     }
   }
 
@@ -69,18 +134,7 @@ class Op {
     std::fill(recv_.begin(), recv_.begin() + count_ * ctx_->size, value);
   }
 
-  long countWrong() const {
-    const int n = ctx_->size;
-    const float sum = static_cast<float>(n * (n + 1) / 2);
-    long wrong = 0;
-    if (coll_ == SWEEP_ALLGATHER) {
-      for (int r = 0; r < n; ++r)
-        for (size_t i = 0; i < count_; ++i) wrong += recv_[r * count_ + i] != static_cast<float>(r + 1);
-    } else {
-      for (size_t i = 0; i < count_; ++i) wrong += recv_[i] != sum;
-    }
-    return wrong;
-  }
+  long countWrong() const { return sweep_count_wrong(coll_, recv_.data(), count_, ctx_->rank, ctx_->size); }
 
  private:
   int coll_;
@@ -97,7 +151,7 @@ long sumAcrossRanks(const Context& ctx, long value) {
   gloo::AllreduceOptions opts(ctx);
   opts.setInput(in.data(), 1);
   opts.setOutput(out.data(), 1);
-  opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<long>));
+  opts.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<long>));
   gloo::allreduce(opts);
   return out[0];
 }
@@ -107,7 +161,7 @@ double maxAcrossRanks(const Context& ctx, double value) {
   gloo::AllreduceOptions opts(ctx);
   opts.setInput(in.data(), 1);
   opts.setOutput(out.data(), 1);
-  opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::max<double>));
+  opts.setReduceFunction(static_cast<ReduceFn>(&gloo::max<double>));
   gloo::allreduce(opts);
   return out[0];
 }
@@ -133,13 +187,18 @@ int main(int argc, char** argv) {
     ctx->connectFullMesh(store, device);
 
     const size_t elems = o.maxBytes / sizeof(float) + 1;
-    std::vector<float> send(elems, static_cast<float>(rank + 1)), recv(elems, 0.0f);
+    std::vector<float> send(elems), recv(elems);
     std::vector<double> times(o.maxIters);
     for (int coll = 0; coll < SWEEP_NCOLLS; ++coll) {
       if (!o.colls[coll]) continue;
+      if (!available(coll)) {
+        if (rank == 0) std::printf("missing %s not in this Gloo\n", sweep_coll_names[coll]);
+        continue;
+      }
       for (size_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= 2) {
         const size_t count = sweep_count(coll, bytes, nranks);
         if (count == 0) continue;
+        sweep_fill(coll, send.data(), recv.data(), count, rank, nranks);
         Op op(coll, ctx, send, recv, count);
         const int planned = sweep_iters(&o, bytes), warm = sweep_warmup(planned);
         double perCall = sweep_now();

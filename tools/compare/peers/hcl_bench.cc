@@ -1,7 +1,8 @@
-// HCL peer of tools/compare: hclAllReduce, hclAllGather and hclReduceScatter
-// on floats, timed by the method in sweep.h (the fallback while perf/ has no
-// all_reduce_perf). Ranks are processes started with RANK, WORLD_SIZE and
-// HCL_COMM_ID=host:port; every process gets the same unique id from it.
+// HCL peer of tools/compare: hclAllReduce, hclAllGather, hclReduceScatter,
+// hclBroadcast, hclReduce and hclAlltoAll on floats, timed by the method in
+// sweep.h (the fallback while perf/ has no *_perf). Ranks are processes
+// started with RANK, WORLD_SIZE and HCL_COMM_ID=host:port; every process gets
+// the same unique id from it.
 //   -A memalloc   buffers from hclMemAlloc instead of malloc
 //   -J FILE.json  nccl-tests JSON (with several collectives: FILE.<coll>.json)
 #include <unistd.h>
@@ -62,22 +63,25 @@ using Comm = std::unique_ptr<hclComm, CommDeleter>;
 
 void runOnce(int coll, const float* send, float* recv, size_t count, hclComm_t comm) {
   switch (coll) {
-    case SWEEP_ALLREDUCE: check(hclAllReduce(send, recv, count, hclFloat, hclSum, comm, nullptr), "hclAllReduce"); break;
-    case SWEEP_ALLGATHER: check(hclAllGather(send, recv, count, hclFloat, comm, nullptr), "hclAllGather"); break;
-    default: check(hclReduceScatter(send, recv, count, hclFloat, hclSum, comm, nullptr), "hclReduceScatter"); break;
+    case SWEEP_ALLREDUCE:
+      check(hclAllReduce(send, recv, count, hclFloat, hclSum, comm, nullptr), "hclAllReduce");
+      break;
+    case SWEEP_ALLGATHER:
+      check(hclAllGather(send, recv, count, hclFloat, comm, nullptr), "hclAllGather");
+      break;
+    case SWEEP_REDUCESCATTER:
+      check(hclReduceScatter(send, recv, count, hclFloat, hclSum, comm, nullptr), "hclReduceScatter");
+      break;
+    case SWEEP_BROADCAST:
+      check(hclBroadcast(send, recv, count, hclFloat, SWEEP_ROOT, comm, nullptr), "hclBroadcast");
+      break;
+    case SWEEP_REDUCE:
+      check(hclReduce(send, recv, count, hclFloat, hclSum, SWEEP_ROOT, comm, nullptr), "hclReduce");
+      break;
+    default:
+      check(hclAlltoAll(send, recv, count, hclFloat, comm, nullptr), "hclAlltoAll");
+      break;
   }
-}
-
-long countWrong(int coll, const float* recv, size_t count, int nranks) {
-  const float sum = static_cast<float>(nranks * (nranks + 1) / 2);
-  long wrong = 0;
-  if (coll == SWEEP_ALLGATHER) {
-    for (int r = 0; r < nranks; ++r)
-      for (size_t i = 0; i < count; ++i) wrong += recv[r * count + i] != static_cast<float>(r + 1);
-  } else {
-    for (size_t i = 0; i < count; ++i) wrong += recv[i] != sum;
-  }
-  return wrong;
 }
 
 long sumAcrossRanks(long value, hclComm_t comm) {
@@ -134,8 +138,6 @@ int run(const sweep_options& o, int argc, char** argv) {
   const bool memAlloc = std::strcmp(o.alloc, "memalloc") == 0;
   const size_t elems = o.maxBytes / sizeof(float) + 1;
   Buffer send(elems, memAlloc), recv(elems, memAlloc);
-  for (size_t i = 0; i < elems; ++i) send.data()[i] = static_cast<float>(rank + 1);
-  std::memset(recv.data(), 0, elems * sizeof(float));
   std::vector<double> times(o.maxIters);
 
   nccl_json::Document doc;
@@ -156,6 +158,7 @@ int run(const sweep_options& o, int argc, char** argv) {
     for (size_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= 2) {
       const size_t count = sweep_count(coll, bytes, nranks);
       if (count == 0) continue;
+      sweep_fill(coll, send.data(), recv.data(), count, rank, nranks);
       const int planned = sweep_iters(&o, bytes), warm = sweep_warmup(planned);
       double perCall = sweep_now();
       for (int w = 0; w < warm; ++w) runOnce(coll, send.data(), recv.data(), count, comm.get());
@@ -166,7 +169,7 @@ int run(const sweep_options& o, int argc, char** argv) {
         runOnce(coll, send.data(), recv.data(), count, comm.get());
         times[i] = sweep_now() - t0;
       }
-      const long wrong = sumAcrossRanks(countWrong(coll, recv.data(), count, nranks), comm.get());
+      const long wrong = sumAcrossRanks(sweep_count_wrong(coll, recv.data(), count, rank, nranks), comm.get());
       if (rank == 0) {
         const sweep_row row = sweep_make_row(coll, count, nranks, times.data(), iters, wrong);
         sweep_print_row(&row);

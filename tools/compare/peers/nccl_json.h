@@ -84,13 +84,14 @@ inline bool write(const std::string& path, const Document& d) {
   long failedRows = 0;
   for (size_t i = 0; i < d.rows.size(); ++i) {
     const sweep_row& r = d.rows[i];
-    const bool reduces = r.coll != SWEEP_ALLGATHER;
+    const bool reduces = r.coll == SWEEP_ALLREDUCE || r.coll == SWEEP_REDUCESCATTER || r.coll == SWEEP_REDUCE;
+    const bool rooted = r.coll == SWEEP_BROADCAST || r.coll == SWEEP_REDUCE;
     std::fprintf(f,
-                 "%s{\"size\":%zu,\"count\":%zu,\"type\":\"float\",\"redop\":\"%s\",\"root\":\"    -1\","
+                 "%s{\"size\":%zu,\"count\":%zu,\"type\":\"float\",\"redop\":\"%s\",\"root\":\"%6d\","
                  "\"out_of_place\":{\"time\":%f,\"alg_bw\":%f,\"bus_bw\":%f,\"nwrong\":%f},\"in_place\":null,"
                  "\"actual_iterations\":%d,\"experiment_name\":\"%s\"}",
-                 i ? "," : "", r.bytes, r.count, reduces ? "sum" : "none", r.timeUs, r.algbw, r.busbw,
-                 static_cast<double>(r.wrong), r.iters, sweep_coll_names[r.coll]);
+                 i ? "," : "", r.bytes, r.count, reduces ? "sum" : "none", rooted ? SWEEP_ROOT : -1, r.timeUs,
+                 r.algbw, r.busbw, static_cast<double>(r.wrong), r.iters, sweep_coll_names[r.coll]);
     bwSum += r.busbw;
     failedRows += r.wrong != 0;
   }

@@ -2,13 +2,17 @@
  * The measurement method shared by every peer benchmark of tools/compare, so
  * that HCL, MPI and Gloo are timed the same way:
  *   - sizes from -b to -e, doubling; a size is nccl-tests' "size" column
- *     (allgather: the whole receive buffer, reducescatter: the whole send buffer);
+ *     (allgather: the whole receive buffer, reducescatter and alltoall: the
+ *     whole send buffer, the others: the buffer);
+ *   - float data, sum, root 0; sweep_fill gives inputs whose results are exact
+ *     and sweep_count_wrong checks them;
  *   - per size, planned = clamp(budget / size, min, max); max(1, planned / 10)
  *     warm-up iterations; then iters = clamp(time budget / the slowest rank's
  *     warm-up time per call, min, planned) timed iterations, so a slow peer
  *     does not run for minutes (all ranks agree on the count);
  *   - each iteration is timed alone and the row reports rank 0's median;
- *   - busbw uses nccl-tests' factors: allreduce 2(n-1)/n, the others (n-1)/n.
+ *   - busbw uses nccl-tests' factors: allreduce 2(n-1)/n, broadcast and
+ *     reduce 1, the others (n-1)/n.
  * Rows go to stdout as
  *   row <coll> <size> <count> <iters> <median_us> <algbw> <busbw> <wrong>
  * Header-only and valid C and C++, because mpi_bench is C.
@@ -22,7 +26,18 @@
 #include <string.h>
 #include <time.h>
 
-enum { SWEEP_ALLREDUCE = 0, SWEEP_ALLGATHER = 1, SWEEP_REDUCESCATTER = 2, SWEEP_NCOLLS = 3 };
+enum {
+  SWEEP_ALLREDUCE = 0,
+  SWEEP_ALLGATHER = 1,
+  SWEEP_REDUCESCATTER = 2,
+  SWEEP_BROADCAST = 3,
+  SWEEP_REDUCE = 4,
+  SWEEP_ALLTOALL = 5,
+  SWEEP_NCOLLS = 6
+};
+
+#define SWEEP_ROOT 0
+#define SWEEP_COLL_LIST "allreduce,allgather,reducescatter,broadcast,reduce,alltoall"
 
 typedef struct {
   int colls[SWEEP_NCOLLS];
@@ -36,7 +51,8 @@ typedef struct {
   const char* alloc;    /* -A malloc|memalloc, only hcl_bench uses it */
 } sweep_options;
 
-static const char* const sweep_coll_names[SWEEP_NCOLLS] = {"allreduce", "allgather", "reducescatter"};
+static const char* const sweep_coll_names[SWEEP_NCOLLS] = {"allreduce", "allgather", "reducescatter",
+                                                            "broadcast", "reduce",    "alltoall"};
 
 static inline size_t sweep_parse_size(const char* text) {
   char* end = NULL;
@@ -60,7 +76,7 @@ static inline int sweep_parse_colls(const char* text, int* colls) {
       if (strcmp(tok, sweep_coll_names[c]) == 0) colls[c] = found = 1;
     }
     if (!found) {
-      fprintf(stderr, "unknown collective '%s' (allreduce, allgather, reducescatter)\n", tok);
+      fprintf(stderr, "unknown collective '%s' (" SWEEP_COLL_LIST ")\n", tok);
       return -1;
     }
   }
@@ -69,7 +85,8 @@ static inline int sweep_parse_colls(const char* text, int* colls) {
 
 static inline void sweep_usage(const char* prog) {
   fprintf(stderr,
-          "usage: %s [-c allreduce,allgather,reducescatter] [-b MINBYTES] [-e MAXBYTES]\n"
+          "usage: %s [-c " SWEEP_COLL_LIST "]\n"
+          "          [-b MINBYTES] [-e MAXBYTES]\n"
           "          [-B BUDGET_BYTES] [-T SECONDS] [-m MIN_ITERS] [-n MAX_ITERS] [-J FILE.json]\n"
           "          [-A malloc|memalloc]\n"
           "Sizes take K/M/G suffixes. Ranks come from MPI, or RANK/WORLD_SIZE.\n",
@@ -146,20 +163,66 @@ static inline double sweep_median(double* v, int n) {
 }
 
 static inline double sweep_busbw_factor(int coll, int nranks) {
+  if (coll == SWEEP_BROADCAST || coll == SWEEP_REDUCE) return 1.0;
   if (nranks <= 1) return 0.0;
   return coll == SWEEP_ALLREDUCE ? 2.0 * (nranks - 1) / nranks : (double)(nranks - 1) / nranks;
 }
 
-/* Float elements per rank: the count for allreduce, the send count for
- * allgather, the receive count for reducescatter. 0: the size is too small. */
+/* Whether the collective's count is per rank (a share of the size). */
+static inline int sweep_per_rank(int coll) {
+  return coll == SWEEP_ALLGATHER || coll == SWEEP_REDUCESCATTER || coll == SWEEP_ALLTOALL;
+}
+
+/* Float elements: the count for allreduce, broadcast and reduce, the send
+ * count for allgather, the receive count for reducescatter, the count per
+ * peer for alltoall. 0: the size is too small. */
 static inline size_t sweep_count(int coll, size_t bytes, int nranks) {
   const size_t elems = bytes / sizeof(float);
-  return coll == SWEEP_ALLREDUCE ? elems : elems / (size_t)nranks;
+  return sweep_per_rank(coll) ? elems / (size_t)nranks : elems;
 }
 
 /* The bytes the row stands for, given the count actually used. */
 static inline size_t sweep_row_bytes(int coll, size_t count, int nranks) {
-  return coll == SWEEP_ALLREDUCE ? count * sizeof(float) : count * sizeof(float) * (size_t)nranks;
+  return count * sizeof(float) * (sweep_per_rank(coll) ? (size_t)nranks : 1);
+}
+
+/* Input element i of `rank`: rank + 1, except for alltoall, where the block
+ * for peer j holds rank * nranks + j + 1, so every block is told apart. */
+static inline float sweep_send_value(int coll, size_t i, size_t count, int rank, int nranks) {
+  return coll == SWEEP_ALLTOALL ? (float)(rank * nranks + (int)(i / count) + 1) : (float)(rank + 1);
+}
+
+/* Fills the send buffer (sweep_row_bytes of it) and clears as much of the
+ * receive buffer, so that a result left by an earlier size cannot pass. */
+static inline void sweep_fill(int coll, float* send, float* recv, size_t count, int rank, int nranks) {
+  const size_t n = sweep_row_bytes(coll, count, nranks) / sizeof(float);
+  for (size_t i = 0; i < n; ++i) send[i] = sweep_send_value(coll, i, count, rank, nranks);
+  memset(recv, 0, n * sizeof(float));
+}
+
+/* Wrong elements of `rank`'s result. Reduce is only checked at the root. */
+static inline long sweep_count_wrong(int coll, const float* recv, size_t count, int rank, int nranks) {
+  const float sum = (float)(nranks * (nranks + 1) / 2);
+  long wrong = 0;
+  switch (coll) {
+    case SWEEP_ALLGATHER:
+      for (size_t i = 0; i < count * (size_t)nranks; ++i) wrong += recv[i] != (float)(i / count + 1);
+      break;
+    case SWEEP_ALLTOALL:
+      for (size_t i = 0; i < count * (size_t)nranks; ++i)
+        wrong += recv[i] != sweep_send_value(coll, (size_t)rank * count, count, (int)(i / count), nranks);
+      break;
+    case SWEEP_BROADCAST:
+      for (size_t i = 0; i < count; ++i) wrong += recv[i] != (float)(SWEEP_ROOT + 1);
+      break;
+    case SWEEP_REDUCE:
+      if (rank != SWEEP_ROOT) break;
+      /* fall through */
+    default:
+      for (size_t i = 0; i < count; ++i) wrong += recv[i] != sum;
+      break;
+  }
+  return wrong;
 }
 
 typedef struct {
