@@ -12,6 +12,7 @@
 #include "collectives/plan/plan.h"
 #include "core/peer_info.h"
 #include "core/redop.h"
+#include "core/schedule_cache.h"
 #include "core/status.h"
 #include "core/staging.h"
 #include "device/device.h"
@@ -49,6 +50,9 @@ class Communicator {
   // The bounce buffers and copy queues, made at the first staged operation.
   Status staging(StagingArea** out);
   const Planner& planner() const { return planner_; }
+  // The planner's schedule for `args`, reused across calls of one shape.
+  // Only the holder of the execution mutex calls it.
+  std::shared_ptr<const PreparedSchedule> schedule(const CollArgs& args) { return schedules_.get(planner_, args); }
   void setPlanTable(std::shared_ptr<const PlanTable> table) { planner_.setTable(std::move(table)); }
   void setPeerAccess(bool on) { planner_.setPeerAccess(on); }
   // Busy-poll time of waits on this communicator (Backoff).
@@ -96,6 +100,7 @@ class Communicator {
   bool staged_ = false;
   std::unique_ptr<StagingArea> staging_;
   Planner planner_;
+  ScheduleCache schedules_;
   RedOpTable redOps_;
   std::vector<PeerInfo> peers_;
   std::vector<Link> links_;

@@ -28,13 +28,19 @@ class Deadline {
 class Backoff {
  public:
   explicit Backoff(int64_t spinUs = 50) : spin_(std::chrono::microseconds(spinUs)) {}
-  void reset() { idleSince_ = {}; }
+  void reset() {
+    idleSince_ = {};
+    pauses_ = 0;
+    spinning_ = false;
+  }
   void pause();
 
  private:
   std::chrono::microseconds spin_;
   Clock::time_point idleSince_{};
   uint32_t sleeps_ = 0;
+  uint32_t pauses_ = 0;
+  bool spinning_ = false;
 };
 
 }  // namespace hcl

@@ -8,21 +8,19 @@
 
 namespace hcl {
 
-ScheduleRun::ScheduleRun(Communicator& comm, Schedule schedule, RunBuffers buffers, ReduceSpec spec)
-    : comm_(comm), schedule_(std::move(schedule)), buffers_(std::move(buffers)), spec_(spec) {
+ScheduleRun::ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSchedule> prepared, RunBuffers buffers,
+                         ReduceSpec spec)
+    : comm_(comm),
+      prepared_(std::move(prepared)),
+      schedule_(prepared_->schedule),
+      buffers_(std::move(buffers)),
+      spec_(spec) {
   if (schedule_.scratchBytes > 0) scratch_ = comm_.acquireScratch(schedule_.scratchBytes);
-  transfers_ = std::make_unique<Transfer[]>(schedule_.transfers);
-  transferPeer_.assign(schedule_.transfers, -1);
-  bool direct = false;
-  for (const Step& st : schedule_.steps) {
-    direct = direct || st.kind == Step::Kind::ReadPeer || st.kind == Step::Kind::WritePeer ||
-             st.a.id == BufferId::Addresses || st.dst.id == BufferId::Addresses;
-    if (st.kind == Step::Kind::Send || st.kind == Step::Kind::Recv) {
-      transferPeer_[st.transfer] = st.peer;
-      if (std::find(peers_.begin(), peers_.end(), st.peer) == peers_.end()) peers_.push_back(st.peer);
-    }
+  if (schedule_.transfers > kInlineTransfers) {
+    heapTransfers_ = std::make_unique<Transfer[]>(schedule_.transfers);
+    transfers_ = heapTransfers_.get();
   }
-  if (direct) {
+  if (prepared_->direct) {
     const size_t entries = 2 * static_cast<size_t>(comm_.nranks());
     addresses_ = std::make_unique<uint64_t[]>(entries);
     const size_t self = 2 * static_cast<size_t>(comm_.rank());
@@ -59,7 +57,7 @@ Status ScheduleRun::peerAddress(int peer, const BufferRef& ref, uint64_t* out) c
 }
 
 Status ScheduleRun::pollConnections(bool* progressed) {
-  for (int p : peers_) {
+  for (int p : prepared_->peers) {
     HCL_TRY(comm_.connection(p)->progress(progressed));
   }
   return {};
@@ -68,10 +66,10 @@ Status ScheduleRun::pollConnections(bool* progressed) {
 int ScheduleRun::waitingOn() const {
   if (pc_ < schedule_.steps.size()) {
     const Step& st = schedule_.steps[pc_];
-    if (st.kind == Step::Kind::Wait) return transferPeer_[st.transfer];
+    if (st.kind == Step::Kind::Wait) return prepared_->transferPeer[st.transfer];
   }
   for (uint32_t t = 0; t < schedule_.transfers; ++t) {
-    if (!transfers_[t].done()) return transferPeer_[t];
+    if (!transfers_[t].done()) return prepared_->transferPeer[t];
   }
   return -1;
 }
@@ -101,7 +99,7 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
         }
         if (t.failed()) {
           return remoteError(fmt::format("rank {}: transfer with rank {} failed", comm_.rank(),
-                                         transferPeer_[st.transfer]));
+                                         prepared_->transferPeer[st.transfer]));
         }
         break;
       }
@@ -142,7 +140,7 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
       if (!transfers_[t].done()) return {};
     }
     if (transfers_[t].failed()) {
-      return remoteError(fmt::format("rank {}: transfer with rank {} failed", comm_.rank(), transferPeer_[t]));
+      return remoteError(fmt::format("rank {}: transfer with rank {} failed", comm_.rank(), prepared_->transferPeer[t]));
     }
   }
   *done = true;
@@ -170,7 +168,83 @@ Status CommTask::advance(bool* done, bool* progressed) {
   }
 }
 
+namespace {
+
+// Notices a task that stopped progressing. The clock is read only on idle
+// rounds, and only every few of them, so the latency path takes no
+// timestamps.
+class ProgressWatch {
+ public:
+  void progressed() { sawProgress_ = true; }
+  // True once nothing has moved for about `timeoutMs` (0: never).
+  bool stalled(int64_t timeoutMs) {
+    constexpr uint32_t kIdleRoundsPerCheck = 16;
+    if (timeoutMs <= 0 || ++idleRounds_ % kIdleRoundsPerCheck != 0) return false;
+    const auto now = Clock::now();
+    if (sawProgress_ || last_ == Clock::time_point{}) {
+      last_ = now;
+      sawProgress_ = false;
+      return false;
+    }
+    return now - last_ > std::chrono::milliseconds(timeoutMs);
+  }
+
+ private:
+  Clock::time_point last_{};
+  bool sawProgress_ = false;
+  uint32_t idleRounds_ = 0;
+};
+
+// Advances `task` once. Sets *done when it finished or failed; a failure
+// marks its communicator failed, which breaks its links so peers fail too
+// and no connection touches the task's transfers again.
+Status stepTask(CommTask& task, ProgressWatch& watch, bool* done, bool* progressed) {
+  Communicator& comm = task.comm();
+  Status s;
+  if (comm.abortFlag().load(std::memory_order_acquire)) {
+    s = remoteError(fmt::format("rank {}: communicator aborted", comm.rank()));
+  } else if (Status f = comm.failure(); !f.ok()) {
+    s = f;
+  } else {
+    s = task.advance(done, progressed);
+    if (s.ok() && *done) return {};
+    if (*progressed) {
+      watch.progressed();
+    } else if (s.ok() && watch.stalled(comm.settings().timeoutMs)) {
+      const int peer = task.waitingOn();
+      const Connection* c = peer >= 0 ? comm.connection(peer) : nullptr;
+      s = remoteError(fmt::format("rank {}: no progress for {} ms waiting for rank {} ({})", comm.rank(),
+                                  comm.settings().timeoutMs, peer, c ? c->describe() : "?"));
+    }
+  }
+  if (s.ok()) return {};
+  Status withCall = s.withContext(task.callName());
+  comm.fail(withCall);
+  *done = true;
+  return withCall;
+}
+
+}  // namespace
+
+// The common case, one communicator: no bookkeeping beyond the loop.
+Status runTask(CommTask& task) {
+  std::unique_lock lock(task.comm().executionMutex());
+  ProgressWatch watch;
+  Backoff backoff(task.comm().settings().spinUs);
+  while (true) {
+    bool done = false, progressed = false;
+    Status s = stepTask(task, watch, &done, &progressed);
+    if (done) return s;
+    if (progressed) {
+      backoff.reset();
+    } else {
+      backoff.pause();
+    }
+  }
+}
+
 Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks) {
+  if (tasks.size() == 1) return runTask(*tasks[0]);
   // Lock communicators in a fixed order so two launches on the same set
   // cannot deadlock; each is unlocked as soon as its tasks end, so an
   // hclCommAbort waiting for it returns promptly.
@@ -185,13 +259,9 @@ Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks) {
     return static_cast<size_t>(std::lower_bound(comms.begin(), comms.end(), c) - comms.begin());
   };
   for (auto& t : tasks) ++unfinishedPerComm[commIndex(&t->comm())];
-  auto release = [&](CommTask& t) {
-    const size_t ci = commIndex(&t.comm());
-    if (--unfinishedPerComm[ci] == 0) locks[ci].unlock();
-  };
 
   std::vector<bool> finished(tasks.size(), false);
-  std::vector<Clock::time_point> lastProgress(tasks.size(), Clock::now());
+  std::vector<ProgressWatch> watches(tasks.size());
   size_t remaining = tasks.size();
   int64_t spinUs = 0;
   for (Communicator* c : comms) spinUs = std::max(spinUs, c->settings().spinUs);
@@ -201,43 +271,15 @@ Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks) {
     bool anyProgress = false;
     for (size_t i = 0; i < tasks.size(); ++i) {
       if (finished[i]) continue;
-      CommTask& task = *tasks[i];
-      Communicator& comm = task.comm();
-      Status s;
-      if (comm.abortFlag().load(std::memory_order_acquire)) {
-        s = remoteError(fmt::format("rank {}: communicator aborted", comm.rank()));
-      } else if (Status f = comm.failure(); !f.ok()) {
-        s = f;
-      } else {
-        bool done = false, progressed = false;
-        s = task.advance(&done, &progressed);
-        const auto now = Clock::now();
-        if (progressed) lastProgress[i] = now;
-        if (s.ok() && done) {
-          finished[i] = true;
-          --remaining;
-          release(task);
-          anyProgress = true;
-          continue;
-        }
-        if (progressed) anyProgress = true;
-        const int64_t timeout = comm.settings().timeoutMs;
-        if (s.ok() && timeout > 0 && now - lastProgress[i] > std::chrono::milliseconds(timeout)) {
-          const int peer = task.waitingOn();
-          const Connection* c = peer >= 0 ? comm.connection(peer) : nullptr;
-          s = remoteError(fmt::format("rank {}: no progress for {} ms waiting for rank {} ({})",
-                                      comm.rank(), timeout, peer, c ? c->describe() : "?"));
-        }
-      }
-      if (!s.ok()) {
-        Status withCall = s.withContext(task.callName());
-        // fail() aborts every link, after which no connection touches this
-        // task's transfers, so the caller may free them.
-        comm.fail(withCall);
-        if (firstError.ok()) firstError = withCall;
+      bool done = false, progressed = false;
+      Status s = stepTask(*tasks[i], watches[i], &done, &progressed);
+      if (!s.ok() && firstError.ok()) firstError = s;
+      if (progressed || done) anyProgress = true;
+      if (done) {
         finished[i] = true;
         --remaining;
-        release(task);
+        const size_t ci = commIndex(&tasks[i]->comm());
+        if (--unfinishedPerComm[ci] == 0) locks[ci].unlock();
       }
     }
     if (anyProgress) {

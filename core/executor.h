@@ -10,6 +10,7 @@
 
 #include "collectives/plan/schedule.h"
 #include "core/communicator.h"
+#include "core/schedule_cache.h"
 
 namespace hcl {
 
@@ -33,7 +34,10 @@ class OpRun {
 // One schedule bound to host buffers on one communicator.
 class ScheduleRun final : public OpRun {
  public:
-  ScheduleRun(Communicator& comm, Schedule schedule, RunBuffers buffers, ReduceSpec spec);
+  ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSchedule> prepared, RunBuffers buffers,
+              ReduceSpec spec);
+  ScheduleRun(Communicator& comm, Schedule schedule, RunBuffers buffers, ReduceSpec spec)
+      : ScheduleRun(comm, prepareSchedule(std::move(schedule)), std::move(buffers), spec) {}
   ~ScheduleRun() override;
   ScheduleRun(const ScheduleRun&) = delete;
   ScheduleRun& operator=(const ScheduleRun&) = delete;
@@ -48,14 +52,17 @@ class ScheduleRun final : public OpRun {
   Status pollConnections(bool* progressed);
 
   Communicator& comm_;
-  Schedule schedule_;
+  std::shared_ptr<const PreparedSchedule> prepared_;
+  const Schedule& schedule_;
   RunBuffers buffers_;
   ReduceSpec spec_;
   std::byte* scratch_ = nullptr;  // the communicator's, while this run exists
   std::unique_ptr<uint64_t[]> addresses_;  // {send, recv} per rank, for direct access
-  std::unique_ptr<Transfer[]> transfers_;
-  std::vector<int> transferPeer_;
-  std::vector<int> peers_;  // every peer this run talks to
+  // Most schedules have a handful of transfers; those live in the run itself.
+  static constexpr uint32_t kInlineTransfers = 4;
+  Transfer inlineTransfers_[kInlineTransfers];
+  std::unique_ptr<Transfer[]> heapTransfers_;
+  Transfer* transfers_ = inlineTransfers_;
   size_t pc_ = 0;
 };
 
@@ -84,5 +91,7 @@ class CommTask {
 // aborted, or nothing moves for the communicator's timeout. A failure marks
 // the communicator failed, which breaks its links so peers fail too.
 Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks);
+// The same for a single task.
+Status runTask(CommTask& task);
 
 }  // namespace hcl

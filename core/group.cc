@@ -22,41 +22,40 @@ struct GroupState {
 // NCCL's groups are per thread.
 thread_local GroupState tlsGroup;
 
-CommTask::Maker collectiveMaker(PendingOp op) {
-  return [op = std::move(op)](std::unique_ptr<OpRun>& out) -> Status {
-    Communicator& comm = *op.comm;
-    ReduceSpec spec = op.spec;
-    if (op.scalarPointer) {
-      // A scalar in device memory (hclScalarDevice on a GPU) is read through the device.
-      uint64_t scalar = 0;
-      const void* from = op.scalarPointer;
-      if (comm.device().isDeviceMemory(from)) {
-        HCL_TRY(comm.device().copy(&scalar, from, dataTypeSize(op.type)));
-        from = &scalar;
-      }
-      readScalar(op.type, from, spec.scalarFloat, spec.scalarInt, spec.scalarUint);
+Status makeCollectiveRun(Communicator& comm, const PendingOp& op, std::unique_ptr<OpRun>& out) {
+  ReduceSpec spec = op.spec;
+  if (op.scalarPointer) {
+    // A scalar in device memory (hclScalarDevice on a GPU) is read through the device.
+    uint64_t scalar = 0;
+    const void* from = op.scalarPointer;
+    if (comm.device().isDeviceMemory(from)) {
+      HCL_TRY(comm.device().copy(&scalar, from, dataTypeSize(op.type)));
+      from = &scalar;
     }
-    CollArgs args;
-    args.kind = op.kind;
-    args.rank = comm.rank();
-    args.nranks = comm.nranks();
-    args.count = op.count;
-    args.type = op.type;
-    args.loadIsIdentity = accumulatorSize(op.type) == dataTypeSize(op.type) && spec.kind != ReduceKind::PreMulSum;
-    args.root = op.root;
-    args.inPlace = op.send == op.recv;
-    args.chunkBytes = comm.settings().chunkBytes;
-    if (comm.staged() && op.count > 0) {
-      StagingArea* area = nullptr;
-      HCL_TRY(comm.staging(&area));
-      out = std::make_unique<StagedRun>(comm, *area, args, op.send, op.recv, spec);
-      return {};
-    }
-    Schedule schedule = comm.planner().plan(args);
-    RunBuffers buffers{op.send, op.recv, {}};
-    out = std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), spec);
+    readScalar(op.type, from, spec.scalarFloat, spec.scalarInt, spec.scalarUint);
+  }
+  CollArgs args;
+  args.kind = op.kind;
+  args.rank = comm.rank();
+  args.nranks = comm.nranks();
+  args.count = op.count;
+  args.type = op.type;
+  args.loadIsIdentity = accumulatorSize(op.type) == dataTypeSize(op.type) && spec.kind != ReduceKind::PreMulSum;
+  args.root = op.root;
+  args.inPlace = op.send == op.recv;
+  args.chunkBytes = comm.settings().chunkBytes;
+  if (comm.staged() && op.count > 0) {
+    StagingArea* area = nullptr;
+    HCL_TRY(comm.staging(&area));
+    out = std::make_unique<StagedRun>(comm, *area, args, op.send, op.recv, spec);
     return {};
-  };
+  }
+  out = std::make_unique<ScheduleRun>(comm, comm.schedule(args), RunBuffers{op.send, op.recv, {}}, spec);
+  return {};
+}
+
+CommTask::Maker collectiveMaker(PendingOp op) {
+  return [op = std::move(op)](std::unique_ptr<OpRun>& out) { return makeCollectiveRun(*op.comm, op, out); };
 }
 
 CommTask::Maker p2pMaker(std::vector<PendingOp> ops) {
@@ -226,6 +225,14 @@ Status submit(PendingOp op) {
   if (inGroup()) {
     tlsGroup.ops.push_back(std::move(op));
     return {};
+  }
+  // The latency path: one collective on the null stream runs right here,
+  // without a task list.
+  if (!op.stream && op.kind != CollKind::SendRecv) {
+    Communicator& comm = *op.comm;
+    CommTask task(std::move(op.comm), op.call);
+    task.add([&](std::unique_ptr<OpRun>& out) { return makeCollectiveRun(comm, op, out); });
+    return runTask(task);
   }
   std::vector<PendingOp> ops;
   ops.push_back(std::move(op));

@@ -68,13 +68,8 @@ Status StagedRun::startNet(size_t k) {
   std::byte* out = outPtr(k);
   args.inPlace = in == out;
   // Every chunk but the last has the full width and the same in-place-ness,
-  // so its schedule is planned once per call, not once per chunk.
-  if (args.count != width_) {
-    net_ = std::make_unique<ScheduleRun>(comm_, comm_.planner().plan(args), RunBuffers{in, out, {}}, spec_);
-    return {};
-  }
-  if (!fullWidth_) fullWidth_ = comm_.planner().plan(args);
-  net_ = std::make_unique<ScheduleRun>(comm_, *fullWidth_, RunBuffers{in, out, {}}, spec_);
+  // so the communicator's schedule cache plans it once.
+  net_ = std::make_unique<ScheduleRun>(comm_, comm_.schedule(args), RunBuffers{in, out, {}}, spec_);
   return {};
 }
 

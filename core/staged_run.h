@@ -8,7 +8,6 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "collectives/plan/collective.h"
@@ -47,7 +46,6 @@ class StagedRun final : public OpRun {
   bool copyIn_, copyOut_, shareSlot_;
   std::vector<uint64_t> inTicket_, outTicket_;  // 0: nothing to wait for
   size_t nextIn_ = 0, nextNet_ = 0;
-  std::optional<Schedule> fullWidth_;  // planned at the first full-width chunk
   std::unique_ptr<ScheduleRun> net_;
 };
 

@@ -26,21 +26,34 @@ Schedule recursiveDoublingAllReduce(const CollArgs& a) {
     b.wait(b.recv(r - p, recvAt(0), a.count * es));
     return s;
   }
+  // The running partial: the user's data itself while loading it changes
+  // nothing (no convert pass, and the last round writes the result directly).
+  BufferRef cur = sendAt(0);
+  Form curForm = Form::Native;
   if (r + p < n) {
     b.wait(b.recv(r + p, B, accBytes));
     b.reduce(A, Form::Acc, B, Form::Acc, sendAt(0), Form::Native, a.count);
-  } else {
+    cur = A;
+    curForm = Form::Acc;
+  } else if (!a.loadIsIdentity) {
     b.convert(A, Form::Acc, sendAt(0), Form::Native, a.count);
+    cur = A;
+    curForm = Form::Acc;
   }
   for (int mask = 1; mask < p; mask <<= 1) {
     const int partner = r ^ mask;
     const uint32_t rt = b.recv(partner, B, accBytes);
-    const uint32_t st = b.send(partner, A, accBytes);
+    const uint32_t st = b.send(partner, cur, accBytes);
     b.wait(rt);
     b.wait(st);
-    b.reduce(A, Form::Acc, A, Form::Acc, B, Form::Acc, a.count);
+    if (mask * 2 == p) {
+      b.reduce(recvAt(0), Form::Native, cur, curForm, B, Form::Acc, a.count);
+    } else {
+      b.reduce(A, Form::Acc, cur, curForm, B, Form::Acc, a.count);
+      cur = A;
+      curForm = Form::Acc;
+    }
   }
-  b.convert(recvAt(0), Form::Native, A, Form::Acc, a.count);
   if (r + p < n) b.send(r + p, recvAt(0), a.count * es);
   return s;
 }

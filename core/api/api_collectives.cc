@@ -51,7 +51,6 @@ hclResult_t submitCollective(CollCall c, hclComm_t comm, hclStream_t stream) {
     PendingOp op;
     op.call = c.name;
     op.kind = c.kind;
-    op.comm = impl;
     op.handle = comm;
     op.send = c.send;
     op.recv = c.recv;
@@ -67,6 +66,7 @@ hclResult_t submitCollective(CollCall c, hclComm_t comm, hclStream_t stream) {
     }
     op.root = hasRoot ? c.root : 0;
     op.stream = stream;
+    op.comm = std::move(impl);
     return report(submit(std::move(op)), comm);
   }
   return report(s.withContext(c.name), comm);

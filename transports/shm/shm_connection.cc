@@ -47,10 +47,9 @@ class ShmConnection final : public Connection {
         myPid_(::getpid()),
         peerPid_(header_.side[1 - side_].pid.load(std::memory_order_acquire)) {
     // Both ends start with empty FIFOs; these are the only writers of their counters.
-    sendHead_ = sendFifo_.head.load(std::memory_order_acquire);
     sendTailSeen_ = sendFifo_.tail.load(std::memory_order_acquire);
+    sendHead_ = sendTailSeen_;
     recvTail_ = recvFifo_.tail.load(std::memory_order_acquire);
-    recvHeadSeen_ = recvFifo_.head.load(std::memory_order_acquire);
     cmaSent_ = sendFifo_.cmaCompleted.load(std::memory_order_acquire);
   }
 
@@ -129,14 +128,18 @@ class ShmConnection final : public Connection {
     }
     return segment_->slot(side_, sendHead_ % slots_);
   }
-  void publishSendSlot() { sendFifo_.head.store(++sendHead_, std::memory_order_release); }
+  static std::atomic_ref<uint64_t> sequenceOf(const uint8_t* slot) {
+    return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(const_cast<uint8_t*>(slot) + kSlotSequenceOffset));
+  }
+
+  void publishSendSlot(uint8_t* slot) {
+    ++sendHead_;
+    sequenceOf(slot).store(sendHead_, std::memory_order_release);
+  }
 
   const uint8_t* peekReceiveSlot() {
-    if (recvTail_ == recvHeadSeen_) {
-      recvHeadSeen_ = recvFifo_.head.load(std::memory_order_acquire);
-      if (recvTail_ == recvHeadSeen_) return nullptr;
-    }
-    return segment_->slot(1 - side_, recvTail_ % slots_);
+    const uint8_t* slot = segment_->slot(1 - side_, recvTail_ % slots_);
+    return sequenceOf(slot).load(std::memory_order_acquire) == recvTail_ + 1 ? slot : nullptr;
   }
   void releaseReceiveSlot() { recvFifo_.tail.store(++recvTail_, std::memory_order_release); }
 
@@ -168,7 +171,7 @@ class ShmConnection final : public Connection {
             t.tag,  static_cast<uint32_t>(MessageMode::SingleCopy), t.bytes, 0, ++cmaSent_,
             myPid_, reinterpret_cast<uintptr_t>(t.buffer)};
         std::memcpy(slot, &h, sizeof h);
-        publishSendSlot();
+        publishSendSlot(slot);
         pendingSingleCopy_.emplace_back(cmaSent_, &t);
         sends_.pop_front();
         sendStarted_ = false;
@@ -186,7 +189,7 @@ class ShmConnection final : public Connection {
         if (len > 0)
           std::memcpy(slot + kSlotHeaderBytes, static_cast<const uint8_t*>(t.buffer) + t.progressed,
                       len);
-        publishSendSlot();
+        publishSendSlot(slot);
         t.progressed += len;
         ++sendFragments_;
         budget -= std::min(budget, std::max<uint64_t>(len, 1));
@@ -352,6 +355,9 @@ class ShmConnection final : public Connection {
 
   // Rate-limited: is the peer still there and not aborted?
   Status checkPeer() {
+    // The clock itself is read only every few polls.
+    constexpr uint32_t kPollsPerClockRead = 64;
+    if (++pollsSinceCheck_ % kPollsPerClockRead != 0) return {};
     const auto now = Clock::now();
     if (now < nextPeerCheck_) return {};
     nextPeerCheck_ = now + kPeerCheckInterval;
@@ -393,6 +399,7 @@ class ShmConnection final : public Connection {
 
   Status failure_;
   Clock::time_point nextPeerCheck_{};
+  uint32_t pollsSinceCheck_ = 0;
 
   // Producer side of FIFO side_.
   uint64_t sendHead_ = 0;
@@ -407,7 +414,6 @@ class ShmConnection final : public Connection {
 
   // Consumer side of FIFO 1 - side_.
   uint64_t recvTail_ = 0;
-  uint64_t recvHeadSeen_ = 0;
   std::deque<Transfer*> recvs_;  // front is the one being filled
   bool recvStarted_ = false;
   MessageMode recvMode_ = MessageMode::Copy;

@@ -17,7 +17,7 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<int64_t>::is_always_lock_free);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
 
-constexpr uint64_t kSegmentMagic = 0x31304d48534c4348ull;  // "HCLSHM01"
+constexpr uint64_t kSegmentMagic = 0x32304d48534c4348ull;  // "HCLSHM02"
 constexpr size_t kCacheLine = 64;
 
 // Whether the other side could read this side's memory with process_vm_readv.
@@ -31,8 +31,9 @@ struct alignas(kCacheLine) SideInfo {
   std::atomic<uint32_t> peerCanReadMemory;  // CmaCapability, written by the other side
 };
 
+// Slots are published through their own sequence word (kSlotSequenceOffset),
+// not a shared head counter, so the consumer finds a message with one miss.
 struct FifoControl {
-  alignas(kCacheLine) std::atomic<uint64_t> head;  // slots published by the producer
   alignas(kCacheLine) std::atomic<uint64_t> tail;  // slots released by the consumer
   // Sequence number of the last single-copy message the consumer finished reading.
   alignas(kCacheLine) std::atomic<uint64_t> cmaCompleted;
@@ -63,7 +64,10 @@ struct SlotHeader {
   int64_t cmaPid;
   uint64_t cmaAddress;
 };
-static_assert(sizeof(SlotHeader) <= kCacheLine);
+// In the header's cache line, after SlotHeader: the slot's FIFO position + 1,
+// stored last (release) by the producer once header and payload are in place.
+constexpr size_t kSlotSequenceOffset = 56;
+static_assert(sizeof(SlotHeader) <= kSlotSequenceOffset);
 constexpr size_t kSlotHeaderBytes = kCacheLine;
 
 struct Geometry {

@@ -1,0 +1,58 @@
+#include "core/schedule_cache.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace hcl {
+namespace {
+
+// Large messages spend far longer moving data than planning, and their
+// schedules are long: only short programs are kept.
+constexpr size_t kMaxCachedSteps = 4096;
+constexpr size_t kMaxEntries = 256;
+
+size_t mix(size_t seed, size_t v) { return seed ^ (v + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2)); }
+
+}  // namespace
+
+std::shared_ptr<const PreparedSchedule> prepareSchedule(Schedule schedule) {
+  auto p = std::make_shared<PreparedSchedule>();
+  p->transferPeer.assign(schedule.transfers, -1);
+  for (const Step& st : schedule.steps) {
+    p->direct = p->direct || st.kind == Step::Kind::ReadPeer || st.kind == Step::Kind::WritePeer ||
+                st.a.id == BufferId::Addresses || st.dst.id == BufferId::Addresses;
+    if (st.kind == Step::Kind::Send || st.kind == Step::Kind::Recv) {
+      p->transferPeer[st.transfer] = st.peer;
+      if (std::find(p->peers.begin(), p->peers.end(), st.peer) == p->peers.end()) p->peers.push_back(st.peer);
+    }
+  }
+  p->schedule = std::move(schedule);
+  return p;
+}
+
+size_t ScheduleCache::KeyHash::operator()(const Key& k) const {
+  size_t h = std::hash<size_t>{}(k.count);
+  h = mix(h, static_cast<size_t>(k.kind) | static_cast<size_t>(k.type) << 8 |
+                 static_cast<size_t>(k.loadIsIdentity) << 16 | static_cast<size_t>(k.inPlace) << 17);
+  h = mix(h, static_cast<size_t>(k.root));
+  h = mix(h, k.chunkBytes);
+  return mix(h, std::hash<const void*>{}(k.topology));
+}
+
+std::shared_ptr<const PreparedSchedule> ScheduleCache::get(const Planner& planner, const CollArgs& args) {
+  const Key key{args.kind, args.type,       args.loadIsIdentity, args.inPlace,
+                args.root, args.count,      args.chunkBytes,     args.topology};
+  if (last_ && key == lastKey_) return last_;
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    auto prepared = prepareSchedule(planner.plan(args));
+    if (prepared->schedule.steps.size() > kMaxCachedSteps) return prepared;
+    if (entries_.size() >= kMaxEntries) entries_.clear();
+    it = entries_.emplace(key, std::move(prepared)).first;
+  }
+  lastKey_ = key;
+  last_ = it->second;
+  return last_;
+}
+
+}  // namespace hcl

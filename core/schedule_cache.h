@@ -1,0 +1,55 @@
+// Schedules kept across calls of the same shape, so a repeated small
+// collective does not regenerate (and reallocate) its program every call.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "collectives/plan/collective.h"
+#include "collectives/plan/plan.h"
+#include "collectives/plan/schedule.h"
+
+namespace hcl {
+
+// A schedule plus what the progress engine derives from it once.
+struct PreparedSchedule {
+  Schedule schedule;
+  std::vector<int> transferPeer;  // per transfer: the peer it talks to
+  std::vector<int> peers;         // every peer the schedule talks to, once
+  bool direct = false;            // reads or writes peers' buffers
+};
+
+std::shared_ptr<const PreparedSchedule> prepareSchedule(Schedule schedule);
+
+// One per communicator, used by the holder of its execution mutex.
+class ScheduleCache {
+ public:
+  // The planner's schedule for `args`: from the cache when one of the same
+  // shape was planned before, else planned (and kept if it is small).
+  std::shared_ptr<const PreparedSchedule> get(const Planner& planner, const CollArgs& args);
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Key {
+    CollKind kind;
+    hclDataType_t type;
+    bool loadIsIdentity;
+    bool inPlace;
+    int root;
+    size_t count;
+    size_t chunkBytes;
+    const Topology* topology;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  std::unordered_map<Key, std::shared_ptr<const PreparedSchedule>, KeyHash> entries_;
+  // A loop of one collective hits the same entry every call: checked first.
+  Key lastKey_{};
+  std::shared_ptr<const PreparedSchedule> last_;
+};
+
+}  // namespace hcl

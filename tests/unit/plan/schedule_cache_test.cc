@@ -1,0 +1,92 @@
+// The communicator's schedule cache: one plan per call shape, long programs
+// not kept, and what the progress engine derives from a schedule.
+#include <gtest/gtest.h>
+
+#include "core/schedule_cache.h"
+
+namespace hcl {
+namespace {
+
+CollArgs allReduce(size_t count, int rank = 0, int nranks = 4) {
+  CollArgs a;
+  a.kind = CollKind::AllReduce;
+  a.rank = rank;
+  a.nranks = nranks;
+  a.count = count;
+  a.type = hclFloat32;
+  return a;
+}
+
+TEST(ScheduleCache, SameShapeReusesThePlan) {
+  Planner planner;
+  ScheduleCache cache;
+  auto first = cache.get(planner, allReduce(16));
+  auto again = cache.get(planner, allReduce(16));
+  EXPECT_EQ(first.get(), again.get());
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(ScheduleCache, EveryFieldOfTheShapeCounts) {
+  Planner planner;
+  ScheduleCache cache;
+  const auto base = cache.get(planner, allReduce(16));
+  CollArgs other = allReduce(17);
+  EXPECT_NE(cache.get(planner, other).get(), base.get());
+  other = allReduce(16);
+  other.inPlace = true;
+  EXPECT_NE(cache.get(planner, other).get(), base.get());
+  other = allReduce(16);
+  other.type = hclInt32;
+  EXPECT_NE(cache.get(planner, other).get(), base.get());
+  other = allReduce(16);
+  other.kind = CollKind::Broadcast;
+  other.root = 2;
+  const auto bcast = cache.get(planner, other);
+  other.root = 3;
+  EXPECT_NE(cache.get(planner, other).get(), bcast.get());
+  EXPECT_EQ(cache.get(planner, allReduce(16)).get(), base.get());
+}
+
+TEST(ScheduleCache, MatchesAFreshPlan) {
+  Planner planner;
+  ScheduleCache cache;
+  for (size_t count : {size_t{1}, size_t{1000}, size_t{100000}}) {
+    const CollArgs args = allReduce(count, 1, 3);
+    const Schedule fresh = planner.plan(args);
+    const auto cached = cache.get(planner, args);
+    EXPECT_EQ(cached->schedule.algorithm, fresh.algorithm);
+    EXPECT_EQ(cached->schedule.steps.size(), fresh.steps.size());
+    EXPECT_EQ(cached->schedule.transfers, fresh.transfers);
+    EXPECT_EQ(cached->schedule.scratchBytes, fresh.scratchBytes);
+  }
+}
+
+TEST(ScheduleCache, LongProgramsAreNotKept) {
+  Planner planner;
+  ScheduleCache cache;
+  CollArgs big = allReduce(size_t{1} << 22, 0, 3);
+  big.chunkBytes = 4096;  // thousands of slices
+  auto a = cache.get(planner, big);
+  ASSERT_GT(a->schedule.steps.size(), 4096u);
+  auto b = cache.get(planner, big);
+  EXPECT_NE(a.get(), b.get());
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(PrepareSchedule, DerivesPeersPerTransfer) {
+  Schedule s;
+  ScheduleBuilder b(s);
+  const uint32_t r = b.recv(3, scratchAt(0), 8);
+  const uint32_t t = b.send(1, sendAt(0), 8);
+  b.send(3, sendAt(0), 8);
+  b.wait(r);
+  const auto p = prepareSchedule(std::move(s));
+  ASSERT_EQ(p->transferPeer.size(), 3u);
+  EXPECT_EQ(p->transferPeer[r], 3);
+  EXPECT_EQ(p->transferPeer[t], 1);
+  EXPECT_EQ(p->peers, (std::vector<int>{3, 1}));
+  EXPECT_FALSE(p->direct);
+}
+
+}  // namespace
+}  // namespace hcl
