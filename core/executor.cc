@@ -3,10 +3,27 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/log.h"
+#include "core/shared_allocations.h"
 
 namespace hcl {
+namespace {
+
+PeerBuffer describeOwnBuffer(const void* p) {
+  PeerBuffer b;
+  b.address = reinterpret_cast<uintptr_t>(p);
+  if (p == nullptr) return b;
+  if (const auto a = findSharedAllocation(p, 1)) {
+    b.allocBase = a->base;
+    b.allocSerial = a->serial;
+    b.allocFd = a->fd;
+  }
+  return b;
+}
+
+}  // namespace
 
 ScheduleRun::ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSchedule> prepared, RunBuffers buffers,
                          ReduceSpec spec)
@@ -21,11 +38,10 @@ ScheduleRun::ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSched
     transfers_ = heapTransfers_.get();
   }
   if (prepared_->direct) {
-    const size_t entries = 2 * static_cast<size_t>(comm_.nranks());
-    addresses_ = std::make_unique<uint64_t[]>(entries);
-    const size_t self = 2 * static_cast<size_t>(comm_.rank());
-    addresses_[self] = reinterpret_cast<uintptr_t>(buffers_.send);
-    addresses_[self + 1] = reinterpret_cast<uintptr_t>(buffers_.recv);
+    addresses_ = std::make_unique<AddressEntry[]>(static_cast<size_t>(comm_.nranks()));
+    AddressEntry& self = addresses_[static_cast<size_t>(comm_.rank())];
+    self.send = describeOwnBuffer(buffers_.send);
+    self.recv = describeOwnBuffer(buffers_.recv);
   }
 }
 
@@ -45,15 +61,47 @@ void* ScheduleRun::resolve(const BufferRef& ref) const {
   return base ? base + ref.offset : nullptr;
 }
 
-Status ScheduleRun::peerAddress(int peer, const BufferRef& ref, uint64_t* out) const {
+Status ScheduleRun::peerBuffer(int peer, const BufferRef& ref, const PeerBuffer** buffer, uint64_t* address) const {
   const bool recv = ref.id == BufferId::Recv;
-  const uint64_t base = addresses_ ? addresses_[2 * static_cast<size_t>(peer) + (recv ? 1 : 0)] : 0;
-  if (base == 0 || (ref.id != BufferId::Send && ref.id != BufferId::Recv)) {
+  const PeerBuffer* b = nullptr;
+  if (addresses_) {
+    const AddressEntry& e = addresses_[static_cast<size_t>(peer)];
+    b = recv ? &e.recv : &e.send;
+  }
+  if (b == nullptr || b->address == 0 || (ref.id != BufferId::Send && ref.id != BufferId::Recv)) {
     return internalError(fmt::format("rank {}: {} schedule reaches a {} buffer rank {} did not give", comm_.rank(),
                                      schedule_.algorithm, recv ? "receive" : "send", peer));
   }
-  *out = base + ref.offset;
+  *buffer = b;
+  *address = b->address + ref.offset;
   return {};
+}
+
+Status ScheduleRun::runPeerStep(const Step& st, Device& dev) {
+  const bool write = st.kind == Step::Kind::WritePeer;
+  const PeerBuffer* pb = nullptr;
+  uint64_t at = 0;
+  HCL_TRY(peerBuffer(st.peer, write ? st.dst : st.a, &pb, &at));
+  Connection* c = comm_.connection(st.peer);
+  // Mapped peer memory is loaded and stored directly; otherwise the
+  // connection copies (process_vm_readv/writev, or in-process memcpy).
+  void* mapped = c->mapPeer(*pb, at, st.bytes);
+  if (st.kind == Step::Kind::WritePeer) {
+    if (!mapped) return c->writePeer(at, resolve(st.a), st.bytes);
+    std::memcpy(mapped, resolve(st.a), st.bytes);
+    return {};
+  }
+  if (st.kind == Step::Kind::ReadPeer) {
+    if (!mapped) return c->readPeer(at, resolve(st.dst), st.bytes);
+    std::memcpy(resolve(st.dst), mapped, st.bytes);
+    return {};
+  }
+  const void* a = mapped;
+  if (!a) {
+    HCL_TRY(c->readPeer(at, resolve(st.via), st.bytes));
+    a = resolve(st.via);
+  }
+  return dev.reduce(resolve(st.dst), st.dstForm, a, st.aForm, resolve(st.b), st.bForm, st.count, spec_);
 }
 
 Status ScheduleRun::pollConnections(bool* progressed) {
@@ -116,20 +164,12 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
         HCL_TRY(dev.copy(resolve(st.dst), resolve(st.a), st.bytes));
         *progressed = true;
         break;
-      case Step::Kind::ReadPeer: {
-        uint64_t from = 0;
-        HCL_TRY(peerAddress(st.peer, st.a, &from));
-        HCL_TRY(comm_.connection(st.peer)->readPeer(from, resolve(st.dst), st.bytes));
+      case Step::Kind::ReadPeer:
+      case Step::Kind::WritePeer:
+      case Step::Kind::ReducePeer:
+        HCL_TRY(runPeerStep(st, dev));
         *progressed = true;
         break;
-      }
-      case Step::Kind::WritePeer: {
-        uint64_t to = 0;
-        HCL_TRY(peerAddress(st.peer, st.dst, &to));
-        HCL_TRY(comm_.connection(st.peer)->writePeer(to, resolve(st.a), st.bytes));
-        *progressed = true;
-        break;
-      }
     }
     ++pc_;
   }

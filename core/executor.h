@@ -14,6 +14,12 @@
 
 namespace hcl {
 
+// One rank's entry of a run's Addresses table: how peers reach its buffers.
+struct AddressEntry {
+  PeerBuffer send, recv;
+};
+static_assert(sizeof(AddressEntry) == kAddressEntryBytes);
+
 struct RunBuffers {
   const void* send = nullptr;
   void* recv = nullptr;
@@ -47,9 +53,12 @@ class ScheduleRun final : public OpRun {
 
  private:
   void* resolve(const BufferRef& ref) const;
-  // A peer's send or receive buffer (+ offset), from the Addresses table.
-  Status peerAddress(int peer, const BufferRef& ref, uint64_t* out) const;
+  // A peer's send or receive buffer, from the Addresses table, and the
+  // address of `ref` in it.
+  Status peerBuffer(int peer, const BufferRef& ref, const PeerBuffer** buffer, uint64_t* address) const;
   Status pollConnections(bool* progressed);
+  // ReadPeer, WritePeer and ReducePeer.
+  Status runPeerStep(const Step& st, Device& dev);
 
   Communicator& comm_;
   std::shared_ptr<const PreparedSchedule> prepared_;
@@ -57,7 +66,7 @@ class ScheduleRun final : public OpRun {
   RunBuffers buffers_;
   ReduceSpec spec_;
   std::byte* scratch_ = nullptr;  // the communicator's, while this run exists
-  std::unique_ptr<uint64_t[]> addresses_;  // {send, recv} per rank, for direct access
+  std::unique_ptr<AddressEntry[]> addresses_;  // per rank, for direct access
   // Most schedules have a handful of transfers; those live in the run itself.
   static constexpr uint32_t kInlineTransfers = 4;
   Transfer inlineTransfers_[kInlineTransfers];

@@ -55,6 +55,9 @@ constexpr std::array kParams = {
               "Shared-memory messages at least this large use process_vm_readv single copy "
               "(0 disables)",
               nullptr},
+    ParamSpec{"HCL_SHM_MAP", Bool, "1",
+              "Map peers' hclMemAlloc buffers (pidfd_getfd) so collectives load and store them directly",
+              nullptr},
     ParamSpec{"HCL_SHM_SLOT_BYTES", Int, "262144", "Bytes per shared-memory FIFO slot", nullptr},
     ParamSpec{"HCL_SHM_SLOTS", Int, "8", "Slots per shared-memory FIFO", nullptr},
     ParamSpec{"HCL_TCP_BUFFER_BYTES", Int, "4194304", "Socket send/receive buffer size in bytes",

@@ -49,6 +49,16 @@ struct Transfer {
   size_t progressed = 0;  // transport-private progress counter
 };
 
+// A peer's buffer as the peer described it: its address there and, for
+// memory it allocated shareably (hclMemAlloc), what lets this process map
+// the allocation (serial 0: not shareable).
+struct PeerBuffer {
+  uint64_t address = 0;
+  uint64_t allocBase = 0;
+  uint64_t allocSerial = 0;
+  int64_t allocFd = -1;
+};
+
 class Connection {
  public:
   virtual ~Connection() = default;
@@ -76,6 +86,10 @@ class Connection {
   virtual Status writePeer(uint64_t /*peerAddress*/, const void* /*local*/, size_t /*bytes*/) {
     return internalError(describe() + ": no access to the peer's memory");
   }
+  // Where [peerAddress, peerAddress + bytes) of `buffer` is mapped in this
+  // process, so it can be loaded and stored directly; null when it cannot be
+  // (then readPeer/writePeer). The mapping stays valid until the next call.
+  virtual void* mapPeer(const PeerBuffer& /*buffer*/, uint64_t /*peerAddress*/, size_t /*bytes*/) { return nullptr; }
 };
 
 // What a transport needs to know about the communicator being built.

@@ -77,8 +77,9 @@ SliceScratch sliceScratch(const CollArgs& a, size_t sliceElems, bool needOut) {
 }
 
 // dst (Native) = the reduction over all ranks of `m` elements at byte offset
-// `inOff` of each rank's send buffer: one peer's slice at a time is read into
-// tmp and folded into the accumulator, so the working set stays a few slices.
+// `inOff` of each rank's send buffer: one peer's slice at a time is folded
+// into the accumulator (read into tmp first where the peer's memory is not
+// mapped), so the working set stays a few slices.
 void reduceSlice(ScheduleBuilder& b, const std::vector<int>& peers, const SliceScratch& sc, size_t es,
                  size_t inOff, size_t m, BufferRef dst) {
   const BufferRef tmp = scratchAt(sc.tmp), acc = scratchAt(sc.acc);
@@ -87,15 +88,12 @@ void reduceSlice(ScheduleBuilder& b, const std::vector<int>& peers, const SliceS
     return;
   }
   for (size_t i = 0; i < peers.size(); ++i) {
-    b.readPeer(peers[i], tmp, peerSendAt(inOff), m * es);
     const bool first = i == 0, last = i + 1 == peers.size();
     const BufferRef into = last ? dst : acc;
     const Form intoForm = last ? Form::Native : Form::Acc;
-    if (first) {
-      b.reduce(into, intoForm, tmp, Form::Native, sendAt(inOff), Form::Native, m);
-    } else {
-      b.reduce(into, intoForm, tmp, Form::Native, acc, Form::Acc, m);
-    }
+    const BufferRef other = first ? sendAt(inOff) : acc;
+    b.reducePeer(peers[i], into, intoForm, peerSendAt(inOff), Form::Native, other, first ? Form::Native : Form::Acc, m,
+                 m * es, tmp);
   }
 }
 

@@ -94,4 +94,16 @@ void ScheduleBuilder::writePeer(int peer, BufferRef peerDst, BufferRef src, size
   peerCopy(Step::Kind::WritePeer, peer, peerDst, src, bytes);
 }
 
+void ScheduleBuilder::reducePeer(int peer, BufferRef dst, Form dstForm, BufferRef peerA, Form aForm, BufferRef b,
+                                 Form bForm, size_t count, size_t peerBytes, BufferRef via) {
+  const size_t before = s_.steps.size();
+  reduce(dst, dstForm, peerA, aForm, b, bForm, count);
+  if (s_.steps.size() == before) return;
+  Step& st = s_.steps.back();
+  st.kind = Step::Kind::ReducePeer;
+  st.peer = peer;
+  st.bytes = peerBytes;
+  st.via = via;
+}
+
 }  // namespace hcl

@@ -27,11 +27,12 @@
 namespace hcl {
 
 // User: the index-th buffer of the task's table (point-to-point calls).
-// Addresses: the run's table of every rank's {send, recv} addresses, 16 bytes
-// per rank; only exchangeAddresses() refers to it.
+// Addresses: the run's table of how to reach every rank's send and recv
+// buffers (the executor's AddressEntry, kAddressEntryBytes per rank); only
+// exchangeAddresses() refers to it.
 enum class BufferId : uint8_t { Send, Recv, Scratch, User, Addresses };
 
-constexpr size_t kAddressEntryBytes = 16;
+constexpr size_t kAddressEntryBytes = 64;
 
 struct BufferRef {
   BufferId id = BufferId::Send;
@@ -49,11 +50,16 @@ struct Step {
     Copy,     // dst = a, `bytes` bytes
     ReadPeer,   // dst (ours) = a (Send/Recv of `peer`), `bytes` bytes
     WritePeer,  // dst (Send/Recv of `peer`) = a (ours), `bytes` bytes
+    // dst (ours) = a (Send/Recv of `peer`, `bytes` bytes) (op) b (ours),
+    // `count` elements: straight from the peer's memory where it is mapped,
+    // else read into `via` (ours) first.
+    ReducePeer,
   };
   Kind kind = Kind::Wait;
   int32_t peer = -1;
   uint32_t transfer = 0;
   BufferRef dst, a, b;
+  BufferRef via;  // ReducePeer's bounce buffer
   Form dstForm = Form::Native, aForm = Form::Native, bForm = Form::Native;
   size_t count = 0;  // elements, for Reduce/Convert
   size_t bytes = 0;  // for Send/Recv/Copy
@@ -83,6 +89,8 @@ class ScheduleBuilder {
   uint32_t exchangeAddresses(int self, int peer);
   void readPeer(int peer, BufferRef dst, BufferRef peerSrc, size_t bytes);
   void writePeer(int peer, BufferRef peerDst, BufferRef src, size_t bytes);
+  void reducePeer(int peer, BufferRef dst, Form dstForm, BufferRef peerA, Form aForm, BufferRef b, Form bForm,
+                  size_t count, size_t peerBytes, BufferRef via);
 
  private:
   void peerCopy(Step::Kind kind, int peer, BufferRef dst, BufferRef a, size_t bytes);

@@ -85,10 +85,12 @@ class Replay {
           st.clock += static_cast<double>(s.bytes) / graph_.reduceBytesPerUs;
           break;
         case Step::Kind::ReadPeer:
-        case Step::Kind::WritePeer: {
-          // The rank itself copies across the link.
+        case Step::Kind::WritePeer:
+        case Step::Kind::ReducePeer: {
+          // The rank itself copies across the link (and then reduces).
           const int cls = graph_.classBetween(static_cast<int>(r), s.peer);
           st.clock += static_cast<double>(s.bytes) / graph_.costs[static_cast<size_t>(cls)].bytesPerUs;
+          if (s.kind == Step::Kind::ReducePeer) st.clock += static_cast<double>(s.count) * 4 / graph_.reduceBytesPerUs;
           result_.classesUsed[static_cast<size_t>(cls)] = true;
           break;
         }

@@ -6,35 +6,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <map>
-#include <mutex>
 
 #include "core/errors.h"
 #include "core/handles.h"
 #include "core/log.h"
+#include "core/shared_allocations.h"
 
 using namespace hcl;
-
-namespace {
-
-// hclMemAlloc memory is a shared mapping of a memfd, so a later version can
-// map it into peer processes. The registry checks hclMemFree arguments.
-struct Allocation {
-  size_t size;
-  int fd;
-};
-
-struct AllocationRegistry {
-  std::mutex mutex;
-  std::map<void*, Allocation> live;
-};
-
-AllocationRegistry& allocations() {
-  static AllocationRegistry r;
-  return r;
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -53,29 +31,19 @@ hclResult_t hclMemAlloc(void** ptr, size_t size) {
     close(fd);
     return report(systemError(fmt::format("hclMemAlloc: cannot map {} bytes: {}", size, std::strerror(err))));
   }
-  {
-    std::lock_guard lock(allocations().mutex);
-    allocations().live[p] = {size, fd};
-  }
-  log::trace(log::Alloc, "hclMemAlloc {} bytes at {}", size, p);
+  // A shared mapping of a memfd, so peers on the host can map it too.
+  const uint64_t serial = addSharedAllocation(p, size, fd);
+  log::trace(log::Alloc, "hclMemAlloc {} bytes at {} (shareable allocation {})", size, p, serial);
   *ptr = p;
   return hclSuccess;
 }
 
 hclResult_t hclMemFree(void* ptr) {
   if (!ptr) return hclSuccess;
-  Allocation a{};
-  {
-    std::lock_guard lock(allocations().mutex);
-    auto it = allocations().live.find(ptr);
-    if (it == allocations().live.end()) {
-      return report(invalidArgument(fmt::format("hclMemFree: ptr {} was not returned by hclMemAlloc", ptr)));
-    }
-    a = it->second;
-    allocations().live.erase(it);
-  }
-  munmap(ptr, a.size);
-  close(a.fd);
+  const auto a = removeSharedAllocation(ptr);
+  if (!a) return report(invalidArgument(fmt::format("hclMemFree: ptr {} was not returned by hclMemAlloc", ptr)));
+  munmap(ptr, a->bytes);
+  close(a->fd);
   return hclSuccess;
 }
 

@@ -37,6 +37,7 @@ struct Rank {
 // Whether this thread's checks put their buffers in the communicator's
 // device memory (CheckConfig::deviceMemory).
 thread_local bool tlsOnDevice = false;
+thread_local bool tlsShared = false;  // CheckConfig::sharedMemory
 
 // A host vector and, when the checks run on device memory, its copy in the
 // communicator's memory. HCL gets pointers from at(); results come back into
@@ -44,7 +45,17 @@ thread_local bool tlsOnDevice = false;
 class Mirror {
  public:
   Mirror(hclComm_t comm, std::vector<uint8_t>& host) : comm_(comm), host_(host) {
-    if (!tlsOnDevice || host.empty()) return;
+    if (host.empty()) return;
+    if (tlsShared) {
+      shared_ = true;
+      if (hclMemAlloc(&dev_, host.size()) != hclSuccess) {
+        std::fprintf(stderr, "hclMemAlloc of %zu bytes: %s\n", host.size(), hclGetLastError(nullptr));
+        std::abort();
+      }
+      std::memcpy(dev_, host.data(), host.size());
+      return;
+    }
+    if (!tlsOnDevice) return;
     if (hclCommMemAlloc(comm, &dev_, host.size()) != hclSuccess ||
         hclCommMemcpy(comm, dev_, host.data(), host.size()) != hclSuccess) {
       std::fprintf(stderr, "device buffer of %zu bytes: %s\n", host.size(), hclGetLastError(comm));
@@ -52,19 +63,22 @@ class Mirror {
     }
   }
   ~Mirror() {
-    if (dev_) hclCommMemFree(comm_, dev_);
+    if (dev_ && shared_) hclMemFree(dev_);
+    else if (dev_) hclCommMemFree(comm_, dev_);
   }
   Mirror(const Mirror&) = delete;
   Mirror& operator=(const Mirror&) = delete;
   uint8_t* at(size_t offset = 0) { return dev_ ? static_cast<uint8_t*>(dev_) + offset : host_.data() + offset; }
   void pull() {
-    if (dev_) hclCommMemcpy(comm_, host_.data(), dev_, host_.size());
+    if (dev_ && shared_) std::memcpy(host_.data(), dev_, host_.size());
+    else if (dev_) hclCommMemcpy(comm_, host_.data(), dev_, host_.size());
   }
 
  private:
   hclComm_t comm_;
   std::vector<uint8_t>& host_;
   void* dev_ = nullptr;
+  bool shared_ = false;
 };
 
 Rank whoAmI(hclComm_t comm) {
@@ -229,6 +243,7 @@ int checkDataMovement(hclComm_t comm, hclDataType_t t, size_t count, bool inPlac
 int checkAllCollectives(hclComm_t comm, const CheckConfig& cfg) {
   int failures = 0;
   tlsOnDevice = cfg.deviceMemory;
+  tlsShared = cfg.sharedMemory;
   const TestOp ops[] = {TestOp::Sum, TestOp::Prod, TestOp::Max, TestOp::Min,
                         TestOp::Avg, TestOp::PreMulImmediate, TestOp::PreMulPointer};
   for (int ti = 0; ti < hclNumTypes; ++ti) {

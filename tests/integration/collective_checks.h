@@ -14,6 +14,9 @@ struct CheckConfig {
   // Buffers from hclCommMemAlloc (the communicator's device memory) instead
   // of host vectors.
   bool deviceMemory = false;
+  // Buffers from hclMemAlloc (shareable host memory, which peers on the host
+  // map) instead of host vectors.
+  bool sharedMemory = false;
 };
 
 int checkAllCollectives(hclComm_t comm, const CheckConfig& cfg);

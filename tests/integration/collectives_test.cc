@@ -1,5 +1,6 @@
 // Every collective, every data type, in place and out of place, with 2-5
-// ranks as separate processes, over shared memory and over TCP.
+// ranks as separate processes, over shared memory and over TCP, and on
+// hclMemAlloc buffers, which shared-memory peers map and use directly.
 #include <gtest/gtest.h>
 
 #include "collective_checks.h"
@@ -10,6 +11,7 @@ namespace {
 struct Config {
   int nranks;
   bool tcp;
+  bool shared = false;  // buffers from hclMemAlloc, which shm peers map
 };
 
 class Collectives : public ::testing::TestWithParam<Config> {};
@@ -20,6 +22,7 @@ TEST_P(Collectives, EveryCollectiveEveryType) {
   ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
   hcltest::CheckConfig cfg;
   cfg.bigForEveryType = c.nranks == 3 && !c.tcp;
+  cfg.sharedMemory = c.shared;
   hcltest::EnvList env{{"HCL_TIMEOUT_MS", "60000"}};
   // Over TCP small allreduces use ring too, so both algorithms meet both transports.
   if (c.tcp) {
@@ -41,9 +44,11 @@ TEST_P(Collectives, EveryCollectiveEveryType) {
 
 INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
                          ::testing::Values(Config{2, false}, Config{3, false}, Config{4, false}, Config{5, false},
-                                           Config{2, true}, Config{3, true}, Config{4, true}, Config{5, true}),
+                                           Config{2, true}, Config{3, true}, Config{4, true}, Config{5, true},
+                                           Config{2, false, true}, Config{3, false, true}),
                          [](const auto& info) {
-                           return std::to_string(info.param.nranks) + "ranks_" + (info.param.tcp ? "tcp" : "shm");
+                           return std::to_string(info.param.nranks) + "ranks_" + (info.param.tcp ? "tcp" : "shm") +
+                                  (info.param.shared ? "_memalloc" : "");
                          });
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/deadline.h"
+#include "transports/shm/shm_peer_mappings.h"
 #include "transports/shm/shm_process.h"
 
 namespace hcl::shm {
@@ -44,8 +45,10 @@ class ShmConnection final : public Connection {
         slotBytes_(header_.slotBytes),
         cmaThreshold_(c.cmaThreshold),
         watchPeerPid_(c.watchPeerPid),
+        mapPeerMemory_(c.mapPeerMemory),
         myPid_(::getpid()),
-        peerPid_(header_.side[1 - side_].pid.load(std::memory_order_acquire)) {
+        peerPid_(header_.side[1 - side_].pid.load(std::memory_order_acquire)),
+        mappings_(rank_, peer_, peerPid_) {
     // Both ends start with empty FIFOs; these are the only writers of their counters.
     sendTailSeen_ = sendFifo_.tail.load(std::memory_order_acquire);
     sendHead_ = sendTailSeen_;
@@ -107,6 +110,11 @@ class ShmConnection final : public Connection {
       return writeProcessMemory(peerPid_, peerAddress + done, static_cast<const uint8_t*>(local) + done, len,
                                 err);
     });
+  }
+
+  void* mapPeer(const PeerBuffer& buffer, uint64_t peerAddress, size_t bytes) override {
+    if (!mapPeerMemory_ || !failure_.ok() || !peerMemoryAccess()) return nullptr;
+    return mappings_.map(buffer, peerAddress, bytes);
   }
 
   std::string describe() const override {
@@ -394,8 +402,10 @@ class ShmConnection final : public Connection {
   const uint64_t slotBytes_;
   const int64_t cmaThreshold_;
   const bool watchPeerPid_;
+  const bool mapPeerMemory_;
   const int64_t myPid_;
   const int64_t peerPid_;
+  PeerMappings mappings_;
 
   Status failure_;
   Clock::time_point nextPeerCheck_{};

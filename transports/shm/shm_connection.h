@@ -19,6 +19,7 @@ struct ConnectionConfig {
   std::shared_ptr<Segment> segment;
   int64_t cmaThreshold = 0;  // 0: never single copy
   bool watchPeerPid = true;  // false when the peer's pid is not visible here
+  bool mapPeerMemory = true;  // map the peer's shareable allocations (needs single copy too)
 };
 
 std::unique_ptr<Connection> makeShmConnection(ConnectionConfig config);

@@ -187,6 +187,7 @@ class ShmTransport final : public Transport {
     config.side = side;
     config.segment = std::move(segment);
     config.cmaThreshold = threshold;
+    config.mapPeerMemory = paramBool("HCL_SHM_MAP");
     config.watchPeerPid = !shm::processInvisible(peerPid);
     if (!config.watchPeerPid) {
       log::info(log::Shm,

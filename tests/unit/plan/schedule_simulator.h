@@ -25,6 +25,7 @@ struct SimRank {
 // Returns "" on success or a description of the deadlock / mismatch.
 inline std::string simulate(std::vector<SimRank>& ranks) {
   using hcl::Step;
+  constexpr size_t kWordsPerEntry = hcl::kAddressEntryBytes / sizeof(uint64_t);
   const size_t n = ranks.size();
   struct Msg {
     const std::byte* data;
@@ -38,7 +39,9 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
     std::vector<bool> done;
     std::vector<std::pair<void*, size_t>> recvTarget;  // for posted receives
     std::vector<int> recvPeer;
-    std::vector<uint64_t> addresses;  // {send, recv} per rank, as the schedule learnt them
+    // Per rank, as the schedule learnt them: the executor's AddressEntry,
+    // whose words 0 and 4 are the send and recv addresses.
+    std::vector<uint64_t> addresses;
   };
   std::vector<std::vector<std::deque<Msg>>> wire(n, std::vector<std::deque<Msg>>(n));  // [src][dst]
   std::vector<std::vector<std::deque<uint32_t>>> posted(n, std::vector<std::deque<uint32_t>>(n));  // [dst][src]
@@ -48,9 +51,9 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
     st[r].done.assign(ranks[r].schedule.transfers, false);
     st[r].recvTarget.resize(ranks[r].schedule.transfers);
     st[r].recvPeer.assign(ranks[r].schedule.transfers, -1);
-    st[r].addresses.assign(2 * n, 0);
-    st[r].addresses[2 * r] = reinterpret_cast<uintptr_t>(ranks[r].send);
-    st[r].addresses[2 * r + 1] = reinterpret_cast<uintptr_t>(ranks[r].recv);
+    st[r].addresses.assign(kWordsPerEntry * n, 0);
+    st[r].addresses[kWordsPerEntry * r] = reinterpret_cast<uintptr_t>(ranks[r].send);
+    st[r].addresses[kWordsPerEntry * r + kWordsPerEntry / 2] = reinterpret_cast<uintptr_t>(ranks[r].recv);
   }
   auto resolve = [&](size_t r, const hcl::BufferRef& ref) -> std::byte* {
     switch (ref.id) {
@@ -65,7 +68,7 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
   std::string peerError;
   auto peerBuffer = [&](size_t r, size_t p, const hcl::BufferRef& ref, size_t bytes) -> std::byte* {
     const bool isRecv = ref.id == hcl::BufferId::Recv;
-    const uint64_t base = st[r].addresses[2 * p + (isRecv ? 1 : 0)];
+    const uint64_t base = st[r].addresses[kWordsPerEntry * p + (isRecv ? kWordsPerEntry / 2 : 0)];
     const size_t limit = isRecv ? ranks[p].recvBytes : ranks[p].sendBytes;
     if (base == 0 || (ref.id != hcl::BufferId::Send && !isRecv)) {
       peerError = "rank " + std::to_string(r) + " reaches rank " + std::to_string(p) + "'s buffer without its address";
@@ -137,6 +140,13 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
             } else {
               std::memmove(remote, local, step.bytes);
             }
+            break;
+          }
+          case Step::Kind::ReducePeer: {
+            const std::byte* remote = peerBuffer(r, static_cast<size_t>(step.peer), step.a, step.bytes);
+            if (!remote) return peerError;
+            hcl::reduce(resolve(r, step.dst), step.dstForm, remote, step.aForm, resolve(r, step.b), step.bForm,
+                        step.count, ranks[r].spec);
             break;
           }
           case Step::Kind::Wait:

@@ -153,6 +153,15 @@ std::string checkBufferUse(const hcl::Schedule& s, size_t sendBytes, size_t recv
       // The peer's side is checked by the simulator.
       case Step::Kind::ReadPeer: check(i, st.dst, st.bytes, 1); break;
       case Step::Kind::WritePeer: check(i, st.a, st.bytes, 1); break;
+      case Step::Kind::ReducePeer:
+        check(i, st.dst, st.count * formBytes(st.dstForm), formBytes(st.dstForm));
+        check(i, st.b, st.count * formBytes(st.bForm), formBytes(st.bForm));
+        check(i, st.via, st.bytes, formBytes(st.aForm));
+        if (error.empty() && st.bytes != st.count * formBytes(st.aForm)) {
+          error = "step " + std::to_string(i) + " reads " + std::to_string(st.bytes) + " peer bytes for " +
+                  std::to_string(st.count) + " elements";
+        }
+        break;
       case Step::Kind::Wait: break;
     }
     if (error.empty() && hcl::usesTransfer(st.kind) && st.transfer >= s.transfers) {
