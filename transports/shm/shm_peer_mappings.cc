@@ -50,7 +50,8 @@ const PeerMappings::Region* PeerMappings::open(const PeerBuffer& buffer) {
   struct stat st {};
   void* local = MAP_FAILED;
   if (::fstat(fd, &st) == 0 && st.st_size > 0) {
-    local = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    // Populated at once: the first collective on the buffer then takes no page faults.
+    local = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   }
   ::close(fd);
   if (local == MAP_FAILED) return nullptr;
