@@ -62,6 +62,8 @@ constexpr std::array kParams = {
     ParamSpec{"HCL_SHM_SLOTS", Int, "8", "Slots per shared-memory FIFO", nullptr},
     ParamSpec{"HCL_TCP_BUFFER_BYTES", Int, "4194304", "Socket send/receive buffer size in bytes",
               nullptr},
+    ParamSpec{"HCL_TCP_STREAMS", Int, "1", "TCP sockets per peer pair; from 2, each direction has its own and large messages are striped over them (the lower rank's value is used)", nullptr},
+    ParamSpec{"HCL_TCP_CONGESTION", String, "auto", "TCP congestion control: auto (cubic, else reno, on links within a host; kernel default elsewhere), system, or an algorithm name", nullptr},
     ParamSpec{"HCL_TIMEOUT_MS", Int, "60000",
               "A wait on a peer that sees no progress for this many milliseconds fails", nullptr},
     ParamSpec{"HCL_CHUNK_BYTES", Int, "524288", "Pipeline slice size of ring algorithms in bytes",

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "transports/tcp/tcp_stripe.h"
+
 namespace hcl::tcp {
 
 TcpConnection::TcpConnection(int rank, int peer, std::shared_ptr<asio::io_context> io,
@@ -13,11 +15,26 @@ Status TcpConnection::post(Transfer& transfer) {
     transfer.complete(Transfer::State::Failed);
     return failure_;
   }
-  TcpStream& stream = *streams_.front();
-  if (transfer.isSend)
-    stream.postSend(transfer);
-  else
-    stream.postRecv(transfer);
+  const int streams = static_cast<int>(streams_.size());
+  // Who sends this message decides its streams: the lower rank's messages
+  // take the even-numbered ones.
+  const bool fromLower = transfer.isSend ? rank_ < peer_ : peer_ < rank_;
+  const int pieces = pieceCount(transfer.bytes, directionStreamCount(streams, fromLower));
+  if (pieces == 1) {
+    TcpStream& stream = *streams_[static_cast<size_t>(directionStream(streams, fromLower, 0))];
+    if (transfer.isSend)
+      stream.postSend(transfer);
+    else
+      stream.postRecv(transfer);
+    return {};
+  }
+  transfer.progressed = 0;
+  const size_t frameBytes = static_cast<size_t>(pieces) * kFrameHeaderBytes + transfer.bytes;
+  for (int i = 0; i < pieces; ++i) {
+    const Piece piece = pieceOf(transfer.bytes, pieces, i);
+    streams_[static_cast<size_t>(directionStream(streams, fromLower, i))]->postPiece(
+        transfer, piece.offset, piece.bytes, pieceFlags(i, pieces), frameBytes);
+  }
   return {};
 }
 
@@ -48,6 +65,9 @@ void TcpConnection::abort() {
   for (auto& stream : streams_) stream->shutdown();
 }
 
-std::string TcpConnection::describe() const { return streams_.front()->description(); }
+std::string TcpConnection::describe() const {
+  if (streams_.size() == 1) return streams_.front()->description();
+  return fmt::format("{}, {} streams", streams_.front()->description(), streams_.size());
+}
 
 }  // namespace hcl::tcp

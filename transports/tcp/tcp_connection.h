@@ -1,7 +1,7 @@
-// A Connection over one or more TcpStreams to one peer. Today every message
-// uses stream 0; striping over several streams would keep both ends' k-th
-// message on the same stream. post() and progress() must not run
-// concurrently; abort() may be called from any thread.
+// A Connection over one or more TcpStreams to one peer, with the stream
+// layout of tcp_stripe.h: with several streams each direction has its own,
+// and large messages are cut into pieces over them. post() and progress()
+// must not run concurrently; abort() may be called from any thread.
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -17,7 +17,8 @@ namespace hcl::tcp {
 
 class TcpConnection final : public Connection {
  public:
-  // `io` owns the reactor the streams' sockets were created on.
+  // `io` owns the reactor the streams' sockets were created on. Both ends
+  // must pass the same number of streams, in the same order.
   TcpConnection(int rank, int peer, std::shared_ptr<asio::io_context> io,
                 std::vector<std::unique_ptr<TcpStream>> streams);
 

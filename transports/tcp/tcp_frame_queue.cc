@@ -4,9 +4,18 @@ namespace hcl::tcp {
 
 void FrameQueue::push(Transfer& transfer) {
   transfer.progressed = 0;
+  pushPiece(transfer, 0, transfer.bytes, 0, kFrameHeaderBytes + transfer.bytes);
+}
+
+void FrameQueue::pushPiece(Transfer& transfer, size_t offset, size_t bytes, uint32_t flags,
+                           size_t transferFrameBytes) {
   PendingFrame frame;
   frame.transfer = &transfer;
-  if (transfer.isSend) frame.header = encodeFrameHeader({transfer.tag, 0, transfer.bytes});
+  frame.data = static_cast<char*>(transfer.buffer) + offset;
+  frame.bytes = bytes;
+  frame.flags = flags;
+  frame.transferFrameBytes = transferFrameBytes;
+  if (transfer.isSend) frame.header = encodeFrameHeader({transfer.tag, flags, transfer.bytes});
   frames_.push_back(frame);
 }
 
@@ -15,7 +24,7 @@ void FrameQueue::gather(std::vector<asio::mutable_buffer>& iov, size_t maxBytes)
   size_t budget = maxBytes;
   for (PendingFrame& frame : frames_) {
     if (budget == 0 || iov.size() + 2 > kMaxBuffers) break;
-    size_t offset = frame.transfer->progressed;
+    size_t offset = frame.moved;
     if (offset < kFrameHeaderBytes) {
       const size_t n = std::min(kFrameHeaderBytes - offset, budget);
       iov.emplace_back(frame.header.data() + offset, n);
@@ -24,9 +33,9 @@ void FrameQueue::gather(std::vector<asio::mutable_buffer>& iov, size_t maxBytes)
       if (offset < kFrameHeaderBytes) break;
     }
     const size_t payloadOffset = offset - kFrameHeaderBytes;
-    const size_t n = std::min(frame.transfer->bytes - payloadOffset, budget);
+    const size_t n = std::min(frame.bytes - payloadOffset, budget);
     if (n > 0) {
-      iov.emplace_back(static_cast<char*>(frame.transfer->buffer) + payloadOffset, n);
+      iov.emplace_back(frame.data + payloadOffset, n);
       budget -= n;
     }
   }

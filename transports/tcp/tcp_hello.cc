@@ -5,16 +5,19 @@
 #include <algorithm>
 #include <cstring>
 
+#include "transports/tcp/tcp_stripe.h"
 #include "transports/tcp/tcp_wire_order.h"
 
 namespace hcl::tcp {
 
-Hello makeHello(const TransportContext& ctx, int toRank) {
+Hello makeHello(const TransportContext& ctx, int toRank, int streamIndex, int streamCount) {
   Hello hello;
   std::copy(std::begin(ctx.secret), std::end(ctx.secret), hello.secret.begin());
   hello.commTag = ctx.commTag;
   hello.fromRank = ctx.rank;
   hello.toRank = toRank;
+  hello.streamIndex = streamIndex;
+  hello.streamCount = streamCount;
   return hello;
 }
 
@@ -26,6 +29,8 @@ HelloBytes encodeHello(const Hello& hello) {
   storeLittleEndian(p + 24, hello.commTag);
   storeLittleEndian(p + 32, static_cast<uint32_t>(hello.fromRank));
   storeLittleEndian(p + 36, static_cast<uint32_t>(hello.toRank));
+  storeLittleEndian(p + 40, static_cast<uint32_t>(hello.streamIndex));
+  storeLittleEndian(p + 44, static_cast<uint32_t>(hello.streamCount));
   return raw;
 }
 
@@ -37,6 +42,8 @@ Hello decodeHello(const HelloBytes& raw) {
   hello.commTag = loadLittleEndian<uint64_t>(p + 24);
   hello.fromRank = static_cast<int32_t>(loadLittleEndian<uint32_t>(p + 32));
   hello.toRank = static_cast<int32_t>(loadLittleEndian<uint32_t>(p + 36));
+  hello.streamIndex = static_cast<int32_t>(loadLittleEndian<uint32_t>(p + 40));
+  hello.streamCount = static_cast<int32_t>(loadLittleEndian<uint32_t>(p + 44));
   return hello;
 }
 
@@ -48,6 +55,9 @@ std::string helloMismatch(const Hello& hello, const TransportContext& ctx) {
     return fmt::format("communicator tag {:#x}, expected {:#x}", hello.commTag, ctx.commTag);
   if (hello.toRank != ctx.rank)
     return fmt::format("addressed to rank {}, this is rank {}", hello.toRank, ctx.rank);
+  if (hello.streamCount < 1 || hello.streamCount > kMaxStreams || hello.streamIndex < 0 ||
+      hello.streamIndex >= hello.streamCount)
+    return fmt::format("stream {} of {}", hello.streamIndex, hello.streamCount);
   return {};
 }
 

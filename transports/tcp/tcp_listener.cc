@@ -18,6 +18,16 @@ Status openOne(asio::io_context& io, const NetInterface& itf, std::unique_ptr<Tc
   acceptor.open(endpoint.protocol(), ec);
   if (ec) return systemError("socket: " + ec.message());
   applyBufferSizes(acceptor);
+  // Accepted sockets inherit the algorithm (tcp_socket_util.h).
+  listener->congestionSetting = paramString("HCL_TCP_CONGESTION");
+  listener->kernelCongestion = congestionInUse(acceptor.native_handle());
+  std::string refused;
+  if (!applyCongestionControl(acceptor.native_handle(),
+                              congestionCandidates(listener->congestionSetting, true), &refused) &&
+      !congestionIsAuto(listener->congestionSetting)) {
+    log::warn(log::Net, "HCL_TCP_CONGESTION={} refused on the listener on {} ({}); using {}",
+              listener->congestionSetting, itf.name, refused, listener->kernelCongestion);
+  }
   acceptor.bind(endpoint, ec);
   if (ec) return systemError("bind: " + ec.message());
   acceptor.listen(asio::socket_base::max_listen_connections, ec);

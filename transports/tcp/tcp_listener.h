@@ -4,6 +4,7 @@
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/netif.h"
@@ -16,6 +17,10 @@ struct TcpListener {
   explicit TcpListener(asio::io_context& io) : acceptor(io) {}
   asio::ip::tcp::acceptor acceptor;
   NetAddress address;  // as published, with the bound port
+  // HCL_TCP_CONGESTION as read at listen(), and the kernel's default
+  // algorithm, for accepted connections from other hosts (tcp_socket_util.h).
+  std::string congestionSetting;
+  std::string kernelCongestion;
 };
 
 // Opens an ephemeral-port listener on each interface; interfaces that cannot

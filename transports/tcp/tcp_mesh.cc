@@ -19,6 +19,7 @@
 #include "transports/tcp/tcp_hello.h"
 #include "transports/tcp/tcp_socket_util.h"
 #include "transports/tcp/tcp_stream.h"
+#include "transports/tcp/tcp_stripe.h"
 
 namespace hcl::tcp {
 namespace {
@@ -34,10 +35,14 @@ std::string describeAddress(const NetAddress& address) {
   return fmt::format("tcp {} via {}", formatHostPort(address.ip, address.port), address.ifname);
 }
 
-// A connection we make to a higher-ranked peer.
+// One socket we open to a higher-ranked peer: stream `streamIndex` of its
+// `streamCount`.
 struct Outgoing {
   explicit Outgoing(asio::io_context& io) : socket(io), retryTimer(io) {}
   int peer = -1;
+  int streamIndex = 0;
+  int streamCount = 1;
+  std::vector<std::string> congestion;  // algorithms to try before connecting
   NetAddress address;
   tcp::endpoint endpoint;
   tcp::socket socket;
@@ -59,17 +64,30 @@ struct Handshake {
   bool finished = false;
 };
 
-// A lower-ranked peer's connection, hello verified.
+// A lower-ranked peer's socket, hello verified.
 struct Accepted {
   tcp::socket socket;
   std::string description;
+  const TcpListener* listener = nullptr;
+};
+
+// What a lower-ranked peer has connected so far. Its first hello fixes the
+// number of streams.
+struct Incoming {
+  int streamCount = 0;  // 0: no hello yet
+  std::vector<std::optional<Accepted>> streams;
+  int accepted() const {
+    return static_cast<int>(std::count_if(streams.begin(), streams.end(),
+                                          [](const auto& a) { return a.has_value(); }));
+  }
+  bool complete() const { return streamCount > 0 && accepted() == streamCount; }
 };
 
 class MeshSetup {
  public:
   MeshSetup(const TransportContext& ctx, asio::io_context& io,
-            std::vector<std::unique_ptr<TcpListener>>& listeners)
-      : ctx_(ctx), io_(io), listeners_(listeners) {}
+            std::vector<std::unique_ptr<TcpListener>>& listeners, int streams)
+      : ctx_(ctx), io_(io), listeners_(listeners), streams_(streams) {}
 
   Status plan(const std::vector<int>& peers);
   Status run();
@@ -93,7 +111,8 @@ class MeshSetup {
   asio::io_context& io_;
   std::vector<std::unique_ptr<TcpListener>>& listeners_;
   std::vector<std::unique_ptr<Outgoing>> outgoing_;
-  std::map<int, std::optional<Accepted>> incoming_;  // expected lower ranks
+  std::map<int, Incoming> incoming_;  // expected lower ranks
+  int streams_;                       // sockets we open to each higher rank
   std::vector<std::unique_ptr<Handshake>> handshakes_;
   Status fatal_;
   bool closing_ = false;  // set once the loop ends: completion handlers then do nothing
@@ -107,13 +126,14 @@ Status MeshSetup::plan(const std::vector<int>& peers) {
     return internalError(fmt::format(
         "rank {}: TCP connect needs the peer infos and links of all {} ranks", rank, ctx_.nranks));
   }
+  const std::vector<NetInterface> interfaces = listInterfaces();
   for (int peer : std::set<int>(peers.begin(), peers.end())) {
     if (peer < 0 || peer >= ctx_.nranks)
       return invalidArgument(
           fmt::format("rank {}: TCP peer rank {} is outside [0, {})", rank, peer, ctx_.nranks));
     if (peer == rank) continue;
     if (peer < rank) {
-      incoming_.emplace(peer, std::nullopt);
+      incoming_.emplace(peer, Incoming{});
       continue;
     }
     const std::vector<NetAddress>& addresses = (*ctx_.peers)[static_cast<size_t>(peer)].addresses;
@@ -123,18 +143,26 @@ Status MeshSetup::plan(const std::vector<int>& peers) {
           "rank {}: link to rank {} names listener address {}, but rank {} published {} addresses",
           rank, peer, index, peer, addresses.size()));
     }
-    auto o = std::make_unique<Outgoing>(io_);
-    o->peer = peer;
-    o->address = addresses[static_cast<size_t>(index)];
+    const NetAddress& address = addresses[static_cast<size_t>(index)];
     asio::error_code ec;
-    const asio::ip::address ip = asio::ip::make_address(o->address.ip, ec);
+    const asio::ip::address ip = asio::ip::make_address(address.ip, ec);
     if (ec) {
       return invalidArgument(fmt::format("rank {}: rank {} published the invalid address '{}'",
-                                         rank, peer, o->address.ip));
+                                         rank, peer, address.ip));
     }
-    o->endpoint = tcp::endpoint(ip, o->address.port);
-    o->hello = encodeHello(makeHello(ctx_, peer));
-    outgoing_.push_back(std::move(o));
+    const std::vector<std::string> congestion =
+        congestionCandidates(paramString("HCL_TCP_CONGESTION"), isThisHostAddress(ip, interfaces));
+    for (int stream = 0; stream < streams_; ++stream) {
+      auto o = std::make_unique<Outgoing>(io_);
+      o->peer = peer;
+      o->streamIndex = stream;
+      o->streamCount = streams_;
+      o->congestion = congestion;
+      o->address = address;
+      o->endpoint = tcp::endpoint(ip, address.port);
+      o->hello = encodeHello(makeHello(ctx_, peer, stream, streams_));
+      outgoing_.push_back(std::move(o));
+    }
   }
   if (!incoming_.empty() && listeners_.empty()) {
     return internalError(fmt::format("rank {}: no TCP listener is open to accept rank {}", rank,
@@ -178,24 +206,36 @@ Status MeshSetup::run() {
 bool MeshSetup::complete() const {
   return std::all_of(outgoing_.begin(), outgoing_.end(), [](const auto& o) { return o->done; }) &&
          std::all_of(incoming_.begin(), incoming_.end(),
-                     [](const auto& in) { return in.second.has_value(); });
+                     [](const auto& in) { return in.second.complete(); });
 }
 
 std::string MeshSetup::missingPeers() const {
   std::vector<std::string> parts;
+  // One entry per peer: its first missing stream, and how many are missing.
+  std::set<int> named;
   for (const auto& o : outgoing_) {
-    if (o->done) continue;
-    parts.push_back(fmt::format("rank {} (connecting to {}: {}, {} attempts)", o->peer,
-                                describeAddress(o->address), o->lastError, o->attempts));
+    if (o->done || !named.insert(o->peer).second) continue;
+    const auto missing = std::count_if(outgoing_.begin(), outgoing_.end(), [&](const auto& x) {
+      return x->peer == o->peer && !x->done;
+    });
+    const std::string streams =
+        o->streamCount > 1 ? fmt::format(", {} of {} streams missing", missing, o->streamCount)
+                           : std::string();
+    parts.push_back(fmt::format("rank {} (connecting to {}: {}, {} attempts{})", o->peer,
+                                describeAddress(o->address), o->lastError, o->attempts, streams));
   }
   const std::vector<NetAddress>& ours = (*ctx_.peers)[static_cast<size_t>(ctx_.rank)].addresses;
-  for (const auto& [peer, accepted] : incoming_) {
-    if (accepted) continue;
+  for (const auto& [peer, in] : incoming_) {
+    if (in.complete()) continue;
     const int index = (*ctx_.links)[static_cast<size_t>(peer)].listenerAddress;
     const std::string where = index >= 0 && static_cast<size_t>(index) < ours.size()
                                   ? describeAddress(ours[static_cast<size_t>(index)])
                                   : std::string("our listener");
-    parts.push_back(fmt::format("rank {} (has not connected to {})", peer, where));
+    if (in.streamCount == 0)
+      parts.push_back(fmt::format("rank {} (has not connected to {})", peer, where));
+    else
+      parts.push_back(fmt::format("rank {} (connected {} of {} streams to {})", peer,
+                                  in.accepted(), in.streamCount, where));
   }
   return fmt::format("{}", fmt::join(parts, ", "));
 }
@@ -226,6 +266,15 @@ void MeshSetup::startConnect(Outgoing& o) {
     return;
   }
   applyBufferSizes(o.socket);
+  // Before connect(): see tcp_socket_util.h. Only an explicit choice is
+  // worth a warning; auto falls back to the kernel's default quietly.
+  std::string refused;
+  if (!applyCongestionControl(o.socket.native_handle(), o.congestion, &refused) &&
+      o.attempts == 0 && o.streamIndex == 0 &&
+      !congestionIsAuto(paramString("HCL_TCP_CONGESTION"))) {
+    log::warn(log::Net, "rank {}: HCL_TCP_CONGESTION refused on the link to rank {} ({}); using {}",
+              ctx_.rank, o.peer, refused, congestionInUse(o.socket.native_handle()));
+  }
   o.socket.set_option(tcp::no_delay(true), ec);
   ++o.attempts;
   o.socket.async_connect(o.endpoint, [this, &o](const asio::error_code& e) { onConnected(o, e); });
@@ -244,8 +293,8 @@ void MeshSetup::onConnected(Outgoing& o, const asio::error_code& ec) {
       return;
     }
     o.done = true;
-    log::info(log::Net, "rank {}: connected to rank {} via {}", ctx_.rank, o.peer,
-              describeAddress(o.address));
+    log::info(log::Net, "rank {}: connected to rank {} via {} (stream {} of {})", ctx_.rank,
+              o.peer, describeAddress(o.address), o.streamIndex, o.streamCount);
   });
 }
 
@@ -302,31 +351,67 @@ void MeshSetup::onHello(Handshake& h, const asio::error_code& ec) {
   const Hello hello = decodeHello(h.hello);
   std::string why = helloMismatch(hello, ctx_);
   auto it = incoming_.find(hello.fromRank);
-  if (why.empty() && it == incoming_.end())
+  if (why.empty() && it == incoming_.end()) {
     why = fmt::format("unexpected rank {}", hello.fromRank);
-  else if (why.empty() && it->second.has_value())
-    why = fmt::format("rank {} is already connected", hello.fromRank);
+  } else if (why.empty()) {
+    Incoming& in = it->second;
+    if (in.streamCount != 0 && in.streamCount != hello.streamCount)
+      why = fmt::format("rank {} announced {} streams, earlier {}", hello.fromRank,
+                        hello.streamCount, in.streamCount);
+    else if (in.streamCount != 0 && in.streams[static_cast<size_t>(hello.streamIndex)])
+      why = in.streamCount == 1
+                ? fmt::format("rank {} is already connected", hello.fromRank)
+                : fmt::format("rank {} stream {} is already connected", hello.fromRank,
+                              hello.streamIndex);
+  }
   if (!why.empty()) {
     log::warn(log::Net, "dropped connection from {}: {}", h.remote, why);
     return;
   }
-  it->second = Accepted{std::move(h.socket),
-                        fmt::format("tcp {} via {}", h.remote, h.listener->address.ifname)};
-  log::info(log::Net, "rank {}: accepted rank {} from {}", ctx_.rank, hello.fromRank, h.remote);
+  Incoming& in = it->second;
+  if (in.streamCount == 0) {
+    in.streamCount = hello.streamCount;
+    in.streams.resize(static_cast<size_t>(hello.streamCount));
+  }
+  in.streams[static_cast<size_t>(hello.streamIndex)] =
+      Accepted{std::move(h.socket),
+               fmt::format("tcp {} via {}", h.remote, h.listener->address.ifname), h.listener};
+  log::info(log::Net, "rank {}: accepted rank {} from {} (stream {} of {})", ctx_.rank,
+            hello.fromRank, h.remote, hello.streamIndex, hello.streamCount);
 }
 
 void MeshSetup::emitConnections(const std::shared_ptr<asio::io_context>& io,
                                 std::vector<std::unique_ptr<Connection>>& out) {
-  auto emit = [&](int peer, tcp::socket socket, std::string description) {
-    std::vector<std::unique_ptr<TcpStream>> streams;
-    streams.push_back(
+  std::map<int, std::vector<std::unique_ptr<TcpStream>>> streams;  // by peer, in stream order
+  std::map<int, std::set<std::string>> algorithms;                 // by peer, for the log
+  auto add = [&](int peer, tcp::socket socket, std::string description) {
+    const std::string inUse = congestionInUse(socket.native_handle());
+    algorithms[peer].insert(inUse.empty() ? "unknown" : inUse);
+    streams[peer].push_back(
         std::make_unique<TcpStream>(ctx_.rank, peer, std::move(socket), std::move(description)));
-    out[static_cast<size_t>(peer)] =
-        std::make_unique<TcpConnection>(ctx_.rank, peer, io, std::move(streams));
   };
-  for (auto& o : outgoing_) emit(o->peer, std::move(o->socket), describeAddress(o->address));
-  for (auto& [peer, accepted] : incoming_)
-    emit(peer, std::move(accepted->socket), std::move(accepted->description));
+  // outgoing_ holds each peer's streams in index order.
+  for (auto& o : outgoing_) add(o->peer, std::move(o->socket), describeAddress(o->address));
+  const std::vector<NetInterface> interfaces = incoming_.empty() ? std::vector<NetInterface>{}
+                                                                 : listInterfaces();
+  for (auto& [peer, in] : incoming_) {
+    for (auto& accepted : in.streams) {
+      // The listener chose for connections within this host; one from
+      // elsewhere goes back to the kernel's default.
+      const TcpListener& listener = *accepted->listener;
+      if (congestionIsAuto(listener.congestionSetting) && !listener.kernelCongestion.empty() &&
+          !isSameHostConnection(accepted->socket, interfaces))
+        applyCongestionControl(accepted->socket.native_handle(), {listener.kernelCongestion});
+      add(peer, std::move(accepted->socket), std::move(accepted->description));
+    }
+  }
+  for (auto& [peer, list] : streams) {
+    log::info(log::Net, "rank {}: link to rank {}: {} stream{}, congestion control {}", ctx_.rank,
+              peer, list.size(), list.size() == 1 ? "" : "s",
+              fmt::join(algorithms[peer], ","));
+    out[static_cast<size_t>(peer)] =
+        std::make_unique<TcpConnection>(ctx_.rank, peer, io, std::move(list));
+  }
 }
 
 }  // namespace
@@ -334,8 +419,8 @@ void MeshSetup::emitConnections(const std::shared_ptr<asio::io_context>& io,
 Status connectTcpMesh(const TransportContext& ctx, const std::vector<int>& peers,
                       const std::shared_ptr<asio::io_context>& io,
                       std::vector<std::unique_ptr<TcpListener>>& listeners,
-                      std::vector<std::unique_ptr<Connection>>& out) {
-  MeshSetup setup(ctx, *io, listeners);
+                      std::vector<std::unique_ptr<Connection>>& out, int streams) {
+  MeshSetup setup(ctx, *io, listeners, std::clamp(streams, 1, kMaxStreams));
   HCL_TRY(setup.plan(peers));
   HCL_TRY(setup.run());
   if (out.size() < static_cast<size_t>(ctx.nranks)) out.resize(static_cast<size_t>(ctx.nranks));

@@ -1,6 +1,12 @@
 #include "transports/tcp/tcp_socket_util.h"
 
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace hcl::tcp {
 
@@ -11,6 +17,60 @@ std::string formatHostPort(const std::string& ip, uint16_t port) {
 
 std::string formatEndpoint(const asio::ip::tcp::endpoint& endpoint) {
   return formatHostPort(endpoint.address().to_string(), endpoint.port());
+}
+
+bool isThisHostAddress(const asio::ip::address& address,
+                       const std::vector<NetInterface>& interfaces) {
+  if (address.is_loopback()) return true;
+  for (const NetInterface& itf : interfaces) {
+    asio::error_code ec;
+    const asio::ip::address ours = asio::ip::make_address(itf.ip, ec);
+    if (!ec && ours == address) return true;
+  }
+  return false;
+}
+
+bool isSameHostConnection(const asio::ip::tcp::socket& socket,
+                          const std::vector<NetInterface>& interfaces) {
+  asio::error_code ec;
+  const asio::ip::tcp::endpoint remote = socket.remote_endpoint(ec);
+  if (ec) return false;
+  const asio::ip::tcp::endpoint local = socket.local_endpoint(ec);
+  if (ec) return false;
+  return remote.address().is_loopback() || remote.address() == local.address() ||
+         isThisHostAddress(remote.address(), interfaces);
+}
+
+bool congestionIsAuto(std::string_view setting) { return setting.empty() || setting == "auto"; }
+
+std::vector<std::string> congestionCandidates(std::string_view setting, bool sameHost) {
+  if (congestionIsAuto(setting)) {
+    if (sameHost) return {"cubic", "reno"};
+    return {};
+  }
+  if (setting == "system") return {};
+  return {std::string(setting)};
+}
+
+bool applyCongestionControl(int fd, const std::vector<std::string>& candidates,
+                            std::string* refused) {
+  for (const std::string& name : candidates) {
+    if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(),
+                     static_cast<socklen_t>(name.size())) == 0)
+      return true;
+    const int error = errno;
+    if (refused) {
+      *refused += fmt::format("{}{}: {}", refused->empty() ? "" : "; ", name, std::strerror(error));
+    }
+  }
+  return candidates.empty();
+}
+
+std::string congestionInUse(int fd) {
+  char inUse[64] = {};
+  socklen_t length = sizeof inUse - 1;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, inUse, &length) != 0) return {};
+  return std::string(inUse, ::strnlen(inUse, length));
 }
 
 }  // namespace hcl::tcp

@@ -5,6 +5,8 @@
 
 #include <asio/error.hpp>
 
+#include "transports/tcp/tcp_stripe.h"
+
 namespace hcl::tcp {
 
 TcpStream::TcpStream(int rank, int peer, asio::ip::tcp::socket socket, std::string description)
@@ -61,11 +63,18 @@ Status TcpStream::progressRecvs(bool* madeProgress) {
 Status TcpStream::checkHeader(const PendingFrame& frame) const {
   const FrameHeader header = decodeFrameHeader(frame.header);
   const Transfer& expected = *frame.transfer;
-  if (header.tag == expected.tag && header.bytes == expected.bytes) return {};
-  return invalidUsage(
-      fmt::format("rank {}: message from rank {} has tag {}/{} bytes, expected tag {}/{} bytes "
-                  "(mismatched collectives or send/recv sizes?)",
-                  rank_, peer_, header.tag, header.bytes, expected.tag, expected.bytes));
+  if (header.tag != expected.tag || header.bytes != expected.bytes) {
+    return invalidUsage(
+        fmt::format("rank {}: message from rank {} has tag {}/{} bytes, expected tag {}/{} bytes "
+                    "(mismatched collectives or send/recv sizes?)",
+                    rank_, peer_, header.tag, header.bytes, expected.tag, expected.bytes));
+  }
+  if (header.flags == frame.flags) return {};
+  // Same message, cut differently: the two ends disagree on the stream layout.
+  return internalError(fmt::format(
+      "rank {}: message from rank {} ({}) arrived as piece {} of {}, expected piece {} of {}",
+      rank_, peer_, description_, pieceIndexOf(header.flags) + 1, pieceCountOf(header.flags),
+      pieceIndexOf(frame.flags) + 1, pieceCountOf(frame.flags)));
 }
 
 Status TcpStream::checkPeerStillThere() {

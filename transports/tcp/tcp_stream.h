@@ -25,6 +25,12 @@ class TcpStream {
 
   void postSend(Transfer& transfer) { sends_.push(transfer); }
   void postRecv(Transfer& transfer) { recvs_.push(transfer); }
+  // One piece of a striped transfer (FrameQueue::pushPiece).
+  void postPiece(Transfer& transfer, size_t offset, size_t bytes, uint32_t flags,
+                 size_t transferFrameBytes) {
+    (transfer.isSend ? sends_ : recvs_)
+        .pushPiece(transfer, offset, bytes, flags, transferFrameBytes);
+  }
 
   // Moves bytes in both directions; returns the first failure.
   Status progress(bool* madeProgress);

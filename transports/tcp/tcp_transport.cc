@@ -1,10 +1,13 @@
 #include "transports/tcp/tcp_transport.h"
 
+#include <algorithm>
 #include <asio/io_context.hpp>
 
 #include "core/netif.h"
+#include "core/params.h"
 #include "transports/tcp/tcp_listener.h"
 #include "transports/tcp/tcp_mesh.h"
+#include "transports/tcp/tcp_stripe.h"
 
 namespace hcl {
 namespace {
@@ -14,6 +17,8 @@ namespace {
 // non-blocking reads and writes.
 class TcpTransport final : public Transport {
  public:
+  explicit TcpTransport(int streams) : streams_(streams) {}
+
   TransportKind kind() const override { return TransportKind::Tcp; }
 
   Status listen(const TransportContext& ctx, PeerInfo& self) override {
@@ -30,18 +35,27 @@ class TcpTransport final : public Transport {
 
   Status connect(const TransportContext& ctx, const std::vector<int>& peers,
                  std::vector<std::unique_ptr<Connection>>& out) override {
-    return tcp::connectTcpMesh(ctx, peers, io_, listeners_, out);
+    const int streams =
+        streams_ > 0 ? streams_
+                     : static_cast<int>(std::clamp<int64_t>(paramInt("HCL_TCP_STREAMS"), 1,
+                                                            tcp::kMaxStreams));
+    return tcp::connectTcpMesh(ctx, peers, io_, listeners_, out, streams);
   }
 
   void finish() override { listeners_.clear(); }
 
  private:
+  int streams_;  // 0: HCL_TCP_STREAMS
   std::shared_ptr<asio::io_context> io_ = std::make_shared<asio::io_context>();
   std::vector<std::unique_ptr<tcp::TcpListener>> listeners_;  // declared after io_: closed first
 };
 
 }  // namespace
 
-std::unique_ptr<Transport> makeTcpTransport() { return std::make_unique<TcpTransport>(); }
+std::unique_ptr<Transport> makeTcpTransport() { return std::make_unique<TcpTransport>(0); }
+
+std::unique_ptr<Transport> makeTcpTransport(int streams) {
+  return std::make_unique<TcpTransport>(std::max(1, streams));
+}
 
 }  // namespace hcl

@@ -54,7 +54,8 @@ void runRanks(int nranks, const std::function<void(int)>& body) {
 
 Status setUpRank(MeshSpec& mesh, int rank, std::barrier<>& barrier, RankSide& out,
                  const std::function<void()>& beforeConnect) {
-  out.transport = makeTcpTransport();
+  out.transport = mesh.streams.empty() ? makeTcpTransport()
+                                       : makeTcpTransport(mesh.streams[static_cast<size_t>(rank)]);
   const TransportContext ctx = mesh.contextFor(rank);
   Status status = out.transport->listen(ctx, mesh.infos[static_cast<size_t>(rank)]);
   std::vector<int> peers;

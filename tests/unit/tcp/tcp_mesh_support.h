@@ -38,6 +38,8 @@ struct MeshSpec {
   uint64_t commTag = 0x5eed;
   int64_t timeoutMs = 30000;
   const std::atomic<bool>* abortFlag = nullptr;
+  // Sockets each rank opens to its higher-ranked peers; empty: HCL_TCP_STREAMS.
+  std::vector<int> streams;
 };
 
 struct RankSide {
