@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "core/shared_allocations.h"
+#include "core/streaming_copy.h"
 
 namespace hcl {
 namespace {
@@ -88,7 +89,9 @@ Status ScheduleRun::runPeerStep(const Step& st, Device& dev) {
   void* mapped = c->mapPeer(*pb, at, st.bytes);
   if (st.kind == Step::Kind::WritePeer) {
     if (!mapped) return c->writePeer(at, resolve(st.a), st.bytes);
-    std::memcpy(mapped, resolve(st.a), st.bytes);
+    // This rank never reads the result it stores into a peer: the stores
+    // bypass the cache (about 10% faster from 64 MiB, docs/performance.md).
+    streamingCopy(mapped, resolve(st.a), st.bytes);
     return {};
   }
   if (st.kind == Step::Kind::ReadPeer) {

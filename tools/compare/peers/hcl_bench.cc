@@ -61,7 +61,7 @@ struct CommDeleter {
 };
 using Comm = std::unique_ptr<hclComm, CommDeleter>;
 
-void runOnce(int coll, const float* send, float* recv, size_t count, hclComm_t comm) {
+void runOnce(int coll, const float* send, float* recv, size_t count, int rank, hclComm_t comm) {
   switch (coll) {
     case SWEEP_ALLREDUCE:
       check(hclAllReduce(send, recv, count, hclFloat, hclSum, comm, nullptr), "hclAllReduce");
@@ -73,7 +73,11 @@ void runOnce(int coll, const float* send, float* recv, size_t count, hclComm_t c
       check(hclReduceScatter(send, recv, count, hclFloat, hclSum, comm, nullptr), "hclReduceScatter");
       break;
     case SWEEP_BROADCAST:
-      check(hclBroadcast(send, recv, count, hclFloat, SWEEP_ROOT, comm, nullptr), "hclBroadcast");
+    {
+      // In place, as MPI_Bcast and Gloo's broadcast are: the root sends from its input.
+      float* buffer = rank == SWEEP_ROOT ? const_cast<float*>(send) : recv;
+      check(hclBroadcast(buffer, buffer, count, hclFloat, SWEEP_ROOT, comm, nullptr), "hclBroadcast");
+    }
       break;
     case SWEEP_REDUCE:
       check(hclReduce(send, recv, count, hclFloat, hclSum, SWEEP_ROOT, comm, nullptr), "hclReduce");
@@ -161,15 +165,17 @@ int run(const sweep_options& o, int argc, char** argv) {
       sweep_fill(coll, send.data(), recv.data(), count, rank, nranks);
       const int planned = sweep_iters(&o, bytes), warm = sweep_warmup(planned);
       double perCall = sweep_now();
-      for (int w = 0; w < warm; ++w) runOnce(coll, send.data(), recv.data(), count, comm.get());
+      for (int w = 0; w < warm; ++w) runOnce(coll, send.data(), recv.data(), count, rank, comm.get());
       perCall = maxAcrossRanks((sweep_now() - perCall) / warm, comm.get());
       const int iters = sweep_iters_timed(&o, planned, perCall);
       for (int i = 0; i < iters; ++i) {
         const double t0 = sweep_now();
-        runOnce(coll, send.data(), recv.data(), count, comm.get());
+        runOnce(coll, send.data(), recv.data(), count, rank, comm.get());
         times[i] = sweep_now() - t0;
       }
-      const long wrong = sumAcrossRanks(sweep_count_wrong(coll, recv.data(), count, rank, nranks), comm.get());
+      // The broadcast root's result is its send buffer.
+      const float* result = coll == SWEEP_BROADCAST && rank == SWEEP_ROOT ? send.data() : recv.data();
+      const long wrong = sumAcrossRanks(sweep_count_wrong(coll, result, count, rank, nranks), comm.get());
       if (rank == 0) {
         const sweep_row row = sweep_make_row(coll, count, nranks, times.data(), iters, wrong);
         sweep_print_row(&row);
