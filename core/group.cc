@@ -230,7 +230,7 @@ Status submit(PendingOp op) {
   // without a task list.
   if (!op.stream && op.kind != CollKind::SendRecv) {
     Communicator& comm = *op.comm;
-    CommTask task(std::move(op.comm), op.call);
+    CommTask task(op.comm, op.call);
     task.add([&](std::unique_ptr<OpRun>& out) { return makeCollectiveRun(comm, op, out); });
     return runTask(task);
   }

@@ -9,7 +9,8 @@ namespace {
 // Large messages spend far longer moving data than planning, and their
 // schedules are long: only short programs are kept.
 constexpr size_t kMaxCachedSteps = 4096;
-constexpr size_t kMaxEntries = 256;
+// All entries together (a Step is ~140 bytes: ~9 MB at most).
+constexpr size_t kMaxTotalSteps = 64 * 1024;
 
 size_t mix(size_t seed, size_t v) { return seed ^ (v + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2)); }
 
@@ -48,7 +49,11 @@ std::shared_ptr<const PreparedSchedule> ScheduleCache::get(const Planner& planne
   if (it == entries_.end()) {
     auto prepared = prepareSchedule(planner.plan(args));
     if (prepared->schedule.steps.size() > kMaxCachedSteps) return prepared;
-    if (entries_.size() >= kMaxEntries) entries_.clear();
+    if (totalSteps_ + prepared->schedule.steps.size() > kMaxTotalSteps) {
+      entries_.clear();
+      totalSteps_ = 0;
+    }
+    totalSteps_ += prepared->schedule.steps.size();
     it = entries_.emplace(key, std::move(prepared)).first;
   }
   lastKey_ = key;

@@ -47,6 +47,7 @@ class ScheduleCache {
     size_t operator()(const Key& k) const;
   };
   std::unordered_map<Key, std::shared_ptr<const PreparedSchedule>, KeyHash> entries_;
+  size_t totalSteps_ = 0;
   // A loop of one collective hits the same entry every call: checked first.
   Key lastKey_{};
   std::shared_ptr<const PreparedSchedule> last_;

@@ -2,7 +2,9 @@
 // reports which ranks failed. The function returns 0 on success.
 #pragma once
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,6 +73,25 @@ inline std::vector<ProcessResult> runProcesses(int n, const std::function<int(in
     if (remaining > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return results;
+}
+
+// A loopback TCP port nobody listens on right now, for HCL_COMM_ID: ranks
+// that start their bootstrap root themselves leave the forking parent
+// without threads (a child forked while another thread holds a lock, such
+// as a sanitizer allocator's, can deadlock).
+inline int freeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  if (fd >= 0) close(fd);
+  return port;
 }
 
 inline std::string describeFailures(const std::vector<ProcessResult>& results) {

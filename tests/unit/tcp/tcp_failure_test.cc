@@ -18,12 +18,7 @@ bool isSocketFailure(const Status& s) { return s.code() == hclRemoteError; }
 TEST_P(TcpPeerGoneTest, ReceiverLeavingFailsTheSender) {
   const Departure how = GetParam();
   MeshSpec mesh(2);
-  std::barrier<> barrier(2);
-  runRanks(2, [&](int rank) {
-    RankSide side;
-    const Status setup = setUpRank(mesh, rank, barrier, side);
-    ASSERT_TRUE(setup.ok()) << setup.message();
-    auto& conn = side.connections[static_cast<size_t>(1 - rank)];
+  runPair(mesh, [&](int rank, std::unique_ptr<Connection>& conn, std::barrier<>& barrier) {
     // Contents do not matter; skipping the fill keeps the test fast.
     auto data = std::make_unique_for_overwrite<uint8_t[]>(kBig);
     if (rank == 0) {
@@ -36,13 +31,12 @@ TEST_P(TcpPeerGoneTest, ReceiverLeavingFailsTheSender) {
       EXPECT_NE(status.message().find("rank 0: connection to rank 1 (tcp "), std::string::npos)
           << status.message();
       EXPECT_TRUE(send.failed());
-      barrier.arrive_and_wait();
     } else {
       barrier.arrive_and_wait();  // never receives: rank 0's data piles up unread
       if (how != Departure::Destroy) conn->abort();
       if (how != Departure::AbortKeepObject) conn.reset();
-      barrier.arrive_and_wait();  // rank 0 has seen the failure
     }
+    // runPair's closing barrier: rank 1 keeps its transport until rank 0 has seen the failure.
   });
 }
 
@@ -50,12 +44,7 @@ TEST_P(TcpPeerGoneTest, ReceiverLeavingFailsTheSender) {
 TEST_P(TcpPeerGoneTest, SenderLeavingMidMessageFailsTheReceiver) {
   const Departure how = GetParam();
   MeshSpec mesh(2);
-  std::barrier<> barrier(2);
-  runRanks(2, [&](int rank) {
-    RankSide side;
-    const Status setup = setUpRank(mesh, rank, barrier, side);
-    ASSERT_TRUE(setup.ok()) << setup.message();
-    auto& conn = side.connections[static_cast<size_t>(1 - rank)];
+  runPair(mesh, [&](int rank, std::unique_ptr<Connection>& conn, std::barrier<>& barrier) {
     auto data = std::make_unique_for_overwrite<uint8_t[]>(kBig);
     if (rank == 0) {
       Transfer recv;
@@ -66,7 +55,6 @@ TEST_P(TcpPeerGoneTest, SenderLeavingMidMessageFailsTheReceiver) {
       EXPECT_TRUE(isSocketFailure(status)) << status.message();
       EXPECT_NE(status.message().find("closed by peer"), std::string::npos) << status.message();
       EXPECT_TRUE(recv.failed());
-      barrier.arrive_and_wait();
     } else {
       Transfer send;
       send.buffer = data.get(), send.bytes = kBig, send.tag = 3;
@@ -87,7 +75,6 @@ TEST_P(TcpPeerGoneTest, SenderLeavingMidMessageFailsTheReceiver) {
       } else {
         conn.reset();
       }
-      barrier.arrive_and_wait();
     }
   });
 }

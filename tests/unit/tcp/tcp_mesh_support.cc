@@ -70,6 +70,23 @@ Status setUpRank(MeshSpec& mesh, int rank, std::barrier<>& barrier, RankSide& ou
   return status;
 }
 
+void runMesh(MeshSpec& mesh, const RankBody& body) {
+  std::barrier<> barrier(mesh.nranks);
+  runRanks(mesh.nranks, [&](int rank) {
+    RankSide side;
+    const Status setup = setUpRank(mesh, rank, barrier, side);
+    ASSERT_TRUE(setup.ok()) << setup.message();
+    body(rank, side, barrier);
+    barrier.arrive_and_wait();
+  });
+}
+
+void runPair(MeshSpec& mesh, const PairBody& body) {
+  runMesh(mesh, [&](int rank, RankSide& side, std::barrier<>& barrier) {
+    body(rank, side.connections[static_cast<size_t>(1 - rank)], barrier);
+  });
+}
+
 Status waitAll(const std::vector<Connection*>& connections,
                const std::vector<Transfer*>& transfers) {
   // Only a guard against a hung test, not a timing check.
@@ -94,6 +111,46 @@ std::vector<uint8_t> pattern(int from, int to, int index, size_t bytes) {
     b = static_cast<uint8_t>(x >> 24);
   }
   return data;
+}
+
+Status Traffic::post(Connection* c, bool isSend, void* buffer, size_t bytes, uint32_t tag) {
+  Transfer& t = storage_.emplace_back();
+  t.isSend = isSend;
+  t.buffer = buffer;
+  t.bytes = bytes;
+  t.tag = tag;
+  if (std::find(connections_.begin(), connections_.end(), c) == connections_.end())
+    connections_.push_back(c);
+  transfers_.push_back(&t);
+  return c->post(t);
+}
+
+Status Traffic::send(Connection* c, void* buffer, size_t bytes, uint32_t tag) {
+  return post(c, true, buffer, bytes, tag);
+}
+
+Status Traffic::receive(Connection* c, void* buffer, size_t bytes, uint32_t tag) {
+  return post(c, false, buffer, bytes, tag);
+}
+
+Status Traffic::sendPattern(Connection* c, int from, int to, int index, size_t bytes,
+                            uint32_t tag) {
+  return send(c, buffers_.emplace_back(pattern(from, to, index, bytes)).data(), bytes, tag);
+}
+
+Status Traffic::receivePattern(Connection* c, int from, int to, int index, size_t bytes,
+                               uint32_t tag) {
+  std::vector<uint8_t>& data = buffers_.emplace_back(bytes, 0xee);
+  patternReceives_.push_back({&data, from, to, index});
+  return receive(c, data.data(), bytes, tag);
+}
+
+void Traffic::expectPatterns() const {
+  for (const PatternReceive& r : patternReceives_) {
+    EXPECT_TRUE(*r.data == pattern(r.from, r.to, r.index, r.data->size()))
+        << "rank " << r.to << " message " << r.index << " (" << r.data->size()
+        << " bytes) from rank " << r.from;
+  }
 }
 
 uint16_t closedLoopbackPort() {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <barrier>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -56,12 +57,58 @@ void runRanks(int nranks, const std::function<void(int)>& body);
 Status setUpRank(MeshSpec& mesh, int rank, std::barrier<>& barrier, RankSide& out,
                  const std::function<void()>& beforeConnect = {});
 
+// Sets up every rank of `mesh` with setUpRank() on a thread of its own, runs
+// body(rank, side, barrier) there, and then waits at `barrier` until every
+// rank is done, so no connection closes under a peer still checking. A rank
+// whose setup fails reports it and skips body.
+using RankBody = std::function<void(int rank, RankSide& side, std::barrier<>& barrier)>;
+void runMesh(MeshSpec& mesh, const RankBody& body);
+
+// runMesh() for a two-rank mesh: body gets the rank's connection to the other
+// rank (which it may abort or reset).
+using PairBody =
+    std::function<void(int rank, std::unique_ptr<Connection>& peer, std::barrier<>& barrier)>;
+void runPair(MeshSpec& mesh, const PairBody& body);
+
 // Polls `connections` until every transfer is done or one connection fails.
 Status waitAll(const std::vector<Connection*>& connections,
                const std::vector<Transfer*>& transfers);
 
 // Deterministic payload of message `index` from `from` to `to`.
 std::vector<uint8_t> pattern(int from, int to, int index, size_t bytes);
+
+// The transfers one rank posts, at stable addresses, and the connections
+// they were posted on.
+class Traffic {
+ public:
+  // Post a transfer of `bytes` at `buffer` on `c`.
+  Status send(Connection* c, void* buffer, size_t bytes, uint32_t tag);
+  Status receive(Connection* c, void* buffer, size_t bytes, uint32_t tag);
+  // Post a send of pattern(from, to, index, bytes), or a receive into a
+  // buffer of its own that expectPatterns() checks against that pattern.
+  Status sendPattern(Connection* c, int from, int to, int index, size_t bytes, uint32_t tag);
+  Status receivePattern(Connection* c, int from, int to, int index, size_t bytes, uint32_t tag);
+
+  // waitAll() over everything posted so far.
+  Status wait() const { return waitAll(connections_, transfers_); }
+  // Everything posted so far, in posting order.
+  const std::vector<Transfer*>& transfers() const { return transfers_; }
+  // Every receivePattern() buffer holds its pattern.
+  void expectPatterns() const;
+
+ private:
+  struct PatternReceive {
+    const std::vector<uint8_t>* data;
+    int from, to, index;
+  };
+  Status post(Connection* c, bool isSend, void* buffer, size_t bytes, uint32_t tag);
+
+  std::deque<Transfer> storage_;
+  std::deque<std::vector<uint8_t>> buffers_;
+  std::vector<PatternReceive> patternReceives_;
+  std::vector<Connection*> connections_;
+  std::vector<Transfer*> transfers_;
+};
 
 // A loopback port with nothing listening on it.
 uint16_t closedLoopbackPort();

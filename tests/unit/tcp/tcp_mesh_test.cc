@@ -22,24 +22,14 @@ class TcpMeshTest : public TcpTest, public ::testing::WithParamInterface<int> {}
 void checkRouting(MeshSpec& mesh, int rank, RankSide& side) {
   std::vector<int32_t> received(static_cast<size_t>(mesh.nranks), -1);
   std::vector<int32_t> mine(static_cast<size_t>(mesh.nranks), rank);
-  std::vector<Transfer> transfers(static_cast<size_t>(2 * mesh.nranks));
-  std::vector<Connection*> conns;
-  std::vector<Transfer*> pending;
+  Traffic traffic;
   for (int p = 0; p < mesh.nranks; ++p) {
     if (p == rank) continue;
     Connection* c = side.connections[static_cast<size_t>(p)].get();
-    Transfer& send = transfers[static_cast<size_t>(2 * p)];
-    Transfer& recv = transfers[static_cast<size_t>(2 * p + 1)];
-    send.buffer = &mine[static_cast<size_t>(p)], send.bytes = 4, send.tag = 9;
-    recv.isSend = false, recv.buffer = &received[static_cast<size_t>(p)], recv.bytes = 4,
-    recv.tag = 9;
-    ASSERT_TRUE(c->post(send).ok());
-    ASSERT_TRUE(c->post(recv).ok());
-    conns.push_back(c);
-    pending.push_back(&send);
-    pending.push_back(&recv);
+    ASSERT_TRUE(traffic.send(c, &mine[static_cast<size_t>(p)], 4, 9).ok());
+    ASSERT_TRUE(traffic.receive(c, &received[static_cast<size_t>(p)], 4, 9).ok());
   }
-  const Status status = waitAll(conns, pending);
+  const Status status = traffic.wait();
   ASSERT_TRUE(status.ok()) << status.message();
   for (int p = 0; p < mesh.nranks; ++p)
     if (p != rank) {
@@ -50,11 +40,7 @@ void checkRouting(MeshSpec& mesh, int rank, RankSide& side) {
 TEST_P(TcpMeshTest, FormsFullMeshWiredToTheRightPeers) {
   const int n = GetParam();
   MeshSpec mesh(n);
-  std::barrier<> barrier(n);
-  runRanks(n, [&](int rank) {
-    RankSide side;
-    const Status status = setUpRank(mesh, rank, barrier, side);
-    ASSERT_TRUE(status.ok()) << status.message();
+  runMesh(mesh, [&](int rank, RankSide& side, std::barrier<>&) {
     EXPECT_FALSE(mesh.infos[static_cast<size_t>(rank)].addresses.empty());
     EXPECT_NE(mesh.infos[static_cast<size_t>(rank)].addresses[0].port, 0);
     for (int p = 0; p < n; ++p) {
@@ -66,7 +52,6 @@ TEST_P(TcpMeshTest, FormsFullMeshWiredToTheRightPeers) {
       EXPECT_NE(text.find(" via lo"), std::string::npos) << text;
     }
     checkRouting(mesh, rank, side);
-    barrier.arrive_and_wait();  // keep connections open until everyone has checked
   });
 }
 

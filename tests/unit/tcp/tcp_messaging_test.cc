@@ -1,6 +1,4 @@
 // Moving messages: sizes, both directions at once, FIFO order, tag/size checks.
-#include <deque>
-
 #include "tcp_mesh_support.h"
 
 namespace hcl::test {
@@ -12,51 +10,24 @@ TEST_P(TcpMessagingTest, ExchangesMessagesOfManySizesWithEveryPeerAtOnce) {
   const int n = GetParam();
   const std::vector<size_t> sizes = {0, 1, 7, (size_t{1} << 20) + 3};
   MeshSpec mesh(n);
-  std::barrier<> barrier(n);
-  runRanks(n, [&](int rank) {
-    RankSide side;
-    const Status setup = setUpRank(mesh, rank, barrier, side);
-    ASSERT_TRUE(setup.ok()) << setup.message();
-
-    std::deque<Transfer> transfers;  // stable addresses
-    std::vector<std::vector<uint8_t>> sendData, recvData;
-    std::vector<std::pair<int, int>> recvFrom;  // (peer, index) of each receive
-    std::vector<Connection*> conns;
-    std::vector<Transfer*> pending;
+  runMesh(mesh, [&](int rank, RankSide& side, std::barrier<>&) {
+    Traffic traffic;
     for (int p = 0; p < n; ++p) {
       if (p == rank) continue;
       Connection* c = side.connections[static_cast<size_t>(p)].get();
-      conns.push_back(c);
       for (int i = 0; i < static_cast<int>(sizes.size()); ++i) {
         const size_t bytes = sizes[static_cast<size_t>(i)];
-        sendData.push_back(pattern(rank, p, i, bytes));
-        Transfer& send = transfers.emplace_back();
-        send.buffer = sendData.back().data(), send.bytes = bytes,
-        send.tag = static_cast<uint32_t>(i);
-        ASSERT_TRUE(c->post(send).ok());
-        pending.push_back(&send);
+        ASSERT_TRUE(traffic.sendPattern(c, rank, p, i, bytes, static_cast<uint32_t>(i)).ok());
       }
       for (int i = 0; i < static_cast<int>(sizes.size()); ++i) {
         const size_t bytes = sizes[static_cast<size_t>(i)];
-        recvData.emplace_back(bytes, 0xee);
-        recvFrom.emplace_back(p, i);
-        Transfer& recv = transfers.emplace_back();
-        recv.isSend = false;
-        recv.buffer = recvData.back().data(), recv.bytes = bytes,
-        recv.tag = static_cast<uint32_t>(i);
-        ASSERT_TRUE(c->post(recv).ok());
-        pending.push_back(&recv);
+        ASSERT_TRUE(traffic.receivePattern(c, p, rank, i, bytes, static_cast<uint32_t>(i)).ok());
       }
     }
-    const Status status = waitAll(conns, pending);
+    const Status status = traffic.wait();
     ASSERT_TRUE(status.ok()) << status.message();
-    for (const Transfer* t : pending) EXPECT_FALSE(t->failed());
-    for (size_t k = 0; k < recvData.size(); ++k) {
-      const auto [peer, index] = recvFrom[k];
-      EXPECT_TRUE(recvData[k] == pattern(peer, rank, index, recvData[k].size()))
-          << "rank " << rank << " message " << index << " from rank " << peer;
-    }
-    barrier.arrive_and_wait();
+    for (const Transfer* t : traffic.transfers()) EXPECT_FALSE(t->failed());
+    traffic.expectPatterns();
   });
 }
 
@@ -65,51 +36,33 @@ INSTANTIATE_TEST_SUITE_P(Ranks, TcpMessagingTest, ::testing::Values(2, 3, 4));
 TEST_F(TcpTest, ManySmallMessagesArriveInFifoOrder) {
   constexpr int kMessages = 3000;
   MeshSpec mesh(2);
-  std::barrier<> barrier(2);
-  runRanks(2, [&](int rank) {
-    RankSide side;
-    const Status setup = setUpRank(mesh, rank, barrier, side);
-    ASSERT_TRUE(setup.ok()) << setup.message();
-    Connection* c = side.connections[static_cast<size_t>(1 - rank)].get();
+  runPair(mesh, [&](int rank, std::unique_ptr<Connection>& peer, std::barrier<>&) {
+    Connection* c = peer.get();
     std::vector<uint64_t> out(kMessages), in(kMessages, ~0ull);
-    std::deque<Transfer> transfers;
-    std::vector<Transfer*> pending;
+    Traffic traffic;
     for (int i = 0; i < kMessages; ++i) {
       out[static_cast<size_t>(i)] = static_cast<uint64_t>(rank) << 32 | static_cast<uint64_t>(i);
-      Transfer& send = transfers.emplace_back();
-      send.buffer = &out[static_cast<size_t>(i)], send.bytes = 8,
-      send.tag = static_cast<uint32_t>(i % 5);
-      Transfer& recv = transfers.emplace_back();
-      recv.isSend = false;
-      recv.buffer = &in[static_cast<size_t>(i)], recv.bytes = 8,
-      recv.tag = static_cast<uint32_t>(i % 5);
-      ASSERT_TRUE(c->post(send).ok());
-      ASSERT_TRUE(c->post(recv).ok());
-      pending.push_back(&send);
-      pending.push_back(&recv);
+      const auto tag = static_cast<uint32_t>(i % 5);
+      ASSERT_TRUE(traffic.send(c, &out[static_cast<size_t>(i)], 8, tag).ok());
+      ASSERT_TRUE(traffic.receive(c, &in[static_cast<size_t>(i)], 8, tag).ok());
       if (i % 100 == 0) {  // interleave posting with progress
         bool madeProgress = false;
         ASSERT_TRUE(c->progress(&madeProgress).ok());
       }
     }
-    const Status status = waitAll({c}, pending);
+    const Status status = traffic.wait();
     ASSERT_TRUE(status.ok()) << status.message();
     for (int i = 0; i < kMessages; ++i)
       ASSERT_EQ(in[static_cast<size_t>(i)],
                 static_cast<uint64_t>(1 - rank) << 32 | static_cast<uint64_t>(i));
-    barrier.arrive_and_wait();
   });
 }
 
 // Rank 0 sends {tag 1, 8 bytes}; rank 1 expects something else.
 void expectMismatch(uint32_t recvTag, size_t recvBytes, const std::string& expectedText) {
   MeshSpec mesh(2);
-  std::barrier<> barrier(2);
-  runRanks(2, [&](int rank) {
-    RankSide side;
-    const Status setup = setUpRank(mesh, rank, barrier, side);
-    ASSERT_TRUE(setup.ok()) << setup.message();
-    Connection* c = side.connections[static_cast<size_t>(1 - rank)].get();
+  runPair(mesh, [&](int rank, std::unique_ptr<Connection>& peer, std::barrier<>&) {
+    Connection* c = peer.get();
     std::vector<uint8_t> data(64, 5);
     if (rank == 0) {
       Transfer send, laterRecv;
@@ -141,7 +94,6 @@ void expectMismatch(uint32_t recvTag, size_t recvBytes, const std::string& expec
       bool madeProgress = false;
       EXPECT_EQ(c->progress(&madeProgress).code(), hclInvalidUsage);
     }
-    barrier.arrive_and_wait();
   });
 }
 

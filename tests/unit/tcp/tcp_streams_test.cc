@@ -1,7 +1,6 @@
 // Connections over several streams: striped messages of odd sizes arrive
 // whole and in order, the lower rank's stream count wins, mismatches are
 // still errors, and a peer that goes away still fails the other side.
-#include <deque>
 #include <memory>
 
 #include "tcp_mesh_support.h"
@@ -29,54 +28,30 @@ TEST_P(TcpStreamsTest, StripedMessagesOfOddSizesArriveWholeAndInOrder) {
                                      8 * kM + 13};
   MeshSpec mesh(n);
   mesh.streams.assign(static_cast<size_t>(n), streams);
-  std::barrier<> barrier(n);
-  runRanks(n, [&](int rank) {
-    RankSide side;
-    const Status setup = setUpRank(mesh, rank, barrier, side);
-    ASSERT_TRUE(setup.ok()) << setup.message();
-
-    std::deque<Transfer> transfers;
-    std::deque<std::vector<uint8_t>> sendData, recvData;
-    std::vector<std::pair<int, int>> recvFrom;
-    std::vector<Connection*> conns;
-    std::vector<Transfer*> pending;
+  runMesh(mesh, [&](int rank, RankSide& side, std::barrier<>&) {
+    Traffic traffic;
     for (int p = 0; p < n; ++p) {
       if (p == rank) continue;
       Connection* c = side.connections[static_cast<size_t>(p)].get();
       EXPECT_NE(c->describe().find(std::to_string(streams) + " streams"), std::string::npos)
           << c->describe();
-      conns.push_back(c);
       // Receives first on odd ranks, sends first on even ones: posting order
       // between the two directions must not matter.
       for (int pass = 0; pass < 2; ++pass) {
         const bool sends = (pass == 0) == (rank % 2 == 0);
         for (int i = 0; i < static_cast<int>(sizes.size()); ++i) {
           const size_t bytes = sizes[static_cast<size_t>(i)];
-          Transfer& t = transfers.emplace_back();
-          t.isSend = sends;
-          t.bytes = bytes;
-          t.tag = static_cast<uint32_t>(100 + i);
-          if (sends) {
-            t.buffer = sendData.emplace_back(pattern(rank, p, i, bytes)).data();
-          } else {
-            t.buffer = recvData.emplace_back(bytes, 0xee).data();
-            recvFrom.emplace_back(p, i);
-          }
-          ASSERT_TRUE(c->post(t).ok());
-          pending.push_back(&t);
+          const auto tag = static_cast<uint32_t>(100 + i);
+          const Status posted = sends ? traffic.sendPattern(c, rank, p, i, bytes, tag)
+                                      : traffic.receivePattern(c, p, rank, i, bytes, tag);
+          ASSERT_TRUE(posted.ok());
         }
       }
     }
-    const Status status = waitAll(conns, pending);
+    const Status status = traffic.wait();
     ASSERT_TRUE(status.ok()) << status.message();
-    for (const Transfer* t : pending) EXPECT_FALSE(t->failed());
-    for (size_t k = 0; k < recvData.size(); ++k) {
-      const auto [peer, index] = recvFrom[k];
-      EXPECT_TRUE(recvData[k] == pattern(peer, rank, index, recvData[k].size()))
-          << "rank " << rank << " message " << index << " (" << recvData[k].size()
-          << " bytes) from rank " << peer;
-    }
-    barrier.arrive_and_wait();
+    for (const Transfer* t : traffic.transfers()) EXPECT_FALSE(t->failed());
+    traffic.expectPatterns();
   });
 }
 
@@ -94,15 +69,8 @@ INSTANTIATE_TEST_SUITE_P(Layouts, TcpStreamsTest,
 TEST_F(TcpTest, TheLowerRankChoosesTheStreamCount) {
   MeshSpec mesh(3);
   mesh.streams = {3, 2, 5};
-  std::barrier<> barrier(3);
-  runRanks(3, [&](int rank) {
-    RankSide side;
-    const Status setup = setUpRank(mesh, rank, barrier, side);
-    ASSERT_TRUE(setup.ok()) << setup.message();
-    std::deque<Transfer> transfers;
-    std::deque<std::vector<uint8_t>> out, in;
-    std::vector<Connection*> conns;
-    std::vector<Transfer*> pending;
+  runMesh(mesh, [&](int rank, RankSide& side, std::barrier<>&) {
+    Traffic traffic;
     for (int p = 0; p < 3; ++p) {
       if (p == rank) continue;
       Connection* c = side.connections[static_cast<size_t>(p)].get();
@@ -111,25 +79,12 @@ TEST_F(TcpTest, TheLowerRankChoosesTheStreamCount) {
                 std::string::npos)
           << "rank " << rank << " peer " << p << ": " << c->describe();
       const size_t bytes = 2 * kM + 1;
-      Transfer& send = transfers.emplace_back();
-      send.buffer = out.emplace_back(pattern(rank, p, 0, bytes)).data(), send.bytes = bytes;
-      Transfer& recv = transfers.emplace_back();
-      recv.isSend = false, recv.buffer = in.emplace_back(bytes, 0).data(), recv.bytes = bytes;
-      ASSERT_TRUE(c->post(send).ok());
-      ASSERT_TRUE(c->post(recv).ok());
-      conns.push_back(c);
-      pending.push_back(&send);
-      pending.push_back(&recv);
+      ASSERT_TRUE(traffic.sendPattern(c, rank, p, 0, bytes, 0).ok());
+      ASSERT_TRUE(traffic.receivePattern(c, p, rank, 0, bytes, 0).ok());
     }
-    const Status status = waitAll(conns, pending);
+    const Status status = traffic.wait();
     ASSERT_TRUE(status.ok()) << status.message();
-    size_t k = 0;
-    for (int p = 0; p < 3; ++p) {
-      if (p == rank) continue;
-      EXPECT_TRUE(in[k] == pattern(p, rank, 0, in[k].size())) << "rank " << rank << " from " << p;
-      ++k;
-    }
-    barrier.arrive_and_wait();
+    traffic.expectPatterns();
   });
 }
 
@@ -138,12 +93,8 @@ TEST_F(TcpTest, TheLowerRankChoosesTheStreamCount) {
 void expectStripedMismatch(size_t sent, size_t expected) {
   MeshSpec mesh(2);
   mesh.streams = {4, 4};
-  std::barrier<> barrier(2);
-  runRanks(2, [&](int rank) {
-    RankSide side;
-    const Status setup = setUpRank(mesh, rank, barrier, side);
-    ASSERT_TRUE(setup.ok()) << setup.message();
-    Connection* c = side.connections[static_cast<size_t>(1 - rank)].get();
+  runPair(mesh, [&](int rank, std::unique_ptr<Connection>& peer, std::barrier<>&) {
+    Connection* c = peer.get();
     std::vector<uint8_t> data(std::max(sent, expected), 1);
     if (rank == 0) {
       Transfer send;
@@ -168,7 +119,6 @@ void expectStripedMismatch(size_t sent, size_t expected) {
           << status.message();
       EXPECT_TRUE(recv.failed());
     }
-    barrier.arrive_and_wait();
   });
 }
 
@@ -189,12 +139,7 @@ TEST_F(TcpTest, PeerLeavingMidStripedMessageFailsTheOtherSide) {
   for (int leaver : {0, 1}) {
     MeshSpec mesh(2);
     mesh.streams = {4, 4};
-    std::barrier<> barrier(2);
-    runRanks(2, [&](int rank) {
-      RankSide side;
-      const Status setup = setUpRank(mesh, rank, barrier, side);
-      ASSERT_TRUE(setup.ok()) << setup.message();
-      auto& conn = side.connections[static_cast<size_t>(1 - rank)];
+    runPair(mesh, [&](int rank, std::unique_ptr<Connection>& conn, std::barrier<>&) {
       auto data = std::make_unique_for_overwrite<uint8_t[]>(kBig);
       Transfer t;
       t.isSend = rank == 0;
@@ -213,7 +158,6 @@ TEST_F(TcpTest, PeerLeavingMidStripedMessageFailsTheOtherSide) {
         EXPECT_EQ(status.code(), hclRemoteError) << status.message();
         EXPECT_TRUE(t.failed());
       }
-      barrier.arrive_and_wait();
     });
   }
 }
