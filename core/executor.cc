@@ -107,6 +107,28 @@ Status ScheduleRun::runPeerStep(const Step& st, Device& dev) {
   return dev.reduce(resolve(st.dst), st.dstForm, a, st.aForm, resolve(st.b), st.bForm, st.count, spec_);
 }
 
+bool ScheduleRun::fuseReduceAndWrite(const Step& reduce, const Step& write) {
+  // A float sum into our buffer whose result is then copied into a peer's:
+  // with both peers' memory mapped, one pass computes it into both.
+  if (reduce.kind != Step::Kind::ReducePeer || write.kind != Step::Kind::WritePeer) return false;
+  if (spec_.type != hclFloat32 || spec_.kind != ReduceKind::Sum) return false;
+  if (reduce.dstForm != Form::Native || reduce.aForm != Form::Native || reduce.bForm != Form::Native) return false;
+  if (write.a.id != reduce.dst.id || write.a.offset != reduce.dst.offset || write.bytes != reduce.count * 4)
+    return false;
+  const PeerBuffer *from = nullptr, *to = nullptr;
+  uint64_t fromAt = 0, toAt = 0;
+  if (!peerBuffer(reduce.peer, reduce.a, &from, &fromAt).ok() || !peerBuffer(write.peer, write.dst, &to, &toAt).ok())
+    return false;
+  void* out = comm_.connection(write.peer)->mapPeer(*to, toAt, write.bytes);
+  const void* in = out ? comm_.connection(reduce.peer)->mapPeer(*from, fromAt, reduce.bytes) : nullptr;
+  // The second mapping must not have displaced the first (peer mappings keep
+  // the most recently used).
+  if (!in || comm_.connection(write.peer)->mapPeer(*to, toAt, write.bytes) != out) return false;
+  streamingSumToBoth(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(out), static_cast<const float*>(in),
+                     static_cast<const float*>(resolve(reduce.b)), reduce.count);
+  return true;
+}
+
 Status ScheduleRun::pollConnections(bool* progressed) {
   for (int p : prepared_->peers) {
     HCL_TRY(comm_.connection(p)->progress(progressed));
@@ -170,7 +192,11 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
       case Step::Kind::ReadPeer:
       case Step::Kind::WritePeer:
       case Step::Kind::ReducePeer:
-        HCL_TRY(runPeerStep(st, dev));
+        if (pc_ + 1 < schedule_.steps.size() && fuseReduceAndWrite(st, schedule_.steps[pc_ + 1])) {
+          ++pc_;  // the write is done too
+        } else {
+          HCL_TRY(runPeerStep(st, dev));
+        }
         *progressed = true;
         break;
     }

@@ -59,6 +59,9 @@ class ScheduleRun final : public OpRun {
   Status pollConnections(bool* progressed);
   // ReadPeer, WritePeer and ReducePeer.
   Status runPeerStep(const Step& st, Device& dev);
+  // Runs `reduce` and the `write` after it as one pass where that is
+  // possible (float sum, mapped peer memory); false: nothing was done.
+  bool fuseReduceAndWrite(const Step& reduce, const Step& write);
 
   Communicator& comm_;
   std::shared_ptr<const PreparedSchedule> prepared_;

@@ -5,6 +5,7 @@
 
 #if defined(__x86_64__)
 #include <emmintrin.h>
+#include <xmmintrin.h>
 #endif
 
 namespace hcl {
@@ -39,6 +40,28 @@ void streamingCopy(void* dst, const void* src, size_t bytes) {
   _mm_sfence();
 #else
   std::memcpy(dst, src, bytes);
+#endif
+}
+
+void streamingSumToBoth(float* dst1, float* dst2, const float* a, const float* b, size_t count) {
+  size_t i = 0;
+#if defined(__x86_64__)
+  const auto aligned = [](const float* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  for (; i < count && !aligned(dst1 + i); ++i) dst1[i] = dst2[i] = a[i] + b[i];
+  if (aligned(dst2 + i)) {
+    for (; i + 8 <= count; i += 8) {
+      const __m128 x = _mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i));
+      const __m128 y = _mm_add_ps(_mm_loadu_ps(a + i + 4), _mm_loadu_ps(b + i + 4));
+      _mm_stream_ps(dst1 + i, x);
+      _mm_stream_ps(dst1 + i + 4, y);
+      _mm_stream_ps(dst2 + i, x);
+      _mm_stream_ps(dst2 + i + 4, y);
+    }
+  }
+#endif
+  for (; i < count; ++i) dst1[i] = dst2[i] = a[i] + b[i];
+#if defined(__x86_64__)
+  _mm_sfence();
 #endif
 }
 

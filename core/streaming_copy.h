@@ -11,4 +11,9 @@ namespace hcl {
 // store after it (publishing a message) orders after the data.
 void streamingCopy(void* dst, const void* src, size_t bytes);
 
+// dst1[i] = dst2[i] = a[i] + b[i] over float32, both stored past the cache
+// (ends with a store fence): a 2-rank allreduce's result goes to both
+// ranks' buffers with one read of each input and no read for ownership.
+void streamingSumToBoth(float* dst1, float* dst2, const float* a, const float* b, size_t count);
+
 }  // namespace hcl

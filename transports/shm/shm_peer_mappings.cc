@@ -70,7 +70,14 @@ void* PeerMappings::map(const PeerBuffer& buffer, uint64_t address, size_t bytes
   if (buffer.allocSerial == 0 || buffer.allocFd < 0 || disabled_) return nullptr;
   auto it = std::find_if(regions_.begin(), regions_.end(),
                          [&](const Region& r) { return r.serial == buffer.allocSerial; });
-  const Region* r = it != regions_.end() ? &*it : open(buffer);
+  const Region* r = nullptr;
+  if (it != regions_.end()) {
+    // Most recently used last: the oldest is what open() drops.
+    std::rotate(it, it + 1, regions_.end());
+    r = &regions_.back();
+  } else {
+    r = open(buffer);
+  }
   if (r == nullptr || address < r->peerBase || address - r->peerBase + bytes > r->bytes) return nullptr;
   return r->local + (address - r->peerBase);
 }

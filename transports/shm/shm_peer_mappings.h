@@ -22,7 +22,9 @@ class PeerMappings {
   PeerMappings& operator=(const PeerMappings&) = delete;
 
   // Where [address, address + bytes) of `buffer` is mapped here, or null when
-  // it is not shareable or cannot be mapped. Valid until the next call.
+  // it is not shareable or cannot be mapped. Valid until the next call that
+  // maps a new allocation displaces it; a call never displaces the most
+  // recently used one.
   void* map(const PeerBuffer& buffer, uint64_t address, size_t bytes);
   size_t size() const { return regions_.size(); }
 
@@ -40,7 +42,7 @@ class PeerMappings {
   const int64_t peerPid_;
   int pidfd_ = -1;
   bool disabled_ = false;
-  std::vector<Region> regions_;  // oldest first
+  std::vector<Region> regions_;  // least recently used first
 };
 
 }  // namespace hcl::shm

@@ -30,3 +30,32 @@ TEST(StreamingCopy, CopiesEverySizeAndAlignmentExactly) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(StreamingSumToBoth, WritesTheSumToBothDestinationsAtAnyAlignment) {
+  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{1001}, size_t{1} << 16}) {
+    for (size_t off1 : {0, 1, 3}) {
+      for (size_t off2 : {0, 2}) {
+        std::vector<float> a(count), b(count), d1(count + off1 + 4, -1.0f), d2(count + off2 + 4, -1.0f);
+        for (size_t i = 0; i < count; ++i) {
+          a[i] = static_cast<float>(i) * 0.5f;
+          b[i] = 1.0f / static_cast<float>(i + 1);
+        }
+        hcl::streamingSumToBoth(d1.data() + off1, d2.data() + off2, a.data(), b.data(), count);
+        for (size_t i = 0; i < count; ++i) {
+          ASSERT_EQ(d1[off1 + i], a[i] + b[i]) << i << " of " << count;
+          ASSERT_EQ(d2[off2 + i], a[i] + b[i]) << i << " of " << count;
+        }
+        for (size_t i = 0; i < 4; ++i) {
+          ASSERT_EQ(d1[off1 + count + i], -1.0f);
+          ASSERT_EQ(d2[off2 + count + i], -1.0f);
+        }
+        if (off1 > 0) ASSERT_EQ(d1[off1 - 1], -1.0f);
+        if (off2 > 0) ASSERT_EQ(d2[off2 - 1], -1.0f);
+      }
+    }
+  }
+}
+
+}  // namespace
