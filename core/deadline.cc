@@ -18,10 +18,9 @@ void relax() {
 }  // namespace
 
 void Backoff::pause() {
-  // While busy-polling, the clock is read only every few pauses: a wait that
-  // ends within a microsecond then costs no timestamp at all.
-  // The first polls after progress do not even pause: a reply that is
-  // already on its way is seen a few dozen nanoseconds sooner.
+  // While busy-polling, the first polls after progress do not even pause (a
+  // reply already on its way is seen sooner) and the clock is read only every
+  // few pauses, so a wait that ends within a microsecond takes no timestamp.
   constexpr uint32_t kPausesPerClockRead = 16;
   constexpr uint32_t kEagerPolls = 32;
   ++pauses_;

@@ -113,17 +113,17 @@ bool ScheduleRun::fuseReduceAndWrite(const Step& reduce, const Step& write) {
   if (reduce.kind != Step::Kind::ReducePeer || write.kind != Step::Kind::WritePeer) return false;
   if (spec_.type != hclFloat32 || spec_.kind != ReduceKind::Sum) return false;
   if (reduce.dstForm != Form::Native || reduce.aForm != Form::Native || reduce.bForm != Form::Native) return false;
-  if (write.a.id != reduce.dst.id || write.a.offset != reduce.dst.offset || write.bytes != reduce.count * 4)
+  if (write.a.id != reduce.dst.id || write.a.offset != reduce.dst.offset ||
+      write.bytes != reduce.count * sizeof(float))
     return false;
   const PeerBuffer *from = nullptr, *to = nullptr;
   uint64_t fromAt = 0, toAt = 0;
   if (!peerBuffer(reduce.peer, reduce.a, &from, &fromAt).ok() || !peerBuffer(write.peer, write.dst, &to, &toAt).ok())
     return false;
+  // Mapping `in` never drops `out`, the mapping returned just before.
   void* out = comm_.connection(write.peer)->mapPeer(*to, toAt, write.bytes);
   const void* in = out ? comm_.connection(reduce.peer)->mapPeer(*from, fromAt, reduce.bytes) : nullptr;
-  // The second mapping must not have displaced the first (peer mappings keep
-  // the most recently used).
-  if (!in || comm_.connection(write.peer)->mapPeer(*to, toAt, write.bytes) != out) return false;
+  if (!in) return false;
   streamingSumToBoth(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(out), static_cast<const float*>(in),
                      static_cast<const float*>(resolve(reduce.b)), reduce.count);
   return true;

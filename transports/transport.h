@@ -88,7 +88,8 @@ class Connection {
   }
   // Where [peerAddress, peerAddress + bytes) of `buffer` is mapped in this
   // process, so it can be loaded and stored directly; null when it cannot be
-  // (then readPeer/writePeer). The mapping stays valid until the next call.
+  // (then readPeer/writePeer). A later call may drop an older mapping, but
+  // never the one the call before it returned, so two can be used together.
   virtual void* mapPeer(const PeerBuffer& /*buffer*/, uint64_t /*peerAddress*/, size_t /*bytes*/) { return nullptr; }
 };
 

@@ -121,6 +121,18 @@ Schedule reduceShard(const CollArgs& a, bool needOut, Into into, Deliver deliver
   return s;
 }
 
+// Every rank's `block` bytes at offset `from` of its send buffer, into
+// `into(rank)`: ours copied, each peer's pulled. Returns the receives of the
+// peers' "done" messages.
+template <typename Into>
+std::vector<uint32_t> gatherBlocks(ScheduleBuilder& b, const CollArgs& a, size_t block, size_t from, Into into) {
+  const std::vector<int> peers = peersAfter(a.rank, a.nranks);
+  b.copy(into(a.rank), sendAt(from), block);
+  openPeers(b, a.rank, peers);
+  for (int p : peers) b.readPeer(p, into(p), peerSendAt(from), block);
+  return closePeers(b, peers, peers);
+}
+
 }  // namespace
 
 Schedule directAllReduce(const CollArgs& a) {
@@ -163,11 +175,7 @@ Schedule directAllGather(const CollArgs& a) {
   ScheduleBuilder b(s);
   const size_t block = a.count * dataTypeSize(a.type);
   if (block == 0) return s;
-  b.copy(recvAt(static_cast<size_t>(a.rank) * block), sendAt(0), block);
-  const std::vector<int> peers = peersAfter(a.rank, a.nranks);
-  openPeers(b, a.rank, peers);
-  for (int p : peers) b.readPeer(p, recvAt(static_cast<size_t>(p) * block), peerSendAt(0), block);
-  closePeers(b, peers, peers);
+  gatherBlocks(b, a, block, 0, [&](int p) { return recvAt(static_cast<size_t>(p) * block); });
   return s;
 }
 
@@ -195,19 +203,15 @@ Schedule directAlltoAll(const CollArgs& a) {
   const size_t block = a.count * dataTypeSize(a.type);
   if (block == 0) return s;
   const size_t self = static_cast<size_t>(a.rank) * block;
-  const std::vector<int> peers = peersAfter(a.rank, a.nranks);
   // In place, our blocks are what peers read: gather into scratch, and
   // overwrite the buffer only once every peer has finished reading it.
-  const bool staged = a.inPlace && !peers.empty();
+  const bool staged = a.inPlace && a.nranks > 1;
   const auto into = [&](int p) {
     const size_t off = static_cast<size_t>(p) * block;
     return staged ? scratchAt(off) : recvAt(off);
   };
   if (staged) s.scratchBytes = block * static_cast<size_t>(a.nranks);
-  b.copy(into(a.rank), sendAt(self), block);
-  openPeers(b, a.rank, peers);
-  for (int p : peers) b.readPeer(p, into(p), peerSendAt(self), block);
-  const std::vector<uint32_t> peersDone = closePeers(b, peers, peers);
+  const std::vector<uint32_t> peersDone = gatherBlocks(b, a, block, self, into);
   if (staged) {
     for (uint32_t t : peersDone) b.wait(t);
     b.copy(recvAt(0), scratchAt(0), s.scratchBytes);

@@ -22,9 +22,8 @@ class PeerMappings {
   PeerMappings& operator=(const PeerMappings&) = delete;
 
   // Where [address, address + bytes) of `buffer` is mapped here, or null when
-  // it is not shareable or cannot be mapped. Valid until the next call that
-  // maps a new allocation displaces it; a call never displaces the most
-  // recently used one.
+  // it is not shareable or cannot be mapped. Valid until a later call maps
+  // a new allocation in its place; the most recently used is never dropped.
   void* map(const PeerBuffer& buffer, uint64_t address, size_t bytes);
   size_t size() const { return regions_.size(); }
 

@@ -1,5 +1,7 @@
 // One-sided access to a peer's memory over the shm transport (readPeer and
-// writePeer, process_vm_readv/writev), between forked processes.
+// writePeer, process_vm_readv/writev; mapPeer of memfd allocations), between
+// forked processes.
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -97,6 +99,46 @@ int peerExits(int rank, const CommIdentity& id, SharedState& shared) {
   return 0;
 }
 
+// Each rank shares a memfd allocation (as hclMemAlloc makes them); the peer
+// maps it and its loads and stores reach the owner's pages. With
+// HCL_SHM_MAP=0 nothing is mapped.
+int mapsThePeersAllocation(int rank, const CommIdentity& id, SharedState& shared, bool mapOn) {
+  ::unsetenv("HCL_SHM_CMA_THRESHOLD");
+  RankSetup setup;
+  CHILD_CHECK_OK(setUpRank(rank, 2, id, shared.barrier, setup));
+  const int peer = 1 - rank;
+  Connection& c = *setup.connections[peer];
+  const int fd = memfd_create("hcl-test", MFD_CLOEXEC);
+  CHILD_CHECK(fd >= 0 && ftruncate(fd, kBytes) == 0, "memfd");
+  auto* mine = static_cast<uint8_t*>(mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  CHILD_CHECK(mine != MAP_FAILED, "mmap");
+  const std::vector<uint8_t> own = pattern(rank, peer, 0, kBytes);
+  std::memcpy(mine, own.data(), kBytes);
+  PeerBuffer theirs;
+  uint64_t peerFd = 0;
+  CHILD_CHECK_OK(swapWord(setup, peer, reinterpret_cast<uintptr_t>(mine), &theirs.address));
+  CHILD_CHECK_OK(swapWord(setup, peer, static_cast<uint64_t>(fd), &peerFd));
+  theirs.allocBase = theirs.address;
+  theirs.allocSerial = 1;
+  theirs.allocFd = static_cast<int64_t>(peerFd);
+  auto* mapped = static_cast<uint8_t*>(c.mapPeer(theirs, theirs.address + 64, kBytes - 64));
+  if (!mapOn) {
+    CHILD_CHECK(mapped == nullptr, "mapped the peer's memory with HCL_SHM_MAP=0");
+  } else {
+    CHILD_CHECK(mapped != nullptr, "could not map the peer's allocation: {}", c.describe());
+    const std::vector<uint8_t> expect = pattern(peer, rank, 0, kBytes);
+    CHILD_CHECK(std::memcmp(mapped, expect.data() + 64, kBytes - 64) == 0, "mapped bytes differ from the peer's");
+    CHILD_CHECK(c.mapPeer(theirs, theirs.address + kBytes - 8, 16) == nullptr, "mapped past the allocation");
+    mapped[0] = static_cast<uint8_t>(0xA0 + rank);
+  }
+  CHILD_CHECK(shared.barrier.wait(20s), "barrier after stores");
+  if (mapOn) CHILD_CHECK(mine[64] == static_cast<uint8_t>(0xA0 + peer), "the peer's store did not arrive");
+  CHILD_CHECK(shared.barrier.wait(20s), "final barrier");
+  munmap(mine, kBytes);
+  close(fd);
+  return 0;
+}
+
 class ShmPeerAccessTest : public ShmTest {
  protected:
   void run(int (*body)(int, const CommIdentity&, SharedState&)) {
@@ -108,6 +150,15 @@ class ShmPeerAccessTest : public ShmTest {
 TEST_F(ShmPeerAccessTest, ReadsAndWritesThePeersBuffers) { run(readAndWrite); }
 TEST_F(ShmPeerAccessTest, NoAccessWithSingleCopyOff) { run(singleCopyOff); }
 TEST_F(ShmPeerAccessTest, ReadFailsOnceThePeerHasExited) { run(peerExits); }
+TEST_F(ShmPeerAccessTest, MapsThePeersAllocation) {
+  ::unsetenv("HCL_SHM_MAP");
+  run([](int rank, const CommIdentity& id, SharedState& shared) { return mapsThePeersAllocation(rank, id, shared, true); });
+}
+TEST_F(ShmPeerAccessTest, MapsNothingWithMappingOff) {
+  ::setenv("HCL_SHM_MAP", "0", 1);
+  run([](int rank, const CommIdentity& id, SharedState& shared) { return mapsThePeersAllocation(rank, id, shared, false); });
+  ::unsetenv("HCL_SHM_MAP");
+}
 
 }  // namespace
 }  // namespace hcl::test

@@ -98,6 +98,15 @@ TEST_F(PeerMappingsTest, KeepsABoundedNumberOfAllocations) {
   // The newest are still usable, the oldest are mapped again on demand.
   const PeerBuffer first = all.front()->describe(1);
   EXPECT_NE(m.map(first, first.address, 64), nullptr);
+  // Mapping a new allocation never drops the one used just before it, even
+  // when that one was the oldest.
+  const PeerBuffer oldest = all[25]->describe(26);
+  void* kept = m.map(oldest, oldest.address, 64);
+  ASSERT_NE(kept, nullptr);
+  all.push_back(std::make_unique<Allocation>(4096));
+  const PeerBuffer fresh = all.back()->describe(41);
+  ASSERT_NE(m.map(fresh, fresh.address, 64), nullptr);
+  EXPECT_EQ(m.map(oldest, oldest.address, 64), kept);
 }
 
 }  // namespace
