@@ -66,19 +66,16 @@ Status Communicator::failure() const {
 }
 
 std::byte* Communicator::acquireScratch(size_t bytes) {
-  if (bytes > scratchBytes_) {
-    scratch_ = std::make_unique_for_overwrite<std::byte[]>(bytes);
-    scratchBytes_ = bytes;
-  }
-  return scratch_.get();
+  // Large scratch is where schedules stage data for peers to map; small
+  // scratch stays on the heap (a memfd each would cost file descriptors).
+  constexpr size_t kShareFrom = 256 * 1024;
+  if (bytes > scratch_.size()) scratch_ = ShareableBuffer(bytes, bytes >= kShareFrom);
+  return scratch_.data();
 }
 
 void Communicator::releaseScratch() {
   constexpr size_t kKeep = 16u << 20;
-  if (scratchBytes_ > kKeep) {
-    scratch_.reset();
-    scratchBytes_ = 0;
-  }
+  if (scratch_.size() > kKeep) scratch_ = ShareableBuffer();
 }
 
 std::string Communicator::describeLinks() const {

@@ -13,6 +13,7 @@
 #include "core/peer_info.h"
 #include "core/redop.h"
 #include "core/schedule_cache.h"
+#include "core/shared_allocations.h"
 #include "core/status.h"
 #include "core/staging.h"
 #include "device/device.h"
@@ -112,8 +113,7 @@ class Communicator {
   Status failure_;
   std::atomic<bool> failed_{false};
   uint64_t splitSerial_ = 0;
-  std::unique_ptr<std::byte[]> scratch_;
-  size_t scratchBytes_ = 0;
+  ShareableBuffer scratch_;  // peers map it in algorithms that stage data there
 };
 
 }  // namespace hcl

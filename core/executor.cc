@@ -43,6 +43,7 @@ ScheduleRun::ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSched
     AddressEntry& self = addresses_[static_cast<size_t>(comm_.rank())];
     self.send = describeOwnBuffer(buffers_.send);
     self.recv = describeOwnBuffer(buffers_.recv);
+    self.scratch = describeOwnBuffer(scratch_);
   }
 }
 
@@ -63,15 +64,17 @@ void* ScheduleRun::resolve(const BufferRef& ref) const {
 }
 
 Status ScheduleRun::peerBuffer(int peer, const BufferRef& ref, const PeerBuffer** buffer, uint64_t* address) const {
-  const bool recv = ref.id == BufferId::Recv;
   const PeerBuffer* b = nullptr;
   if (addresses_) {
     const AddressEntry& e = addresses_[static_cast<size_t>(peer)];
-    b = recv ? &e.recv : &e.send;
+    if (ref.id == BufferId::Send) b = &e.send;
+    if (ref.id == BufferId::Recv) b = &e.recv;
+    if (ref.id == BufferId::Scratch) b = &e.scratch;
   }
-  if (b == nullptr || b->address == 0 || (ref.id != BufferId::Send && ref.id != BufferId::Recv)) {
+  if (b == nullptr || b->address == 0) {
+    static const char* const kNames[] = {"send", "receive", "scratch", "user", "addresses"};
     return internalError(fmt::format("rank {}: {} schedule reaches a {} buffer rank {} did not give", comm_.rank(),
-                                     schedule_.algorithm, recv ? "receive" : "send", peer));
+                                     schedule_.algorithm, kNames[static_cast<size_t>(ref.id)], peer));
   }
   *buffer = b;
   *address = b->address + ref.offset;
@@ -96,7 +99,11 @@ Status ScheduleRun::runPeerStep(const Step& st, Device& dev) {
   }
   if (st.kind == Step::Kind::ReadPeer) {
     if (!mapped) return c->readPeer(at, resolve(st.dst), st.bytes);
-    std::memcpy(resolve(st.dst), mapped, st.bytes);
+    if (st.streamDst) {
+      streamingCopy(resolve(st.dst), mapped, st.bytes);
+    } else {
+      std::memcpy(resolve(st.dst), mapped, st.bytes);
+    }
     return {};
   }
   const void* a = mapped;
@@ -129,6 +136,43 @@ bool ScheduleRun::fuseReduceAndWrite(const Step& reduce, const Step& write) {
   return true;
 }
 
+Status ScheduleRun::fuseReduceAndCopy(const Step& reduce, const Step& copy, bool* fused) {
+  // A float sum into scratch that the schedule then copies, past the cache,
+  // into our buffer: one pass stores both.
+  *fused = false;
+  if (reduce.kind != Step::Kind::ReducePeer || copy.kind != Step::Kind::Copy || !copy.streamDst) return {};
+  if (spec_.type != hclFloat32 || spec_.kind != ReduceKind::Sum) return {};
+  if (reduce.dstForm != Form::Native || reduce.aForm != Form::Native || reduce.bForm != Form::Native) return {};
+  if (copy.a.id != reduce.dst.id || copy.a.offset != reduce.dst.offset || copy.bytes != reduce.count * sizeof(float))
+    return {};
+  const PeerBuffer* from = nullptr;
+  uint64_t fromAt = 0;
+  HCL_TRY(peerBuffer(reduce.peer, reduce.a, &from, &fromAt));
+  Connection* c = comm_.connection(reduce.peer);
+  const void* in = c->mapPeer(*from, fromAt, reduce.bytes);
+  if (!in) {
+    HCL_TRY(c->readPeer(fromAt, resolve(reduce.via), reduce.bytes));
+    in = resolve(reduce.via);
+  }
+  sumToCachedAndStreamed(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(resolve(copy.dst)),
+                         static_cast<const float*>(in), static_cast<const float*>(resolve(reduce.b)), reduce.count);
+  *fused = true;
+  return {};
+}
+
+bool ScheduleRun::runs(const Step& st) {
+  if (st.only == Only::Always) return true;
+  if (allShared_ < 0) {
+    // Every rank sees the same exchanged entries, so all decide alike.
+    bool all = addresses_ != nullptr;
+    auto shareable = [](const AddressEntry& e) { return e.send.allocSerial != 0 && e.recv.allocSerial != 0; };
+    if (all) all = shareable(addresses_[static_cast<size_t>(comm_.rank())]);
+    for (int p : prepared_->peers) all = all && shareable(addresses_[static_cast<size_t>(p)]);
+    allShared_ = all ? 1 : 0;
+  }
+  return (st.only == Only::Shared) == (allShared_ == 1);
+}
+
 Status ScheduleRun::pollConnections(bool* progressed) {
   for (int p : prepared_->peers) {
     HCL_TRY(comm_.connection(p)->progress(progressed));
@@ -153,6 +197,10 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
   Device& dev = cpuDevice();
   while (pc_ < schedule_.steps.size()) {
     const Step& st = schedule_.steps[pc_];
+    if (!runs(st)) {
+      ++pc_;
+      continue;
+    }
     switch (st.kind) {
       case Step::Kind::Send:
       case Step::Kind::Recv: {
@@ -186,19 +234,28 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
         *progressed = true;
         break;
       case Step::Kind::Copy:
-        HCL_TRY(dev.copy(resolve(st.dst), resolve(st.a), st.bytes));
+        if (st.streamDst) {
+          streamingCopy(resolve(st.dst), resolve(st.a), st.bytes);
+        } else {
+          HCL_TRY(dev.copy(resolve(st.dst), resolve(st.a), st.bytes));
+        }
         *progressed = true;
         break;
       case Step::Kind::ReadPeer:
       case Step::Kind::WritePeer:
-      case Step::Kind::ReducePeer:
-        if (pc_ + 1 < schedule_.steps.size() && fuseReduceAndWrite(st, schedule_.steps[pc_ + 1])) {
-          ++pc_;  // the write is done too
+      case Step::Kind::ReducePeer: {
+        // Fusion pairs a step with the next, which has the same condition.
+        const Step* next = pc_ + 1 < schedule_.steps.size() ? &schedule_.steps[pc_ + 1] : nullptr;
+        bool fused = next && fuseReduceAndWrite(st, *next);
+        if (!fused && next) HCL_TRY(fuseReduceAndCopy(st, *next, &fused));
+        if (fused) {
+          ++pc_;  // the write or copy is done too
         } else {
           HCL_TRY(runPeerStep(st, dev));
         }
         *progressed = true;
         break;
+      }
     }
     ++pc_;
   }

@@ -3,6 +3,7 @@
 // communicators) at once.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -16,9 +17,11 @@ namespace hcl {
 
 // One rank's entry of a run's Addresses table: how peers reach its buffers.
 struct AddressEntry {
-  PeerBuffer send, recv;
+  PeerBuffer send, recv, scratch;
 };
 static_assert(sizeof(AddressEntry) == kAddressEntryBytes);
+static_assert(offsetof(AddressEntry, send) == kAddressSendOffset && offsetof(AddressEntry, recv) == kAddressRecvOffset &&
+              offsetof(AddressEntry, scratch) == kAddressScratchOffset);
 
 struct RunBuffers {
   const void* send = nullptr;
@@ -62,6 +65,10 @@ class ScheduleRun final : public OpRun {
   // Runs `reduce` and the `write` after it as one pass where that is
   // possible (float sum, mapped peer memory); false: nothing was done.
   bool fuseReduceAndWrite(const Step& reduce, const Step& write);
+  // The same for a ReducePeer and a streamed Copy of its result.
+  Status fuseReduceAndCopy(const Step& reduce, const Step& copy, bool* fused);
+  // Whether a step conditional on shareable buffers runs.
+  bool runs(const Step& st);
 
   Communicator& comm_;
   std::shared_ptr<const PreparedSchedule> prepared_;
@@ -70,6 +77,7 @@ class ScheduleRun final : public OpRun {
   ReduceSpec spec_;
   std::byte* scratch_ = nullptr;  // the communicator's, while this run exists
   std::unique_ptr<AddressEntry[]> addresses_;  // per rank, for direct access
+  int allShared_ = -1;  // every exchanged buffer shareable (-1: not yet known)
   // Most schedules have a handful of transfers; those live in the run itself.
   static constexpr uint32_t kInlineTransfers = 4;
   Transfer inlineTransfers_[kInlineTransfers];

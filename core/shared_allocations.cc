@@ -1,7 +1,12 @@
 #include "core/shared_allocations.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <map>
 #include <mutex>
+#include <utility>
 
 namespace hcl {
 namespace {
@@ -49,6 +54,48 @@ std::optional<SharedAllocation> findSharedAllocation(const void* p, size_t bytes
   const SharedAllocation& a = it->second;
   if (at + bytes > a.base + a.bytes) return std::nullopt;
   return a;
+}
+
+void* mapNewSharedMemory(size_t bytes, int* fd) {
+  *fd = memfd_create("hcl-mem", MFD_CLOEXEC);
+  if (*fd < 0) return nullptr;
+  void* p = MAP_FAILED;
+  if (ftruncate(*fd, static_cast<off_t>(bytes)) == 0) {
+    p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+  }
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    close(*fd);
+    *fd = -1;
+    errno = err;
+    return nullptr;
+  }
+  return p;
+}
+
+ShareableBuffer::ShareableBuffer(size_t bytes, bool shareable) : bytes_(bytes) {
+  if (bytes == 0) return;
+  if (void* p = shareable ? mapNewSharedMemory(bytes, &fd_) : nullptr) {
+    data_ = static_cast<std::byte*>(p);
+    addSharedAllocation(p, bytes, fd_);
+    return;
+  }
+  heap_ = std::make_unique_for_overwrite<std::byte[]>(bytes);
+  data_ = heap_.get();
+}
+
+ShareableBuffer::~ShareableBuffer() {
+  if (fd_ < 0) return;
+  removeSharedAllocation(data_);
+  munmap(data_, bytes_);
+  close(fd_);
+}
+
+void ShareableBuffer::swap(ShareableBuffer& o) noexcept {
+  std::swap(data_, o.data_);
+  std::swap(bytes_, o.bytes_);
+  std::swap(fd_, o.fd_);
+  std::swap(heap_, o.heap_);
 }
 
 }  // namespace hcl

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 namespace hcl {
@@ -22,5 +23,34 @@ uint64_t addSharedAllocation(void* base, size_t bytes, int fd);
 std::optional<SharedAllocation> removeSharedAllocation(void* base);
 // The allocation holding [p, p + bytes), if any.
 std::optional<SharedAllocation> findSharedAllocation(const void* p, size_t bytes);
+
+// A new shared mapping of a new memfd of `bytes` bytes (not registered);
+// null with errno set on failure.
+void* mapNewSharedMemory(size_t bytes, int* fd);
+
+// Memory that peers on the host can map too: a registered shared memfd
+// mapping, or heap memory where memfds cannot be had (then peers reach it
+// through the kernel only).
+class ShareableBuffer {
+ public:
+  ShareableBuffer() = default;
+  // Heap memory when `shareable` is false.
+  ShareableBuffer(size_t bytes, bool shareable);
+  ~ShareableBuffer();
+  ShareableBuffer(ShareableBuffer&& o) noexcept { swap(o); }
+  ShareableBuffer& operator=(ShareableBuffer&& o) noexcept {
+    ShareableBuffer(std::move(o)).swap(*this);
+    return *this;
+  }
+  std::byte* data() const { return data_; }
+  size_t size() const { return bytes_; }
+
+ private:
+  void swap(ShareableBuffer& o) noexcept;
+  std::byte* data_ = nullptr;
+  size_t bytes_ = 0;
+  int fd_ = -1;
+  std::unique_ptr<std::byte[]> heap_;
+};
 
 }  // namespace hcl

@@ -16,4 +16,9 @@ void streamingCopy(void* dst, const void* src, size_t bytes);
 // ranks' buffers with one read of each input and no read for ownership.
 void streamingSumToBoth(float* dst1, float* dst2, const float* a, const float* b, size_t count);
 
+// cached[i] = streamed[i] = a[i] + b[i] over float32, `streamed` stored past
+// the cache (ends with a store fence): the result goes where a peer reads it
+// next (cached) and into this rank's own output. streamed may be b.
+void sumToCachedAndStreamed(float* cached, float* streamed, const float* a, const float* b, size_t count);
+
 }  // namespace hcl

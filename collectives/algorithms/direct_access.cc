@@ -3,64 +3,14 @@
 #include <algorithm>
 #include <vector>
 
+#include "collectives/algorithms/direct_steps.h"
+
 namespace hcl {
 namespace {
 
-constexpr size_t kAlign = 64;
+using namespace direct;
 
-size_t roundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
-
-struct Shard {
-  size_t begin = 0, len = 0;  // elements
-};
-
-// Rank r's share of `total` elements, the first `total % n` ranks one larger.
-Shard shardOf(size_t total, int n, int r) {
-  const size_t un = static_cast<size_t>(n), ur = static_cast<size_t>(r);
-  const size_t base = total / un, extra = total % un;
-  return {ur * base + std::min(ur, extra), base + (ur < extra ? 1 : 0)};
-}
-
-// Every other rank, starting after r: at any moment ranks tend to read from
-// different peers instead of all from the same one.
-std::vector<int> peersAfter(int r, int n) {
-  std::vector<int> peers;
-  for (int i = 1; i < n; ++i) peers.push_back((r + i) % n);
-  return peers;
-}
-
-BufferRef peerSendAt(size_t off) { return {BufferId::Send, off}; }
-BufferRef peerRecvAt(size_t off) { return {BufferId::Recv, off}; }
-
-// Swaps buffer addresses with every peer and waits for all of theirs.
-void openPeers(ScheduleBuilder& b, int self, const std::vector<int>& peers) {
-  std::vector<uint32_t> recvs;
-  for (int p : peers) recvs.push_back(b.exchangeAddresses(self, p));
-  for (uint32_t t : recvs) b.wait(t);
-}
-
-// Tells `notify` we no longer touch their buffers; the run ends only when
-// every rank in `await` has said the same about ours.
-// Returns the receives of their messages.
-std::vector<uint32_t> closePeers(ScheduleBuilder& b, const std::vector<int>& notify,
-                                 const std::vector<int>& await) {
-  std::vector<uint32_t> recvs;
-  for (int p : await) recvs.push_back(b.recv(p, sendAt(0), 0));
-  for (int p : notify) b.send(p, sendAt(0), 0);
-  return recvs;
-}
-
-Schedule begin(const CollArgs& a) {
-  Schedule s;
-  s.tag = static_cast<uint32_t>(a.kind);
-  s.algorithm = "direct";
-  return s;
-}
-
-size_t sliceElements(const CollArgs& a) {
-  const size_t widest = std::max(dataTypeSize(a.type), accumulatorSize(a.type));
-  return std::max<size_t>(1, a.chunkBytes / widest);
-}
+Schedule begin(const CollArgs& a) { return direct::begin(a, "direct"); }
 
 // Scratch for reducing one slice: [tmp: slice Native | acc: slice Acc | out: slice Native].
 struct SliceScratch {
@@ -77,26 +27,13 @@ SliceScratch sliceScratch(const CollArgs& a, size_t sliceElems, bool needOut) {
 }
 
 // dst (Native) = the reduction over all ranks of `m` elements at byte offset
-// `inOff` of each rank's send buffer: one peer's slice at a time is folded
-// into the accumulator (read into tmp first where the peer's memory is not
-// mapped), so the working set stays a few slices.
+// `inOff` of each rank's send buffer.
 void reduceSlice(ScheduleBuilder& b, const std::vector<int>& peers, const SliceScratch& sc, size_t es,
                  size_t inOff, size_t m, BufferRef dst) {
-  const BufferRef tmp = scratchAt(sc.tmp), acc = scratchAt(sc.acc);
-  if (peers.empty()) {
-    b.convert(dst, Form::Native, sendAt(inOff), Form::Native, m);
-    return;
-  }
-  for (size_t i = 0; i < peers.size(); ++i) {
-    const bool first = i == 0, last = i + 1 == peers.size();
-    const BufferRef into = last ? dst : acc;
-    const Form intoForm = last ? Form::Native : Form::Acc;
-    const BufferRef other = first ? sendAt(inOff) : acc;
-    b.reducePeer(peers[i], into, intoForm, peerSendAt(inOff), Form::Native, other, first ? Form::Native : Form::Acc, m,
-                 m * es, tmp);
-  }
+  reduceAcrossPeers(
+      b, peers, sendAt(inOff), [&](int) { return peerSendAt(inOff); }, es, m, dst, scratchAt(sc.tmp),
+      scratchAt(sc.acc));
 }
-
 
 // This rank's shard of an allreduce or reduce, slice by slice: each slice is
 // reduced over all ranks into `into(offset)`, then handed to `deliver`.

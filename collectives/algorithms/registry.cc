@@ -7,6 +7,7 @@
 #include "collectives/algorithms/rhd.h"
 #include "collectives/algorithms/ring.h"
 #include "collectives/algorithms/tree.h"
+#include "collectives/algorithms/window.h"
 #include "collectives/plan/plan.h"
 
 namespace hcl {
@@ -18,10 +19,14 @@ constexpr size_t kDirectFrom = 64 * 1024;
 // pull pays from smaller blocks (sizes here are per rank; measured on
 // 2 ranks: 1.1-1.4x the message-based algorithms from 8 KiB).
 constexpr size_t kDirectCopyFrom = 8 * 1024;
+// From here the data no longer stays in cache between calls, and staging
+// through shared windows beats the kernel's copies (docs/performance.md).
+constexpr size_t kWindowFrom = 16u << 20;
 
 std::span<const AlgorithmEntry> algorithmTable() {
   static const AlgorithmEntry table[] = {
       {CollKind::AllReduce, "rd", recursiveDoublingAllReduce, 16 * 1024},
+      {CollKind::AllReduce, "window", windowAllReduce, 0, kWindowFrom, true},
       {CollKind::AllReduce, "direct", directAllReduce, 0, kDirectFrom, true},
       {CollKind::AllReduce, "ring", ringAllReduce, 0},
       {CollKind::AllReduce, "tree", treeAllReduce, 0},

@@ -43,7 +43,7 @@ void ScheduleBuilder::reduce(BufferRef dst, Form dstForm, BufferRef a, Form aFor
   st.aForm = aForm;
   st.bForm = bForm;
   st.count = count;
-  s_.steps.push_back(st);
+  push(st);
 }
 
 void ScheduleBuilder::convert(BufferRef dst, Form dstForm, BufferRef a, Form aForm, size_t count) {
@@ -55,7 +55,7 @@ void ScheduleBuilder::convert(BufferRef dst, Form dstForm, BufferRef a, Form aFo
   st.dstForm = dstForm;
   st.aForm = aForm;
   st.count = count;
-  s_.steps.push_back(st);
+  push(st);
 }
 
 void ScheduleBuilder::copy(BufferRef dst, BufferRef src, size_t bytes) {
@@ -66,7 +66,16 @@ void ScheduleBuilder::copy(BufferRef dst, BufferRef src, size_t bytes) {
   st.dst = dst;
   st.a = src;
   st.bytes = bytes;
+  push(st);
+}
+
+void ScheduleBuilder::push(Step st) {
+  st.only = only_;
   s_.steps.push_back(st);
+}
+
+void ScheduleBuilder::streamLast() {
+  if (!s_.steps.empty() && !usesTransfer(s_.steps.back().kind)) s_.steps.back().streamDst = true;
 }
 
 uint32_t ScheduleBuilder::exchangeAddresses(int self, int peer) {
@@ -83,7 +92,7 @@ void ScheduleBuilder::peerCopy(Step::Kind kind, int peer, BufferRef dst, BufferR
   st.dst = dst;
   st.a = a;
   st.bytes = bytes;
-  s_.steps.push_back(st);
+  push(st);
 }
 
 void ScheduleBuilder::readPeer(int peer, BufferRef dst, BufferRef peerSrc, size_t bytes) {

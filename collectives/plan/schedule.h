@@ -11,10 +11,15 @@
 //
 // Where every link lets a rank reach its peers' memory (shared memory with
 // single copy, ranks in one process; RDMA later), ReadPeer and WritePeer copy
-// straight from or into a peer's send or receive buffer. A schedule learns
-// the peer's buffer addresses from a message first: each rank's own entry of
-// the Addresses table holds {send, recv}, and exchangeAddresses() swaps
-// entries with a peer.
+// straight from or into a peer's send, receive or scratch buffer. A schedule
+// learns the peer's buffer addresses from a message first: each rank's own
+// entry of the Addresses table holds {send, recv, scratch}, and
+// exchangeAddresses() swaps entries with a peer.
+//
+// A step may be conditional on whether every buffer the run exchanged is
+// shareable (hclMemAlloc: peers map it and load and store it directly) or
+// not. Every rank decides from the same exchanged entries, so all take the
+// same branch. Messages are never conditional.
 #pragma once
 
 #include <cstddef>
@@ -32,12 +37,23 @@ namespace hcl {
 // exchangeAddresses() refers to it.
 enum class BufferId : uint8_t { Send, Recv, Scratch, User, Addresses };
 
-constexpr size_t kAddressEntryBytes = 64;
+// An Addresses entry: three of the executor's PeerBuffer (32 bytes each),
+// whose first word is the address and second the allocation serial (0: not
+// shareable).
+constexpr size_t kAddressEntryBytes = 96;
+constexpr size_t kAddressSendOffset = 0, kAddressRecvOffset = 32, kAddressScratchOffset = 64;
 
 struct BufferRef {
   BufferId id = BufferId::Send;
   size_t offset = 0;  // bytes
   uint32_t index = 0;  // for User
+};
+
+// When a step runs (see the top of this file).
+enum class Only : uint8_t {
+  Always,
+  Shared,   // every exchanged send and receive buffer is shareable
+  Private,  // at least one is not
 };
 
 struct Step {
@@ -48,9 +64,9 @@ struct Step {
     Reduce,   // dst = a (op) b, `count` elements, with forms
     Convert,  // dst = a converted between forms, `count` elements
     Copy,     // dst = a, `bytes` bytes
-    ReadPeer,   // dst (ours) = a (Send/Recv of `peer`), `bytes` bytes
-    WritePeer,  // dst (Send/Recv of `peer`) = a (ours), `bytes` bytes
-    // dst (ours) = a (Send/Recv of `peer`, `bytes` bytes) (op) b (ours),
+    ReadPeer,   // dst (ours) = a (Send/Recv/Scratch of `peer`), `bytes` bytes
+    WritePeer,  // dst (Send/Recv/Scratch of `peer`) = a (ours), `bytes` bytes
+    // dst (ours) = a (Send/Recv/Scratch of `peer`, `bytes` bytes) (op) b (ours),
     // `count` elements: straight from the peer's memory where it is mapped,
     // else read into `via` (ours) first.
     ReducePeer,
@@ -63,6 +79,9 @@ struct Step {
   Form dstForm = Form::Native, aForm = Form::Native, bForm = Form::Native;
   size_t count = 0;  // elements, for Reduce/Convert
   size_t bytes = 0;  // for Send/Recv/Copy
+  Only only = Only::Always;
+  // dst is not read again soon: its stores may bypass the cache.
+  bool streamDst = false;
 };
 
 struct Schedule {
@@ -91,16 +110,25 @@ class ScheduleBuilder {
   void writePeer(int peer, BufferRef peerDst, BufferRef src, size_t bytes);
   void reducePeer(int peer, BufferRef dst, Form dstForm, BufferRef peerA, Form aForm, BufferRef b, Form bForm,
                   size_t count, size_t peerBytes, BufferRef via);
+  // Steps added from now on, other than messages, run only when `only` holds.
+  void only(Only o) { only_ = o; }
+  // The last step added stores a result that is not read again soon.
+  void streamLast();
 
  private:
   void peerCopy(Step::Kind kind, int peer, BufferRef dst, BufferRef a, size_t bytes);
+  void push(Step st);
   Schedule& s_;
+  Only only_ = Only::Always;
 };
 
 inline BufferRef sendAt(size_t off) { return {BufferId::Send, off}; }
 inline BufferRef recvAt(size_t off) { return {BufferId::Recv, off}; }
 inline BufferRef scratchAt(size_t off) { return {BufferId::Scratch, off}; }
 inline BufferRef userAt(uint32_t index) { return {BufferId::User, 0, index}; }
+inline BufferRef peerSendAt(size_t off) { return {BufferId::Send, off}; }
+inline BufferRef peerRecvAt(size_t off) { return {BufferId::Recv, off}; }
+inline BufferRef peerScratchAt(size_t off) { return {BufferId::Scratch, off}; }
 inline BufferRef addressEntry(int rank) { return {BufferId::Addresses, static_cast<size_t>(rank) * kAddressEntryBytes}; }
 // True for steps that move data between ranks through transfers.
 inline bool usesTransfer(Step::Kind k) {

@@ -19,17 +19,11 @@ extern "C" {
 hclResult_t hclMemAlloc(void** ptr, size_t size) {
   if (!ptr) return report(invalidArgument("hclMemAlloc: ptr is NULL"));
   if (size == 0) return report(invalidArgument("hclMemAlloc: size 0"));
-  const int fd = memfd_create("hcl-mem", MFD_CLOEXEC);
-  if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) {
+  int fd = -1;
+  void* p = mapNewSharedMemory(size, &fd);
+  if (!p) {
     const int err = errno;
-    if (fd >= 0) close(fd);
     return report(systemError(fmt::format("hclMemAlloc: cannot allocate {} bytes: {}", size, std::strerror(err))));
-  }
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) {
-    const int err = errno;
-    close(fd);
-    return report(systemError(fmt::format("hclMemAlloc: cannot map {} bytes: {}", size, std::strerror(err))));
   }
   // A shared mapping of a memfd, so peers on the host can map it too.
   const uint64_t serial = addSharedAllocation(p, size, fd);

@@ -1,6 +1,9 @@
 // Every collective, every data type, in place and out of place, with 2-5
 // ranks as separate processes, over shared memory and over TCP, and on
-// hclMemAlloc buffers, which shared-memory peers map and use directly.
+// hclMemAlloc buffers, which shared-memory peers map and use directly; and
+// with all-reduce forced through the shared windows (which large messages
+// take) on malloc buffers, on hclMemAlloc buffers, and with peers' memory
+// reached only through the kernel.
 #include <gtest/gtest.h>
 
 #include "collective_checks.h"
@@ -12,6 +15,8 @@ struct Config {
   int nranks;
   bool tcp;
   bool shared = false;  // buffers from hclMemAlloc, which shm peers map
+  const char* algo = nullptr;  // HCL_ALGO
+  bool mapPeers = true;        // HCL_SHM_MAP
 };
 
 class Collectives : public ::testing::TestWithParam<Config> {};
@@ -30,6 +35,8 @@ TEST_P(Collectives, EveryCollectiveEveryType) {
     env.push_back({"HCL_SHM_DISABLE", "1"});
     env.push_back({"HCL_ALGO", "allreduce:ring"});
   }
+  if (c.algo) env.push_back({"HCL_ALGO", c.algo});
+  if (!c.mapPeers) env.push_back({"HCL_SHM_MAP", "0"});
   auto results = hcltest::runProcesses(
       c.nranks,
       [&](int rank) {
@@ -48,10 +55,16 @@ TEST_P(Collectives, EveryCollectiveEveryType) {
 INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
                          ::testing::Values(Config{2, false}, Config{3, false}, Config{4, false}, Config{5, false},
                                            Config{2, true}, Config{3, true}, Config{4, true}, Config{5, true},
-                                           Config{2, false, true}, Config{3, false, true}),
+                                           Config{2, false, true}, Config{3, false, true},
+                                           Config{2, false, false, "allreduce:window"},
+                                           Config{3, false, false, "allreduce:window"},
+                                           Config{2, false, true, "allreduce:window"},
+                                           Config{3, false, false, "allreduce:window", false}),
                          [](const auto& info) {
-                           return std::to_string(info.param.nranks) + "ranks_" + (info.param.tcp ? "tcp" : "shm") +
-                                  (info.param.shared ? "_memalloc" : "");
+                           const Config& c = info.param;
+                           return std::to_string(c.nranks) + "ranks_" + (c.tcp ? "tcp" : "shm") +
+                                  (c.shared ? "_memalloc" : "") + (c.algo ? "_window" : "") +
+                                  (c.mapPeers ? "" : "_unmapped");
                          });
 
 }  // namespace

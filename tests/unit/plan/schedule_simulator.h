@@ -20,6 +20,9 @@ struct SimRank {
   hcl::ReduceSpec spec;
   // Bounds for peers' ReadPeer/WritePeer on this rank's buffers.
   size_t sendBytes = SIZE_MAX, recvBytes = SIZE_MAX;
+  // Whether the send and receive buffers count as shareable (hclMemAlloc),
+  // for steps conditional on it.
+  bool shareable = false;
 };
 
 // Returns "" on success or a description of the deadlock / mismatch.
@@ -39,10 +42,13 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
     std::vector<bool> done;
     std::vector<std::pair<void*, size_t>> recvTarget;  // for posted receives
     std::vector<int> recvPeer;
-    // Per rank, as the schedule learnt them: the executor's AddressEntry,
-    // whose words 0 and 4 are the send and recv addresses.
+    // Per rank, as the schedule learnt them: the executor's AddressEntry
+    // (an address and, in the next word, a shareable serial per buffer).
     std::vector<uint64_t> addresses;
+    int allShared = -1;
   };
+  constexpr size_t kSendWord = hcl::kAddressSendOffset / 8, kRecvWord = hcl::kAddressRecvOffset / 8,
+                   kScratchWord = hcl::kAddressScratchOffset / 8;
   std::vector<std::vector<std::deque<Msg>>> wire(n, std::vector<std::deque<Msg>>(n));  // [src][dst]
   std::vector<std::vector<std::deque<uint32_t>>> posted(n, std::vector<std::deque<uint32_t>>(n));  // [dst][src]
   std::vector<State> st(n);
@@ -52,9 +58,26 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
     st[r].recvTarget.resize(ranks[r].schedule.transfers);
     st[r].recvPeer.assign(ranks[r].schedule.transfers, -1);
     st[r].addresses.assign(kWordsPerEntry * n, 0);
-    st[r].addresses[kWordsPerEntry * r] = reinterpret_cast<uintptr_t>(ranks[r].send);
-    st[r].addresses[kWordsPerEntry * r + kWordsPerEntry / 2] = reinterpret_cast<uintptr_t>(ranks[r].recv);
+    uint64_t* own = &st[r].addresses[kWordsPerEntry * r];
+    own[kSendWord] = reinterpret_cast<uintptr_t>(ranks[r].send);
+    own[kRecvWord] = reinterpret_cast<uintptr_t>(ranks[r].recv);
+    own[kScratchWord] = reinterpret_cast<uintptr_t>(st[r].scratch.data());
+    own[kSendWord + 1] = own[kRecvWord + 1] = ranks[r].shareable ? 1 : 0;
   }
+  // As the executor decides: every exchanged entry's send and recv shareable.
+  auto runs = [&](size_t r, const Step& step) {
+    if (step.only == hcl::Only::Always) return true;
+    if (st[r].allShared < 0) {
+      bool all = true;
+      for (size_t p = 0; p < n; ++p) {
+        const uint64_t* e = &st[r].addresses[kWordsPerEntry * p];
+        if (e[kSendWord] == 0 && e[kRecvWord] == 0 && p != r) continue;  // no entry from p
+        all = all && e[kSendWord + 1] != 0 && e[kRecvWord + 1] != 0;
+      }
+      st[r].allShared = all ? 1 : 0;
+    }
+    return (step.only == hcl::Only::Shared) == (st[r].allShared == 1);
+  };
   auto resolve = [&](size_t r, const hcl::BufferRef& ref) -> std::byte* {
     switch (ref.id) {
       case hcl::BufferId::Send: return static_cast<std::byte*>(const_cast<void*>(ranks[r].send)) + ref.offset;
@@ -67,10 +90,11 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
   // Rank r's view of peer p's buffer: only through addresses it was sent.
   std::string peerError;
   auto peerBuffer = [&](size_t r, size_t p, const hcl::BufferRef& ref, size_t bytes) -> std::byte* {
-    const bool isRecv = ref.id == hcl::BufferId::Recv;
-    const uint64_t base = st[r].addresses[kWordsPerEntry * p + (isRecv ? kWordsPerEntry / 2 : 0)];
-    const size_t limit = isRecv ? ranks[p].recvBytes : ranks[p].sendBytes;
-    if (base == 0 || (ref.id != hcl::BufferId::Send && !isRecv)) {
+    const bool isRecv = ref.id == hcl::BufferId::Recv, isScratch = ref.id == hcl::BufferId::Scratch;
+    const size_t word = isScratch ? kScratchWord : isRecv ? kRecvWord : kSendWord;
+    const uint64_t base = st[r].addresses[kWordsPerEntry * p + word];
+    const size_t limit = isScratch ? st[p].scratch.size() : isRecv ? ranks[p].recvBytes : ranks[p].sendBytes;
+    if (base == 0 || (ref.id != hcl::BufferId::Send && !isRecv && !isScratch)) {
       peerError = "rank " + std::to_string(r) + " reaches rank " + std::to_string(p) + "'s buffer without its address";
       return nullptr;
     }
@@ -110,6 +134,11 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
       while (s.pc < steps.size()) {
         const Step& step = steps[s.pc];
         if (step.kind == Step::Kind::Wait && !s.done[step.transfer]) break;
+        if (!runs(r, step)) {
+          ++s.pc;
+          progressed = true;
+          continue;
+        }
         switch (step.kind) {
           case Step::Kind::Send:
             wire[r][static_cast<size_t>(step.peer)].push_back({resolve(r, step.a), step.bytes, r, step.transfer});

@@ -33,26 +33,71 @@ TEST(StreamingCopy, CopiesEverySizeAndAlignmentExactly) {
 
 namespace {
 
-TEST(StreamingSumToBoth, WritesTheSumToBothDestinationsAtAnyAlignment) {
-  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{1001}, size_t{1} << 16}) {
-    for (size_t off1 : {0, 1, 3}) {
-      for (size_t off2 : {0, 2}) {
-        std::vector<float> a(count), b(count), d1(count + off1 + 4, -1.0f), d2(count + off2 + 4, -1.0f);
-        for (size_t i = 0; i < count; ++i) {
-          a[i] = static_cast<float>(i) * 0.5f;
-          b[i] = 1.0f / static_cast<float>(i + 1);
+// `count` floats at `offset` floats past a 64-byte boundary, with guards of -1.
+struct Floats {
+  Floats(size_t count, size_t offset) : storage(count + offset + 32, -1.0f), count(count) {
+    const auto base = reinterpret_cast<uintptr_t>(storage.data());
+    at = storage.data() + ((64 - base % 64) % 64) / sizeof(float) + offset;
+  }
+  bool guardsIntact() const {
+    for (const float* p = storage.data(); p < at; ++p)
+      if (*p != -1.0f) return false;
+    for (const float* p = at + count; p < storage.data() + storage.size(); ++p)
+      if (*p != -1.0f) return false;
+    return true;
+  }
+  std::vector<float> storage;
+  size_t count;
+  float* at;
+};
+
+float inputA(size_t i) { return static_cast<float>(i) * 0.5f; }
+float inputB(size_t i) { return 1.0f / static_cast<float>(i + 1); }
+
+// Both kernels at every alignment of either destination (16-byte and
+// 64-byte stores, and the element loops around them).
+TEST(StreamingSums, WriteTheSumToBothDestinationsAtAnyAlignment) {
+  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{17}, size_t{1001}, size_t{1} << 16}) {
+    for (size_t off1 : {0, 1, 3, 4, 16}) {
+      for (size_t off2 : {0, 2, 4, 16}) {
+        for (bool streamedBoth : {true, false}) {
+          Floats d1(count, off1), d2(count, off2);
+          std::vector<float> a(count), b(count);
+          for (size_t i = 0; i < count; ++i) {
+            a[i] = inputA(i);
+            b[i] = inputB(i);
+          }
+          if (streamedBoth) {
+            hcl::streamingSumToBoth(d1.at, d2.at, a.data(), b.data(), count);
+          } else {
+            hcl::sumToCachedAndStreamed(d1.at, d2.at, a.data(), b.data(), count);
+          }
+          for (size_t i = 0; i < count; ++i) {
+            ASSERT_EQ(d1.at[i], a[i] + b[i]) << i << " of " << count;
+            ASSERT_EQ(d2.at[i], a[i] + b[i]) << i << " of " << count;
+          }
+          ASSERT_TRUE(d1.guardsIntact()) << count << " at " << off1;
+          ASSERT_TRUE(d2.guardsIntact()) << count << " at " << off2;
         }
-        hcl::streamingSumToBoth(d1.data() + off1, d2.data() + off2, a.data(), b.data(), count);
-        for (size_t i = 0; i < count; ++i) {
-          ASSERT_EQ(d1[off1 + i], a[i] + b[i]) << i << " of " << count;
-          ASSERT_EQ(d2[off2 + i], a[i] + b[i]) << i << " of " << count;
-        }
-        for (size_t i = 0; i < 4; ++i) {
-          ASSERT_EQ(d1[off1 + count + i], -1.0f);
-          ASSERT_EQ(d2[off2 + count + i], -1.0f);
-        }
-        if (off1 > 0) ASSERT_EQ(d1[off1 - 1], -1.0f);
-        if (off2 > 0) ASSERT_EQ(d2[off2 - 1], -1.0f);
+      }
+    }
+  }
+}
+
+// The window all-reduce streams the result over its own input (in place).
+TEST(StreamingSums, CachedAndStreamedMayOverwriteItsInput) {
+  for (size_t count : {size_t{5}, size_t{1000}, size_t{1} << 15}) {
+    for (size_t off : {0, 1, 16}) {
+      Floats cached(count, 0), inout(count, off);
+      std::vector<float> a(count);
+      for (size_t i = 0; i < count; ++i) {
+        a[i] = inputA(i);
+        inout.at[i] = inputB(i);
+      }
+      hcl::sumToCachedAndStreamed(cached.at, inout.at, a.data(), inout.at, count);
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(inout.at[i], inputA(i) + inputB(i)) << i;
+        ASSERT_EQ(cached.at[i], inputA(i) + inputB(i)) << i;
       }
     }
   }

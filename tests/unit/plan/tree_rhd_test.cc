@@ -183,12 +183,14 @@ struct Call {
   int root;
   bool inPlace;
   Numeric num;
+  bool shareable = false;  // buffers as from hclMemAlloc
 };
 
 std::string describe(const Call& c) {
   return std::string(hcl::collKindName(c.kind)) + " " + c.algorithm + " nranks " + std::to_string(c.nranks) +
          " count " + std::to_string(c.count) + " chunk " + std::to_string(c.chunkBytes) + " root " +
-         std::to_string(c.root) + (c.inPlace ? " in-place " : " out-of-place ") + c.num.name;
+         std::to_string(c.root) + (c.inPlace ? " in-place " : " out-of-place ") + c.num.name +
+         (c.shareable ? " shareable" : "");
 }
 
 // One rank's buffers, laid out the way NCCL defines in place for the
@@ -314,7 +316,7 @@ std::string simulateCall(const Call& c, std::vector<RankIo>& io) {
     }
     const std::string misuse = checkBufferUse(s, x.sendBytes, x.recvBytes, c.num.type, c.nranks);
     if (!misuse.empty()) return "rank " + std::to_string(r) + ": " + misuse;
-    ranks[static_cast<size_t>(r)] = {std::move(s), x.send, x.recv, spec, x.sendBytes, x.recvBytes};
+    ranks[static_cast<size_t>(r)] = {std::move(s), x.send, x.recv, spec, x.sendBytes, x.recvBytes, c.shareable};
   }
   return hcltest::simulate(ranks);
 }
@@ -363,7 +365,7 @@ bool isRooted(CollKind k) { return k == CollKind::Broadcast || k == CollKind::Re
 bool isReduction(CollKind k) { return k != CollKind::Broadcast && k != CollKind::AllGather; }
 
 // Every size, placement, root and data type of one collective.
-void runEveryCase(CollKind kind, const char* algorithm, int n) {
+void runEveryCase(CollKind kind, const char* algorithm, int n, bool shareable = false) {
   const std::vector<int> roots = isRooted(kind) ? rootsFor(n) : std::vector<int>{0};
   const std::span<const Numeric> numerics = isReduction(kind) ? std::span<const Numeric>(kReductions)
                                                               : std::span<const Numeric>(kMovements);
@@ -371,7 +373,7 @@ void runEveryCase(CollKind kind, const char* algorithm, int n) {
     for (bool inPlace : {false, true}) {
       for (int root : roots) {
         for (const Numeric& num : numerics) {
-          const Call c{kind, algorithm, n, size.count, size.chunkBytes, root, inPlace, num};
+          const Call c{kind, algorithm, n, size.count, size.chunkBytes, root, inPlace, num, shareable};
           const size_t count = size.count;
           SCOPED_TRACE(describe(c));
           switch (kind) {
@@ -417,6 +419,10 @@ TEST_P(TreeRhd, RhdAllReduce) { runEveryCase(CollKind::AllReduce, "rhd", GetPara
 TEST_P(TreeRhd, RhdReduceScatter) { runEveryCase(CollKind::ReduceScatter, "rhd", GetParam()); }
 TEST_P(TreeRhd, RhdAllGather) { runEveryCase(CollKind::AllGather, "rhd", GetParam()); }
 TEST_P(TreeRhd, DirectAllReduce) { runEveryCase(CollKind::AllReduce, "direct", GetParam()); }
+// Staged through the shared windows (malloc buffers), and with every buffer
+// shareable, where the same schedule runs the direct steps.
+TEST_P(TreeRhd, WindowAllReduce) { runEveryCase(CollKind::AllReduce, "window", GetParam()); }
+TEST_P(TreeRhd, WindowAllReduceShareable) { runEveryCase(CollKind::AllReduce, "window", GetParam(), true); }
 TEST_P(TreeRhd, DirectReduceScatter) { runEveryCase(CollKind::ReduceScatter, "direct", GetParam()); }
 TEST_P(TreeRhd, DirectReduce) { runEveryCase(CollKind::Reduce, "direct", GetParam()); }
 TEST_P(TreeRhd, DirectAllGather) { runEveryCase(CollKind::AllGather, "direct", GetParam()); }

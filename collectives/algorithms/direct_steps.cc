@@ -1,0 +1,65 @@
+#include "collectives/algorithms/direct_steps.h"
+
+#include <algorithm>
+
+namespace hcl::direct {
+
+Schedule begin(const CollArgs& a, const char* algorithm) {
+  Schedule s;
+  s.tag = static_cast<uint32_t>(a.kind);
+  s.algorithm = algorithm;
+  return s;
+}
+
+Shard shardOf(size_t total, int n, int r) {
+  const size_t un = static_cast<size_t>(n), ur = static_cast<size_t>(r);
+  const size_t base = total / un, extra = total % un;
+  return {ur * base + std::min(ur, extra), base + (ur < extra ? 1 : 0)};
+}
+
+std::vector<int> peersAfter(int r, int n) {
+  std::vector<int> peers;
+  for (int i = 1; i < n; ++i) peers.push_back((r + i) % n);
+  return peers;
+}
+
+void openPeers(ScheduleBuilder& b, int self, const std::vector<int>& peers) {
+  std::vector<uint32_t> recvs;
+  for (int p : peers) recvs.push_back(b.exchangeAddresses(self, p));
+  for (uint32_t t : recvs) b.wait(t);
+}
+
+std::vector<uint32_t> closePeers(ScheduleBuilder& b, const std::vector<int>& notify, const std::vector<int>& await) {
+  std::vector<uint32_t> recvs;
+  for (int p : await) recvs.push_back(b.recv(p, sendAt(0), 0));
+  for (int p : notify) b.send(p, sendAt(0), 0);
+  return recvs;
+}
+
+void signalPeers(ScheduleBuilder& b, const std::vector<int>& peers) {
+  for (uint32_t t : closePeers(b, peers, peers)) b.wait(t);
+}
+
+size_t sliceElements(const CollArgs& a) {
+  const size_t widest = std::max(dataTypeSize(a.type), accumulatorSize(a.type));
+  return std::max<size_t>(1, a.chunkBytes / widest);
+}
+
+void reduceAcrossPeers(ScheduleBuilder& b, const std::vector<int>& peers, BufferRef own,
+                       const std::function<BufferRef(int)>& peerSource, size_t elemBytes, size_t m, BufferRef dst,
+                       BufferRef tmp, BufferRef acc) {
+  if (peers.empty()) {
+    b.convert(dst, Form::Native, own, Form::Native, m);
+    return;
+  }
+  for (size_t i = 0; i < peers.size(); ++i) {
+    const bool first = i == 0, last = i + 1 == peers.size();
+    const BufferRef into = last ? dst : acc;
+    const Form intoForm = last ? Form::Native : Form::Acc;
+    const BufferRef other = first ? own : acc;
+    b.reducePeer(peers[i], into, intoForm, peerSource(peers[i]), Form::Native, other,
+                 first ? Form::Native : Form::Acc, m, m * elemBytes, tmp);
+  }
+}
+
+}  // namespace hcl::direct

@@ -1,0 +1,56 @@
+// Building blocks of the algorithms that reach peers' buffers directly
+// (direct_access.cc, window.cc): shards, the address exchange that opens a
+// run and the messages that close it, and the reduction of one slice
+// across every rank.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "collectives/plan/collective.h"
+#include "collectives/plan/schedule.h"
+
+namespace hcl::direct {
+
+constexpr size_t kAlign = 64;
+
+inline size_t roundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+struct Shard {
+  size_t begin = 0, len = 0;  // elements
+};
+
+// An empty schedule of `algorithm`, tagged with the collective.
+Schedule begin(const CollArgs& a, const char* algorithm);
+
+// Rank r's share of `total` elements, the first `total % n` ranks one larger.
+Shard shardOf(size_t total, int n, int r);
+
+// Every other rank, starting after r: at any moment ranks tend to read from
+// different peers instead of all from the same one.
+std::vector<int> peersAfter(int r, int n);
+
+// Swaps buffer addresses with every peer and waits for all of theirs.
+void openPeers(ScheduleBuilder& b, int self, const std::vector<int>& peers);
+
+// Tells `notify` we no longer touch their buffers; the run ends only when
+// every rank in `await` has said the same about ours.
+// Returns the receives of their messages.
+std::vector<uint32_t> closePeers(ScheduleBuilder& b, const std::vector<int>& notify, const std::vector<int>& await);
+
+// An empty message to and from every peer, waited for: "I am past this point".
+void signalPeers(ScheduleBuilder& b, const std::vector<int>& peers);
+
+// Elements per slice: chunkBytes of the wider of the type and its accumulator.
+size_t sliceElements(const CollArgs& a);
+
+// dst (Native) = `own` (op) the `m` elements at peerSource(p) of every peer
+// p: one peer's slice at a time is folded into `acc` (Acc form; read into
+// `tmp` first where the peer's memory is not mapped), so the working set
+// stays a few slices.
+void reduceAcrossPeers(ScheduleBuilder& b, const std::vector<int>& peers, BufferRef own,
+                       const std::function<BufferRef(int)>& peerSource, size_t elemBytes, size_t m, BufferRef dst,
+                       BufferRef tmp, BufferRef acc);
+
+}  // namespace hcl::direct

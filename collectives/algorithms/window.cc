@@ -1,0 +1,118 @@
+#include "collectives/algorithms/window.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "collectives/algorithms/direct_steps.h"
+
+namespace hcl {
+namespace {
+
+using namespace direct;
+
+// A rank's scratch: [in: two slices per peer | out: two slices | tmp | acc].
+// Slices alternate between the two of each pair, so a rank stages slice
+// g+1 while its peers still read slice g. Peers compute offsets in it, so
+// the layout depends only on the call.
+struct Window {
+  size_t slice = 0;  // bytes per region
+  int n = 0;
+  size_t in(int owner, int reader, size_t g) const {
+    const auto place = static_cast<size_t>((reader - owner - 1 + n) % n);  // reader's place in peersAfter(owner)
+    return (2 * place + g % 2) * slice;
+  }
+  size_t out(size_t g) const { return (2 * static_cast<size_t>(n - 1) + g % 2) * slice; }
+  size_t tmp() const { return 2 * static_cast<size_t>(n) * slice; }
+  size_t acc() const { return tmp() + slice; }
+  size_t bytes() const { return acc() + (n > 2 ? slice : 0); }
+};
+
+// Posts an empty message to every peer and the receives of theirs.
+std::vector<uint32_t> announce(ScheduleBuilder& b, const std::vector<int>& peers) {
+  std::vector<uint32_t> recvs;
+  for (int q : peers) recvs.push_back(b.recv(q, sendAt(0), 0));
+  for (int q : peers) b.send(q, sendAt(0), 0);
+  return recvs;
+}
+
+void waitAll(ScheduleBuilder& b, const std::vector<uint32_t>& transfers) {
+  for (uint32_t t : transfers) b.wait(t);
+}
+
+}  // namespace
+
+Schedule windowAllReduce(const CollArgs& a) {
+  Schedule s = begin(a, "window");
+  ScheduleBuilder b(s);
+  if (a.count == 0) return s;
+  const int n = a.nranks, r = a.rank;
+  const std::vector<int> peers = peersAfter(r, n);
+  if (peers.empty()) {
+    b.convert(recvAt(0), Form::Native, sendAt(0), Form::Native, a.count);
+    return s;
+  }
+  const size_t es = dataTypeSize(a.type), as = accumulatorSize(a.type);
+  const size_t largest = shardOf(a.count, n, 0).len;  // rank 0's shard is never smaller
+  const size_t S = std::min(sliceElements(a), std::max<size_t>(1, largest));
+  const Window w{roundUp(S * std::max(es, as), kAlign), n};
+  s.scratchBytes = w.bytes();
+  const auto sliceOf = [&](int owner, size_t g) {
+    const Shard sh = shardOf(a.count, n, owner);
+    const size_t lo = std::min(sh.len, g * S), hi = std::min(sh.len, (g + 1) * S);
+    return Shard{sh.begin + lo, hi - lo};
+  };
+  // Our input for every peer's slice g, into the window they read.
+  const auto stage = [&](size_t g) {
+    b.only(Only::Private);
+    for (int q : peers) {
+      const Shard theirs = sliceOf(q, g);
+      b.copy(scratchAt(w.in(r, q, g)), sendAt(theirs.begin * es), theirs.len * es);
+    }
+    b.only(Only::Always);
+    return announce(b, peers);
+  };
+
+  // Per slice g and peer, two messages each way: "slice g is staged" and
+  // "slice g is reduced" (which also says the peer is done with the inputs
+  // we staged for it). Each window pair is rewritten only after the peer's
+  // message that it finished reading the previous use.
+  openPeers(b, r, peers);
+  const size_t rounds = (largest + S - 1) / S;
+  std::vector<uint32_t> staged = stage(0);
+  for (size_t g = 0; g < rounds; ++g) {
+    waitAll(b, staged);
+    const Shard mine = sliceOf(r, g);
+    const size_t off = mine.begin * es, bytes = mine.len * es;
+    if (mine.len > 0) {
+      b.only(Only::Private);
+      reduceAcrossPeers(
+          b, peers, sendAt(off), [&](int q) { return peerScratchAt(w.in(q, r, g)); }, es, mine.len,
+          scratchAt(w.out(g)), scratchAt(w.tmp()), scratchAt(w.acc()));
+      b.copy(recvAt(off), scratchAt(w.out(g)), bytes);
+      b.streamLast();
+      // With every buffer shareable: the direct algorithm, straight between
+      // the peers' buffers.
+      b.only(Only::Shared);
+      reduceAcrossPeers(
+          b, peers, sendAt(off), [&](int) { return peerSendAt(off); }, es, mine.len, recvAt(off),
+          scratchAt(w.tmp()), scratchAt(w.acc()));
+      for (int q : peers) b.writePeer(q, peerRecvAt(off), recvAt(off), bytes);
+      b.only(Only::Always);
+    }
+    const std::vector<uint32_t> reduced = announce(b, peers);
+    if (g + 1 < rounds) staged = stage(g + 1);  // while the peers finish slice g
+    waitAll(b, reduced);
+    b.only(Only::Private);
+    for (int q : peers) {
+      const Shard theirs = sliceOf(q, g);
+      if (theirs.len == 0) continue;
+      b.readPeer(q, recvAt(theirs.begin * es), peerScratchAt(w.out(g)), theirs.len * es);
+      b.streamLast();
+    }
+    b.only(Only::Always);
+  }
+  closePeers(b, peers, peers);
+  return s;
+}
+
+}  // namespace hcl
