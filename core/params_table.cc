@@ -56,7 +56,7 @@ constexpr std::array kParams = {
               "(0 disables)",
               nullptr},
     ParamSpec{"HCL_SHM_MAP", Bool, "1",
-              "Map peers' hclMemAlloc buffers (pidfd_getfd) so collectives load and store them directly",
+              "Map peers' hclMemAlloc buffers and scratch windows (pidfd_getfd) so collectives load and store them directly",
               nullptr},
     ParamSpec{"HCL_SHM_SLOT_BYTES", Int, "262144", "Bytes per shared-memory FIFO slot", nullptr},
     ParamSpec{"HCL_SHM_SLOTS", Int, "8", "Slots per shared-memory FIFO", nullptr},
