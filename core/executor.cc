@@ -117,7 +117,8 @@ Status ScheduleRun::runPeerStep(const Step& st, Device& dev) {
 bool ScheduleRun::fuseReduceAndWrite(const Step& reduce, const Step& write) {
   // A float sum into our buffer whose result is then copied into a peer's:
   // with both peers' memory mapped, one pass computes it into both.
-  if (reduce.kind != Step::Kind::ReducePeer || write.kind != Step::Kind::WritePeer) return false;
+  if (reduce.kind != Step::Kind::ReducePeer || write.kind != Step::Kind::WritePeer || write.only != reduce.only)
+    return false;
   if (spec_.type != hclFloat32 || spec_.kind != ReduceKind::Sum) return false;
   if (reduce.dstForm != Form::Native || reduce.aForm != Form::Native || reduce.bForm != Form::Native) return false;
   if (write.a.id != reduce.dst.id || write.a.offset != reduce.dst.offset ||
@@ -140,7 +141,9 @@ Status ScheduleRun::fuseReduceAndCopy(const Step& reduce, const Step& copy, bool
   // A float sum into scratch that the schedule then copies, past the cache,
   // into our buffer: one pass stores both.
   *fused = false;
-  if (reduce.kind != Step::Kind::ReducePeer || copy.kind != Step::Kind::Copy || !copy.streamDst) return {};
+  if (reduce.kind != Step::Kind::ReducePeer || copy.kind != Step::Kind::Copy || !copy.streamDst ||
+      copy.only != reduce.only)
+    return {};
   if (spec_.type != hclFloat32 || spec_.kind != ReduceKind::Sum) return {};
   if (reduce.dstForm != Form::Native || reduce.aForm != Form::Native || reduce.bForm != Form::Native) return {};
   if (copy.a.id != reduce.dst.id || copy.a.offset != reduce.dst.offset || copy.bytes != reduce.count * sizeof(float))

@@ -10,6 +10,10 @@ namespace {
 
 using namespace direct;
 
+// The windows of a rank together stay well below what a communicator keeps
+// of its scratch between calls, so peers map them once.
+constexpr size_t kMaxWindowBytes = 8u << 20;
+
 // A rank's scratch: [in: two slices per peer | out: two slices | tmp | acc].
 // Slices alternate between the two of each pair, so a rank stages slice
 // g+1 while its peers still read slice g. Peers compute offsets in it, so
@@ -53,8 +57,10 @@ Schedule windowAllReduce(const CollArgs& a) {
   }
   const size_t es = dataTypeSize(a.type), as = accumulatorSize(a.type);
   const size_t largest = shardOf(a.count, n, 0).len;  // rank 0's shard is never smaller
-  const size_t S = std::min(sliceElements(a), std::max<size_t>(1, largest));
-  const Window w{roundUp(S * std::max(es, as), kAlign), n};
+  const size_t width = std::max(es, as), regions = 2 * static_cast<size_t>(n) + 2;
+  const size_t fits = kMaxWindowBytes / regions / kAlign * kAlign / width;  // rounding up stays within
+  const size_t S = std::max<size_t>(1, std::min({sliceElements(a), largest, fits}));
+  const Window w{roundUp(S * width, kAlign), n};
   s.scratchBytes = w.bytes();
   const auto sliceOf = [&](int owner, size_t g) {
     const Shard sh = shardOf(a.count, n, owner);

@@ -147,3 +147,27 @@ TEST(Planner, OverrideGrammar) {
 }
 
 }  // namespace
+
+namespace {
+
+// Peers map a rank's windows; they must fit in the scratch a communicator
+// keeps between calls (16 MiB), whatever the rank count.
+TEST(WindowAllReduce, WindowsStayWithinKeptScratch) {
+  for (int n : {2, 4, 16, 64}) {
+    hcl::Planner planner("allreduce:window");
+    planner.setPeerAccess(true);
+    CollArgs a;
+    a.kind = CollKind::AllReduce;
+    a.nranks = n;
+    a.rank = n - 1;
+    a.type = hclFloat32;
+    a.count = size_t{256} << 20;
+    a.chunkBytes = 4u << 20;
+    const hcl::Schedule s = planner.plan(a);
+    ASSERT_EQ(s.algorithm, "window") << n << " ranks";
+    EXPECT_GT(s.scratchBytes, 0u) << n << " ranks";
+    EXPECT_LE(s.scratchBytes, size_t{8} << 20) << n << " ranks";
+  }
+}
+
+}  // namespace
