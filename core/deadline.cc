@@ -18,32 +18,30 @@ void relax() {
 }  // namespace
 
 void Backoff::pause() {
-  // While busy-polling, the first polls after progress do not even pause (a
-  // reply already on its way is seen sooner) and the clock is read only every
-  // few pauses, so a wait that ends within a microsecond takes no timestamp.
+  // The first polls after progress do not even pause (a reply already on
+  // its way is seen sooner), and the clock is read only every few pauses
+  // (or before each sleep), so a short wait takes no timestamp: in a VM a
+  // clock read can cost more than the poll it paces.
   constexpr uint32_t kPausesPerClockRead = 16;
   constexpr uint32_t kEagerPolls = 32;
   ++pauses_;
-  const bool mayBeSpinning = spin_.count() > 0 && (spinning_ || idleSince_ == Clock::time_point{});
-  if (mayBeSpinning && pauses_ <= kEagerPolls) return;
-  if (mayBeSpinning && pauses_ % kPausesPerClockRead != 0) {
-    relax();
-    return;
+  if (mode_ == Mode::Spin && pauses_ <= kEagerPolls) return;
+  if (mode_ == Mode::Sleep || pauses_ % kPausesPerClockRead == 0) {
+    const auto now = Clock::now();
+    if (idleSince_ == Clock::time_point{}) {
+      idleSince_ = now;
+      sleeps_ = 0;
+    }
+    const auto idle = now - idleSince_;
+    mode_ = idle < spin_ ? Mode::Spin : idle < spin_ + std::chrono::milliseconds(1) ? Mode::Yield : Mode::Sleep;
   }
-  const auto now = Clock::now();
-  if (idleSince_ == Clock::time_point{}) {
-    idleSince_ = now;
-    sleeps_ = 0;
-  }
-  const auto idle = now - idleSince_;
-  spinning_ = idle < spin_;
-  if (spinning_) {
-    relax();
-  } else if (idle < spin_ + std::chrono::milliseconds(1)) {
-    sched_yield();
-  } else {
-    sleeps_ = std::min<uint32_t>(sleeps_ + 1, 100);
-    std::this_thread::sleep_for(std::chrono::microseconds(5 + sleeps_));
+  switch (mode_) {
+    case Mode::Spin: relax(); break;
+    case Mode::Yield: sched_yield(); break;
+    case Mode::Sleep:
+      sleeps_ = std::min<uint32_t>(sleeps_ + 1, 100);
+      std::this_thread::sleep_for(std::chrono::microseconds(5 + sleeps_));
+      break;
   }
 }
 

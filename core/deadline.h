@@ -27,20 +27,21 @@ class Deadline {
 // interval so an idle wait costs little CPU.
 class Backoff {
  public:
-  explicit Backoff(int64_t spinUs = 50) : spin_(std::chrono::microseconds(spinUs)) {}
+  explicit Backoff(int64_t spinUs = 50) : spin_(std::chrono::microseconds(spinUs)) { reset(); }
   void reset() {
     idleSince_ = {};
     pauses_ = 0;
-    spinning_ = false;
+    mode_ = spin_.count() > 0 ? Mode::Spin : Mode::Yield;
   }
   void pause();
 
  private:
+  enum class Mode : uint8_t { Spin, Yield, Sleep };
   std::chrono::microseconds spin_;
   Clock::time_point idleSince_{};
   uint32_t sleeps_ = 0;
   uint32_t pauses_ = 0;
-  bool spinning_ = false;
+  Mode mode_ = Mode::Spin;
 };
 
 }  // namespace hcl

@@ -41,6 +41,7 @@ Status makeCollectiveRun(Communicator& comm, const PendingOp& op, std::unique_pt
   args.count = op.count;
   args.type = op.type;
   args.loadIsIdentity = accumulatorSize(op.type) == dataTypeSize(op.type) && spec.kind != ReduceKind::PreMulSum;
+  args.rankDependentLoad = spec.kind == ReduceKind::PreMulSum;
   args.root = op.root;
   args.inPlace = op.send == op.recv;
   args.chunkBytes = comm.settings().chunkBytes;

@@ -35,15 +35,16 @@ std::shared_ptr<const PreparedSchedule> prepareSchedule(Schedule schedule) {
 size_t ScheduleCache::KeyHash::operator()(const Key& k) const {
   size_t h = std::hash<size_t>{}(k.count);
   h = mix(h, static_cast<size_t>(k.kind) | static_cast<size_t>(k.type) << 8 |
-                 static_cast<size_t>(k.loadIsIdentity) << 16 | static_cast<size_t>(k.inPlace) << 17);
+                 static_cast<size_t>(k.loadIsIdentity) << 16 | static_cast<size_t>(k.inPlace) << 17 |
+                 static_cast<size_t>(k.rankDependentLoad) << 18);
   h = mix(h, static_cast<size_t>(k.root));
   h = mix(h, k.chunkBytes);
   return mix(h, std::hash<const void*>{}(k.topology));
 }
 
 std::shared_ptr<const PreparedSchedule> ScheduleCache::get(const Planner& planner, const CollArgs& args) {
-  const Key key{args.kind, args.type,       args.loadIsIdentity, args.inPlace,
-                args.root, args.count,      args.chunkBytes,     args.topology};
+  const Key key{args.kind, args.type,  args.loadIsIdentity, args.rankDependentLoad, args.inPlace,
+                args.root, args.count, args.chunkBytes,     args.topology};
   if (last_ && key == lastKey_) return last_;
   auto it = entries_.find(key);
   if (it == entries_.end()) {

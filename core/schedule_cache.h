@@ -36,6 +36,7 @@ class ScheduleCache {
     CollKind kind;
     hclDataType_t type;
     bool loadIsIdentity;
+    bool rankDependentLoad;
     bool inPlace;
     int root;
     size_t count;

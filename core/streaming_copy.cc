@@ -96,6 +96,7 @@ void sumTwice(float* dst1, float* dst2, bool both, const float* a, const float* 
 }  // namespace
 
 void streamingCopy(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;  // either pointer may be null then
 #if defined(__x86_64__)
   // Small copies stay in cache where the next reader wants them.
   constexpr size_t kStreamFrom = 64 * 1024;

@@ -4,13 +4,14 @@
 #include <vector>
 
 #include "collectives/algorithms/direct_steps.h"
+#include "collectives/algorithms/schedule_start.h"
 
 namespace hcl {
 namespace {
 
 using namespace direct;
 
-Schedule begin(const CollArgs& a) { return direct::begin(a, "direct"); }
+Schedule begin(const CollArgs& a) { return beginSchedule(a, "direct"); }
 
 // Scratch for reducing one slice: [tmp: slice Native | acc: slice Acc | out: slice Native].
 struct SliceScratch {

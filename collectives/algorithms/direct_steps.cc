@@ -4,13 +4,6 @@
 
 namespace hcl::direct {
 
-Schedule begin(const CollArgs& a, const char* algorithm) {
-  Schedule s;
-  s.tag = static_cast<uint32_t>(a.kind);
-  s.algorithm = algorithm;
-  return s;
-}
-
 Shard shardOf(size_t total, int n, int r) {
   const size_t un = static_cast<size_t>(n), ur = static_cast<size_t>(r);
   const size_t base = total / un, extra = total % un;

@@ -21,9 +21,6 @@ struct Shard {
   size_t begin = 0, len = 0;  // elements
 };
 
-// An empty schedule of `algorithm`, tagged with the collective.
-Schedule begin(const CollArgs& a, const char* algorithm);
-
 // Rank r's share of `total` elements, the first `total % n` ranks one larger.
 Shard shardOf(size_t total, int n, int r);
 

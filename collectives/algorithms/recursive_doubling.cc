@@ -1,17 +1,14 @@
 #include "collectives/algorithms/recursive_doubling.h"
 
+#include "collectives/algorithms/schedule_start.h"
+
 namespace hcl {
 
 Schedule recursiveDoublingAllReduce(const CollArgs& a) {
-  Schedule s;
-  s.tag = static_cast<uint32_t>(a.kind);
-  s.algorithm = "rd";
+  Schedule s = beginSchedule(a, "rd");
   ScheduleBuilder b(s);
+  if (reduceAlone(b, a)) return s;
   const int n = a.nranks, r = a.rank;
-  if (n == 1) {
-    b.convert(recvAt(0), Form::Native, sendAt(0), Form::Native, a.count);
-    return s;
-  }
   int p = 1;
   while (p * 2 <= n) p *= 2;
   const size_t es = dataTypeSize(a.type), as = accumulatorSize(a.type);

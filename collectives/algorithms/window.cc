@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "collectives/algorithms/direct_steps.h"
+#include "collectives/algorithms/schedule_start.h"
 
 namespace hcl {
 namespace {
@@ -46,15 +47,11 @@ void waitAll(ScheduleBuilder& b, const std::vector<uint32_t>& transfers) {
 }  // namespace
 
 Schedule windowAllReduce(const CollArgs& a) {
-  Schedule s = begin(a, "window");
+  Schedule s = beginSchedule(a, "window");
   ScheduleBuilder b(s);
-  if (a.count == 0) return s;
+  if (a.count == 0 || reduceAlone(b, a)) return s;
   const int n = a.nranks, r = a.rank;
   const std::vector<int> peers = peersAfter(r, n);
-  if (peers.empty()) {
-    b.convert(recvAt(0), Form::Native, sendAt(0), Form::Native, a.count);
-    return s;
-  }
   const size_t es = dataTypeSize(a.type), as = accumulatorSize(a.type);
   const size_t largest = shardOf(a.count, n, 0).len;  // rank 0's shard is never smaller
   const size_t width = std::max(es, as), regions = 2 * static_cast<size_t>(n) + 2;

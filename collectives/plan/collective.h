@@ -39,6 +39,10 @@ struct CollArgs {
   // (accumulator is the type itself and there is no pre-multiplication), so
   // sends can go straight from the user's buffer.
   bool loadIsIdentity = true;
+  // Loading depends on the rank (a pre-multiplied sum, whose scalar each
+  // rank chooses): only a vector's owner may load it, so algorithms that
+  // read peers' raw inputs (peer access) cannot be used.
+  bool rankDependentLoad = false;
   int root = 0;
   bool inPlace = false;
   size_t chunkBytes = 512 * 1024;  // pipeline slice

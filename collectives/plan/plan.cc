@@ -99,23 +99,25 @@ std::vector<const AlgorithmEntry*> Planner::allowed(CollKind kind) {
   return kept;
 }
 
-bool Planner::usable(const AlgorithmEntry& e, size_t bytes) const {
-  // minBytes is where an algorithm starts to pay; one named in HCL_ALGO is
-  // used below it too.
+bool Planner::usable(const AlgorithmEntry& e, size_t bytes, int nranks, bool peerAccess) const {
+  // minBytes and maxRanks say where an algorithm starts to pay; one named in
+  // HCL_ALGO is used beyond them too. maxBytes is a hard limit.
   const bool named = std::find(named_.begin(), named_.end(), &e) != named_.end();
   return (e.maxBytes == 0 || bytes <= e.maxBytes) && (bytes >= e.minBytes || named) &&
-         (peerAccess_ || !e.needsPeerAccess);
+         (peerAccess || !e.needsPeerAccess) && (e.maxRanks == 0 || nranks <= e.maxRanks || named);
 }
 
-const AlgorithmEntry* Planner::fallback(CollKind kind, size_t bytes) const {
+const AlgorithmEntry* Planner::fallback(CollKind kind, size_t bytes, int nranks, bool peerAccess) const {
   for (const AlgorithmEntry* e : allowed_[static_cast<size_t>(kind)]) {
-    if (usable(*e, bytes)) return e;
+    if (usable(*e, bytes, nranks, peerAccess)) return e;
   }
   return nullptr;
 }
 
 const AlgorithmEntry* Planner::choose(const CollArgs& args) const {
   const size_t bytes = args.count * dataTypeSize(args.type);
+  // Every rank runs the same operation, so all of them drop peer access alike.
+  const bool peerAccess = peerAccess_ && !args.rankDependentLoad;
   if (table_) {
     // The table is authoritative, even over this rank's own HCL_ALGO: it
     // came from one rank, and every rank must run the same algorithm.
@@ -124,17 +126,18 @@ const AlgorithmEntry* Planner::choose(const CollArgs& args) const {
         // The bucket's size range may start below minBytes; the table still
         // decides, so every rank agrees.
         if (e.kind == args.kind && c->algorithm == e.name && (e.maxBytes == 0 || bytes <= e.maxBytes) &&
-            (peerAccess_ || !e.needsPeerAccess))
+            (peerAccess || !e.needsPeerAccess))
           return &e;
       }
     }
   }
-  return fallback(args.kind, bytes);
+  return fallback(args.kind, bytes, args.nranks, peerAccess);
 }
 
-const char* Planner::algorithmFor(CollKind kind, size_t bytes) const {
+const char* Planner::algorithmFor(CollKind kind, size_t bytes, int nranks) const {
   CollArgs probe;
   probe.kind = kind;
+  probe.nranks = nranks;
   probe.type = hclUint8;
   probe.count = bytes;
   const AlgorithmEntry* e = choose(probe);

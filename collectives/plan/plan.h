@@ -26,6 +26,7 @@ struct AlgorithmEntry {
   // Reads and writes peers' buffers (ReadPeer/WritePeer): only for
   // communicators where every link allows it (Planner::setPeerAccess).
   bool needsPeerAccess = false;
+  int maxRanks = 0;  // used only on communicators of at most this many ranks (0: any)
 };
 
 // Every registered algorithm (collectives/algorithms/registry.cc).
@@ -41,8 +42,8 @@ class Planner {
  public:
   explicit Planner(std::string_view overrideSpec = {});
   Schedule plan(const CollArgs& args) const;
-  // The algorithm used for `bytes` bytes (count * element size).
-  const char* algorithmFor(CollKind kind, size_t bytes = SIZE_MAX) const;
+  // The algorithm used for `bytes` bytes (count * element size) on `nranks` ranks.
+  const char* algorithmFor(CollKind kind, size_t bytes = SIZE_MAX, int nranks = 2) const;
 
   // Prices every allowed algorithm on `graph` for each size bucket; the
   // cheapest wins, unless the registry's default is within 10% of it.
@@ -57,8 +58,9 @@ class Planner {
  private:
   std::vector<const AlgorithmEntry*> allowed(CollKind kind);
   const AlgorithmEntry* choose(const CollArgs& args) const;
-  const AlgorithmEntry* fallback(CollKind kind, size_t bytes) const;
-  bool usable(const AlgorithmEntry& e, size_t bytes) const;
+  // `peerAccess`: whether this call may use algorithms that reach peers' buffers.
+  const AlgorithmEntry* fallback(CollKind kind, size_t bytes, int nranks, bool peerAccess) const;
+  bool usable(const AlgorithmEntry& e, size_t bytes, int nranks, bool peerAccess) const;
   std::string spec_;
   bool peerAccess_ = false;
   std::vector<const AlgorithmEntry*> named_;  // listed (not excluded) in the override

@@ -54,12 +54,12 @@ PlanTable Planner::buildTable(const LinkGraph& graph, const Topology& topology, 
     perBucket.resize(PlanTable::kBuckets);
     for (int b = 0; b < PlanTable::kBuckets; ++b) {
       const size_t bytes = PlanTable::bucketBytes(b);
-      const AlgorithmEntry* dflt = fallback(kind, bytes);
+      const AlgorithmEntry* dflt = fallback(kind, bytes, graph.nranks, peerAccess_);
       const AlgorithmEntry* best = nullptr;
       ScheduleEstimate bestEst, dfltEst;
       std::string candidates;
       for (const AlgorithmEntry* e : allowed_[static_cast<size_t>(kind)]) {
-        if (!usable(*e, bytes)) continue;
+        if (!usable(*e, bytes, graph.nranks, peerAccess_)) continue;
         const ScheduleEstimate est = priceAlgorithm(*e, graph, table.topology, bytes, chunkBytes);
         candidates += fmt::format("{}{} {}", candidates.empty() ? "" : ", ", e->name,
                                   est.valid ? fmt::format("{:.1f} us", est.us) : std::string("invalid"));

@@ -102,7 +102,7 @@ int checkReduction(hclComm_t comm, int kind, TestOp op, hclDataType_t t, size_t 
 
   hclRedOp_t redop = base;
   std::vector<uint8_t> scalar(es);
-  storeValue(t, scalar.data(), 0, kPreMulScalar);
+  storeValue(t, scalar.data(), 0, preMulScalarFor(rank));
   Mirror sendM(comm, send), recvM(comm, recv), scalarM(comm, scalar);
   if (op == TestOp::PreMulImmediate || op == TestOp::PreMulPointer) {
     RANK_HCL(hclRedOpCreatePreMulSum(&redop, op == TestOp::PreMulImmediate ? scalar.data() : scalarM.at(), t,
@@ -258,7 +258,10 @@ int checkAllCollectives(hclComm_t comm, const CheckConfig& cfg) {
       const bool big = cfg.bigForEveryType || t == hclFloat32 || t == hclInt8;
       if (!big) continue;
       for (size_t count : cfg.bigCounts) {
-        for (int kind = 0; kind < 3; ++kind) failures += checkReduction(comm, kind, TestOp::Sum, t, count, inPlace);
+        // Pre-multiplied sums with a scalar per rank: each rank's input must
+        // be scaled by its own scalar, whoever reduces it.
+        for (TestOp op : {TestOp::Sum, TestOp::PreMulImmediate})
+          for (int kind = 0; kind < 3; ++kind) failures += checkReduction(comm, kind, op, t, count, inPlace);
         failures += checkReduction(comm, 0, TestOp::Avg, t, count, inPlace);
         failures += checkDataMovement(comm, t, count, inPlace);
       }

@@ -66,10 +66,18 @@ inline hclRedOp_t builtinFor(TestOp op) {
 }
 
 constexpr double kPreMulScalar = 2.0;
+// Each rank passes its own scalar, as NCCL allows: the sum is of every
+// rank's input times that rank's scalar.
+inline double preMulScalarFor(int rank) { return rank % 2 == 0 ? kPreMulScalar : 1.0; }
 
 // The contract's result for element i over nranks ranks.
 inline double expectedValue(TestOp op, hclDataType_t t, int nranks, size_t i) {
   const hclRedOp_t base = builtinFor(op);
+  if (op == TestOp::PreMulImmediate || op == TestOp::PreMulPointer) {
+    double acc = 0;
+    for (int r = 0; r < nranks; ++r) acc += quantize(t, inputValue(base, r, i)) * preMulScalarFor(r);
+    return acc;
+  }
   double acc = quantize(t, inputValue(base, 0, i));
   for (int r = 1; r < nranks; ++r) {
     const double v = quantize(t, inputValue(base, r, i));
@@ -80,7 +88,6 @@ inline double expectedValue(TestOp op, hclDataType_t t, int nranks, size_t i) {
       default: acc += v; break;
     }
   }
-  if (op == TestOp::PreMulImmediate || op == TestOp::PreMulPointer) acc *= kPreMulScalar;
   if (op == TestOp::Avg) {
     if (!hcl::isFloatType(t)) return std::trunc(acc / nranks);
     if (t == hclFloat64) return acc / nranks;

@@ -128,14 +128,17 @@ INSTANTIATE_TEST_SUITE_P(RankCounts, Algorithms,
 
 TEST(Planner, OverrideGrammar) {
   EXPECT_STREQ(hcl::Planner("").algorithmFor(CollKind::AllReduce), "ring");
-  EXPECT_STREQ(hcl::Planner("").algorithmFor(CollKind::AllReduce, 8), "rd");
+  EXPECT_STREQ(hcl::Planner("").algorithmFor(CollKind::AllReduce, 8), "flat");
+  EXPECT_STREQ(hcl::Planner("").algorithmFor(CollKind::AllReduce, 8, 9), "rd");  // flat is for at most 8 ranks
+  EXPECT_STREQ(hcl::Planner("").algorithmFor(CollKind::AllReduce, 4096), "rd");
   EXPECT_STREQ(hcl::Planner("ring").algorithmFor(CollKind::AllReduce, 8), "ring");
   EXPECT_STREQ(hcl::Planner("allreduce:rd").algorithmFor(CollKind::AllReduce, 8), "rd");
   EXPECT_STREQ(hcl::Planner("allreduce:rd").algorithmFor(CollKind::AllReduce, 1 << 20), "ring");
   EXPECT_STREQ(hcl::Planner("ring").algorithmFor(CollKind::AllReduce), "ring");
   EXPECT_STREQ(hcl::Planner("allreduce:ring;broadcast:ring").algorithmFor(CollKind::Broadcast), "ring");
   EXPECT_STREQ(hcl::Planner("^ring").algorithmFor(CollKind::AllReduce), "tree");
-  EXPECT_STREQ(hcl::Planner("^ring").algorithmFor(CollKind::AllReduce, 8), "rd");
+  EXPECT_STREQ(hcl::Planner("^ring").algorithmFor(CollKind::AllReduce, 8), "flat");
+  EXPECT_STREQ(hcl::Planner("^ring,flat").algorithmFor(CollKind::AllReduce, 8), "rd");
   // Excluding every unlimited algorithm brings the default back (with a warning).
   EXPECT_STREQ(hcl::Planner("^ring,tree,rhd,hier").algorithmFor(CollKind::AllReduce), "ring");
   EXPECT_STREQ(hcl::Planner("tree").algorithmFor(CollKind::AlltoAll), "pairwise");
@@ -167,6 +170,33 @@ TEST(WindowAllReduce, WindowsStayWithinKeptScratch) {
     ASSERT_EQ(s.algorithm, "window") << n << " ranks";
     EXPECT_GT(s.scratchBytes, 0u) << n << " ranks";
     EXPECT_LE(s.scratchBytes, size_t{8} << 20) << n << " ranks";
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// A pre-multiplied sum scales each input by its own rank's scalar, which
+// only that rank knows: no algorithm that reads peers' raw inputs.
+TEST(Planner, RankDependentLoadAvoidsPeerAccess) {
+  hcl::Planner planner;
+  planner.setPeerAccess(true);
+  for (CollKind kind : {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::Reduce}) {
+    for (size_t count : {size_t{1} << 16, size_t{1} << 24}) {
+      CollArgs a;
+      a.kind = kind;
+      a.nranks = 2;
+      a.type = hclFloat32;
+      a.count = count;
+      const std::string plain = planner.plan(a).algorithm;
+      EXPECT_TRUE(plain == "direct" || plain == "window") << hcl::collKindName(kind) << " " << count << ": " << plain;
+      a.rankDependentLoad = true;
+      a.loadIsIdentity = false;
+      const std::string scaled = planner.plan(a).algorithm;
+      EXPECT_NE(scaled, "direct") << hcl::collKindName(kind) << " " << count;
+      EXPECT_NE(scaled, "window") << hcl::collKindName(kind) << " " << count;
+    }
   }
 }
 

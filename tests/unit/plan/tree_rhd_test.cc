@@ -365,7 +365,8 @@ bool isRooted(CollKind k) { return k == CollKind::Broadcast || k == CollKind::Re
 bool isReduction(CollKind k) { return k != CollKind::Broadcast && k != CollKind::AllGather; }
 
 // Every size, placement, root and data type of one collective.
-void runEveryCase(CollKind kind, const char* algorithm, int n, bool shareable = false) {
+// Only sizes up to `maxBytes` per rank's vector, for algorithms limited to them.
+void runEveryCase(CollKind kind, const char* algorithm, int n, bool shareable = false, size_t maxBytes = SIZE_MAX) {
   const std::vector<int> roots = isRooted(kind) ? rootsFor(n) : std::vector<int>{0};
   const std::span<const Numeric> numerics = isReduction(kind) ? std::span<const Numeric>(kReductions)
                                                               : std::span<const Numeric>(kMovements);
@@ -373,6 +374,7 @@ void runEveryCase(CollKind kind, const char* algorithm, int n, bool shareable = 
     for (bool inPlace : {false, true}) {
       for (int root : roots) {
         for (const Numeric& num : numerics) {
+          if (size.count * hcl::dataTypeSize(num.type) > maxBytes) continue;
           const Call c{kind, algorithm, n, size.count, size.chunkBytes, root, inPlace, num, shareable};
           const size_t count = size.count;
           SCOPED_TRACE(describe(c));
@@ -423,6 +425,7 @@ TEST_P(TreeRhd, DirectAllReduce) { runEveryCase(CollKind::AllReduce, "direct", G
 // shareable, where the same schedule runs the direct steps.
 TEST_P(TreeRhd, WindowAllReduce) { runEveryCase(CollKind::AllReduce, "window", GetParam()); }
 TEST_P(TreeRhd, WindowAllReduceShareable) { runEveryCase(CollKind::AllReduce, "window", GetParam(), true); }
+TEST_P(TreeRhd, FlatAllReduce) { runEveryCase(CollKind::AllReduce, "flat", GetParam(), false, 1024); }
 TEST_P(TreeRhd, DirectReduceScatter) { runEveryCase(CollKind::ReduceScatter, "direct", GetParam()); }
 TEST_P(TreeRhd, DirectReduce) { runEveryCase(CollKind::Reduce, "direct", GetParam()); }
 TEST_P(TreeRhd, DirectAllGather) { runEveryCase(CollKind::AllGather, "direct", GetParam()); }
