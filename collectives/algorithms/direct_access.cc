@@ -117,21 +117,26 @@ Schedule directAllGather(const CollArgs& a) {
   return s;
 }
 
+// The root would only wait while the others read: it writes the last 1/n of
+// every other rank's buffer itself, so all ranks copy about (n-1)/n of a
+// buffer at once (2 ranks: twice as fast where copies, not memory, limit).
 Schedule directBroadcast(const CollArgs& a) {
   Schedule s = begin(a);
   ScheduleBuilder b(s);
-  const size_t bytes = a.count * dataTypeSize(a.type);
+  const size_t es = dataTypeSize(a.type), bytes = a.count * es;
   if (bytes == 0) return s;
+  const size_t pushed = a.count / static_cast<size_t>(a.nranks) * es, pulled = bytes - pushed;
   if (a.rank == a.root) {
     b.copy(recvAt(0), sendAt(0), bytes);
     const std::vector<int> peers = peersAfter(a.rank, a.nranks);
     openPeers(b, a.rank, peers);
-    closePeers(b, {}, peers);
+    for (int q : peers) b.writePeer(q, peerRecvAt(pulled), sendAt(pulled), pushed);
+    closePeers(b, peers, peers);
     return s;
   }
   openPeers(b, a.rank, {a.root});
-  b.readPeer(a.root, recvAt(0), peerSendAt(0), bytes);
-  closePeers(b, {a.root}, {});
+  b.readPeer(a.root, recvAt(0), peerSendAt(0), pulled);
+  closePeers(b, {a.root}, {a.root});  // returns once the root's writes are in too
   return s;
 }
 
