@@ -82,6 +82,11 @@ Status ScheduleRun::peerBuffer(int peer, const BufferRef& ref, const PeerBuffer*
 }
 
 Status ScheduleRun::runPeerStep(const Step& st, Device& dev) {
+  if (st.kind == Step::Kind::ReducePeer) {
+    const void* a = nullptr;
+    HCL_TRY(peerOperand(st, &a));
+    return dev.reduce(resolve(st.dst), st.dstForm, a, st.aForm, resolve(st.b), st.bForm, st.count, spec_);
+  }
   const bool write = st.kind == Step::Kind::WritePeer;
   const PeerBuffer* pb = nullptr;
   uint64_t at = 0;
@@ -97,33 +102,38 @@ Status ScheduleRun::runPeerStep(const Step& st, Device& dev) {
     streamingCopy(mapped, resolve(st.a), st.bytes);
     return {};
   }
-  if (st.kind == Step::Kind::ReadPeer) {
-    if (!mapped) return c->readPeer(at, resolve(st.dst), st.bytes);
-    if (st.streamDst) {
-      streamingCopy(resolve(st.dst), mapped, st.bytes);
-    } else {
-      std::memcpy(resolve(st.dst), mapped, st.bytes);
-    }
-    return {};
+  if (!mapped) return c->readPeer(at, resolve(st.dst), st.bytes);
+  if (st.streamDst) {
+    streamingCopy(resolve(st.dst), mapped, st.bytes);
+  } else {
+    std::memcpy(resolve(st.dst), mapped, st.bytes);
   }
-  const void* a = mapped;
-  if (!a) {
-    HCL_TRY(c->readPeer(at, resolve(st.via), st.bytes));
-    a = resolve(st.via);
-  }
-  return dev.reduce(resolve(st.dst), st.dstForm, a, st.aForm, resolve(st.b), st.bForm, st.count, spec_);
+  return {};
+}
+
+Status ScheduleRun::peerOperand(const Step& reduce, const void** operand) {
+  const PeerBuffer* from = nullptr;
+  uint64_t at = 0;
+  HCL_TRY(peerBuffer(reduce.peer, reduce.a, &from, &at));
+  Connection* c = comm_.connection(reduce.peer);
+  *operand = c->mapPeer(*from, at, reduce.bytes);
+  if (*operand) return {};
+  HCL_TRY(c->readPeer(at, resolve(reduce.via), reduce.bytes));
+  *operand = resolve(reduce.via);
+  return {};
+}
+
+bool ScheduleRun::fusableSum(const Step& reduce, const Step& next) const {
+  return reduce.kind == Step::Kind::ReducePeer && next.only == reduce.only && spec_.type == hclFloat32 &&
+         spec_.kind == ReduceKind::Sum && reduce.dstForm == Form::Native && reduce.aForm == Form::Native &&
+         reduce.bForm == Form::Native && next.a.id == reduce.dst.id && next.a.offset == reduce.dst.offset &&
+         next.bytes == reduce.count * sizeof(float);
 }
 
 bool ScheduleRun::fuseReduceAndWrite(const Step& reduce, const Step& write) {
   // A float sum into our buffer whose result is then copied into a peer's:
   // with both peers' memory mapped, one pass computes it into both.
-  if (reduce.kind != Step::Kind::ReducePeer || write.kind != Step::Kind::WritePeer || write.only != reduce.only)
-    return false;
-  if (spec_.type != hclFloat32 || spec_.kind != ReduceKind::Sum) return false;
-  if (reduce.dstForm != Form::Native || reduce.aForm != Form::Native || reduce.bForm != Form::Native) return false;
-  if (write.a.id != reduce.dst.id || write.a.offset != reduce.dst.offset ||
-      write.bytes != reduce.count * sizeof(float))
-    return false;
+  if (write.kind != Step::Kind::WritePeer || !fusableSum(reduce, write)) return false;
   const PeerBuffer *from = nullptr, *to = nullptr;
   uint64_t fromAt = 0, toAt = 0;
   if (!peerBuffer(reduce.peer, reduce.a, &from, &fromAt).ok() || !peerBuffer(write.peer, write.dst, &to, &toAt).ok())
@@ -141,22 +151,9 @@ Status ScheduleRun::fuseReduceAndCopy(const Step& reduce, const Step& copy, bool
   // A float sum into scratch that the schedule then copies, past the cache,
   // into our buffer: one pass stores both.
   *fused = false;
-  if (reduce.kind != Step::Kind::ReducePeer || copy.kind != Step::Kind::Copy || !copy.streamDst ||
-      copy.only != reduce.only)
-    return {};
-  if (spec_.type != hclFloat32 || spec_.kind != ReduceKind::Sum) return {};
-  if (reduce.dstForm != Form::Native || reduce.aForm != Form::Native || reduce.bForm != Form::Native) return {};
-  if (copy.a.id != reduce.dst.id || copy.a.offset != reduce.dst.offset || copy.bytes != reduce.count * sizeof(float))
-    return {};
-  const PeerBuffer* from = nullptr;
-  uint64_t fromAt = 0;
-  HCL_TRY(peerBuffer(reduce.peer, reduce.a, &from, &fromAt));
-  Connection* c = comm_.connection(reduce.peer);
-  const void* in = c->mapPeer(*from, fromAt, reduce.bytes);
-  if (!in) {
-    HCL_TRY(c->readPeer(fromAt, resolve(reduce.via), reduce.bytes));
-    in = resolve(reduce.via);
-  }
+  if (copy.kind != Step::Kind::Copy || !copy.streamDst || !fusableSum(reduce, copy)) return {};
+  const void* in = nullptr;
+  HCL_TRY(peerOperand(reduce, &in));
   sumToCachedAndStreamed(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(resolve(copy.dst)),
                          static_cast<const float*>(in), static_cast<const float*>(resolve(reduce.b)), reduce.count);
   *fused = true;

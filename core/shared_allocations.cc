@@ -33,14 +33,19 @@ uint64_t addSharedAllocation(void* base, size_t bytes, int fd) {
   return r.lastSerial;
 }
 
-std::optional<SharedAllocation> removeSharedAllocation(void* base) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  auto it = r.byBase.find(reinterpret_cast<uintptr_t>(base));
-  if (it == r.byBase.end()) return std::nullopt;
-  SharedAllocation a = it->second;
-  r.byBase.erase(it);
-  return a;
+bool releaseSharedAllocation(void* base) {
+  SharedAllocation a;
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    auto it = r.byBase.find(reinterpret_cast<uintptr_t>(base));
+    if (it == r.byBase.end()) return false;
+    a = it->second;
+    r.byBase.erase(it);
+  }
+  munmap(base, a.bytes);
+  close(a.fd);
+  return true;
 }
 
 std::optional<SharedAllocation> findSharedAllocation(const void* p, size_t bytes) {
@@ -85,10 +90,7 @@ ShareableBuffer::ShareableBuffer(size_t bytes, bool shareable) : bytes_(bytes) {
 }
 
 ShareableBuffer::~ShareableBuffer() {
-  if (fd_ < 0) return;
-  removeSharedAllocation(data_);
-  munmap(data_, bytes_);
-  close(fd_);
+  if (fd_ >= 0) releaseSharedAllocation(data_);
 }
 
 void ShareableBuffer::swap(ShareableBuffer& o) noexcept {

@@ -19,8 +19,9 @@ struct SharedAllocation {
 
 // Records a new allocation and returns its serial number.
 uint64_t addSharedAllocation(void* base, size_t bytes, int fd);
-// Forgets the allocation that starts at `base`; empty if there is none.
-std::optional<SharedAllocation> removeSharedAllocation(void* base);
+// Forgets the allocation that starts at `base`, unmaps it and closes its
+// memfd; false if there is none.
+bool releaseSharedAllocation(void* base);
 // The allocation holding [p, p + bytes), if any.
 std::optional<SharedAllocation> findSharedAllocation(const void* p, size_t bytes);
 

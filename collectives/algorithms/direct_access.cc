@@ -55,7 +55,7 @@ Schedule reduceShard(const CollArgs& a, bool needOut, Into into, Deliver deliver
     reduceSlice(b, peers, sc, es, off, m, out);
     deliver(b, peers, out, off, m * es);
   }
-  closePeers(b, peers, peers);
+  signalPeers(b, peers, peers);
   return s;
 }
 
@@ -68,7 +68,7 @@ std::vector<uint32_t> gatherBlocks(ScheduleBuilder& b, const CollArgs& a, size_t
   b.copy(into(a.rank), sendAt(from), block);
   openPeers(b, a.rank, peers);
   for (int p : peers) b.readPeer(p, into(p), peerSendAt(from), block);
-  return closePeers(b, peers, peers);
+  return signalPeers(b, peers, peers);
 }
 
 }  // namespace
@@ -104,7 +104,7 @@ Schedule directReduceScatter(const CollArgs& a) {
     const size_t m = std::min(S, a.count - done);
     reduceSlice(b, peers, sc, es, (block + done) * es, m, recvAt(done * es));
   }
-  closePeers(b, peers, peers);
+  signalPeers(b, peers, peers);
   return s;
 }
 
@@ -131,12 +131,12 @@ Schedule directBroadcast(const CollArgs& a) {
     const std::vector<int> peers = peersAfter(a.rank, a.nranks);
     openPeers(b, a.rank, peers);
     for (int q : peers) b.writePeer(q, peerRecvAt(pulled), sendAt(pulled), pushed);
-    closePeers(b, peers, peers);
+    signalPeers(b, peers, peers);
     return s;
   }
   openPeers(b, a.rank, {a.root});
   b.readPeer(a.root, recvAt(0), peerSendAt(0), pulled);
-  closePeers(b, {a.root}, {a.root});  // returns once the root's writes are in too
+  signalPeers(b, {a.root}, {a.root});  // returns once the root's writes are in too
   return s;
 }
 
@@ -156,7 +156,7 @@ Schedule directAlltoAll(const CollArgs& a) {
   if (staged) s.scratchBytes = block * static_cast<size_t>(a.nranks);
   const std::vector<uint32_t> peersDone = gatherBlocks(b, a, block, self, into);
   if (staged) {
-    for (uint32_t t : peersDone) b.wait(t);
+    b.waitAll(peersDone);
     b.copy(recvAt(0), scratchAt(0), s.scratchBytes);
   }
   return s;

@@ -19,18 +19,14 @@ std::vector<int> peersAfter(int r, int n) {
 void openPeers(ScheduleBuilder& b, int self, const std::vector<int>& peers) {
   std::vector<uint32_t> recvs;
   for (int p : peers) recvs.push_back(b.exchangeAddresses(self, p));
-  for (uint32_t t : recvs) b.wait(t);
+  b.waitAll(recvs);
 }
 
-std::vector<uint32_t> closePeers(ScheduleBuilder& b, const std::vector<int>& notify, const std::vector<int>& await) {
+std::vector<uint32_t> signalPeers(ScheduleBuilder& b, const std::vector<int>& notify, const std::vector<int>& await) {
   std::vector<uint32_t> recvs;
   for (int p : await) recvs.push_back(b.recv(p, sendAt(0), 0));
   for (int p : notify) b.send(p, sendAt(0), 0);
   return recvs;
-}
-
-void signalPeers(ScheduleBuilder& b, const std::vector<int>& peers) {
-  for (uint32_t t : closePeers(b, peers, peers)) b.wait(t);
 }
 
 size_t sliceElements(const CollArgs& a) {

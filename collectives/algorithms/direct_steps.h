@@ -31,13 +31,11 @@ std::vector<int> peersAfter(int r, int n);
 // Swaps buffer addresses with every peer and waits for all of theirs.
 void openPeers(ScheduleBuilder& b, int self, const std::vector<int>& peers);
 
-// Tells `notify` we no longer touch their buffers; the run ends only when
-// every rank in `await` has said the same about ours.
-// Returns the receives of their messages.
-std::vector<uint32_t> closePeers(ScheduleBuilder& b, const std::vector<int>& notify, const std::vector<int>& await);
-
-// An empty message to and from every peer, waited for: "I am past this point".
-void signalPeers(ScheduleBuilder& b, const std::vector<int>& peers);
+// An empty message to every rank in `notify` ("I am past this point"), and
+// the receives of the same message from every rank in `await`, returned for
+// the caller to wait on. At the end of a run it says "I no longer touch your
+// buffers"; the run ends only when every awaited rank has said it too.
+std::vector<uint32_t> signalPeers(ScheduleBuilder& b, const std::vector<int>& notify, const std::vector<int>& await);
 
 // Elements per slice: chunkBytes of the wider of the type and its accumulator.
 size_t sliceElements(const CollArgs& a);

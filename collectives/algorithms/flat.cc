@@ -27,11 +27,10 @@ Schedule flatAllReduce(const CollArgs& a) {
   std::vector<uint32_t> recvs, sends;
   for (int i = 1; i < n; ++i) recvs.push_back(b.recv((r + n - i) % n, input((r + n - i) % n), bytes));
   for (int i = 1; i < n; ++i) sends.push_back(b.send((r + i) % n, input(r), bytes));
-  for (uint32_t t : recvs) b.wait(t);
+  b.waitAll(recvs);
   // In place, the result overwrites what the sends read (a transport may read
   // it only when the peer receives).
-  if (a.inPlace && a.loadIsIdentity)
-    for (uint32_t t : sends) b.wait(t);
+  if (a.inPlace && a.loadIsIdentity) b.waitAll(sends);
   const BufferRef acc = scratchAt(0);
   if (n == 2) {
     b.reduce(recvAt(0), Form::Native, input(0), form, input(1), form, a.count);

@@ -121,10 +121,6 @@ std::vector<uint32_t> recvChunk(Emitter& e, int peer, const Chunk& chunk, const 
   return transfers;
 }
 
-void waitAll(Emitter& e, const std::vector<uint32_t>& transfers) {
-  for (uint32_t t : transfers) e.b.wait(t);
-}
-
 void convertChunk(Emitter& e, const Placement& dst, const Placement& src, const Chunk& chunk) {
   for (const Range& r : chunk)
     if (r.len > 0) e.b.convert(dst.at(r.begin), dst.form(), src.at(r.begin), src.form(), r.len);
@@ -162,11 +158,11 @@ void ringReduceScatter(Emitter& e, const std::vector<int>& ring, size_t me, cons
       const Placement tmp = accAt(recvPieces, incoming);
       const auto recvs = recvChunk(e, prev, recvPieces, tmp);
       const auto sends = sendChunk(e, next, sendPieces, src);
-      waitAll(e, recvs);
+      e.b.waitAll(recvs);
       const Placement dst = s + 2 < n ? accAt(recvPieces, outgoing[(s + 1) % 2]) : out;
       for (const Range& r : recvPieces)
         e.b.reduce(dst.at(r.begin), dst.form(), tmp.at(r.begin), Form::Acc, in.at(r.begin), in.form(), r.len);
-      waitAll(e, sends);  // the slices they read are rewritten two steps on
+      e.b.waitAll(sends);  // the slices they read are rewritten two steps on
     }
   }
   e.scratch.release(mark);
@@ -182,7 +178,7 @@ void ringAllGather(Emitter& e, const std::vector<int>& ring, size_t me, const st
     for (size_t s = 0; s + 1 < n; ++s) {
       const auto recvs = recvChunk(e, prev, sliceOf(chunks[position(me, s + 1, n)], g, slice), buf);
       sendChunk(e, next, sliceOf(chunks[position(me, s, n)], g, slice), buf);
-      waitAll(e, recvs);
+      e.b.waitAll(recvs);
     }
   }
 }
@@ -194,7 +190,7 @@ void sendAsAccumulators(Emitter& e, const std::vector<std::pair<int, Chunk>>& pa
       const auto posted = sendChunk(e, peer, chunk, in);
       sends.insert(sends.end(), posted.begin(), posted.end());
     }
-    waitAll(e, sends);
+    e.b.waitAll(sends);
     return;
   }
   // Loaded through two staging buffers, each reused once its sends are done.
@@ -205,13 +201,13 @@ void sendAsAccumulators(Emitter& e, const std::vector<std::pair<int, Chunk>>& pa
   std::vector<uint32_t> inFlight[2];
   for (size_t k = 0; k < parts.size(); ++k) {
     const auto& [peer, chunk] = parts[k];
-    waitAll(e, inFlight[k % 2]);
+    e.b.waitAll(inFlight[k % 2]);
     const Placement staged = Placement::packed(chunk, staging[k % 2], Form::Acc, e.accBytes);
     convertChunk(e, staged, in, chunk);
     inFlight[k % 2] = sendChunk(e, peer, chunk, staged);
   }
-  waitAll(e, inFlight[0]);
-  waitAll(e, inFlight[1]);
+  e.b.waitAll(inFlight[0]);
+  e.b.waitAll(inFlight[1]);
   e.scratch.release(mark);
 }
 
@@ -225,7 +221,7 @@ Placement addContributions(Emitter& e, const std::vector<int>& contributors, con
   for (size_t k = 0; k < contributors.size(); ++k) {
     std::vector<uint32_t> next;
     if (k + 1 < contributors.size()) next = recvChunk(e, contributors[k + 1], chunk, tmp[(k + 1) % 2]);
-    waitAll(e, pending);
+    e.b.waitAll(pending);
     for (const Range& r : chunk)
       if (r.len > 0)
         e.b.reduce(sum.at(r.begin), Form::Acc, tmp[k % 2].at(r.begin), Form::Acc, running.at(r.begin),

@@ -90,7 +90,6 @@ struct Emitter {
 // One message per non-empty range, `elemBytes` of the placement per element.
 std::vector<uint32_t> sendChunk(Emitter& e, int peer, const Chunk& chunk, const Placement& from);
 std::vector<uint32_t> recvChunk(Emitter& e, int peer, const Chunk& chunk, const Placement& into);
-void waitAll(Emitter& e, const std::vector<uint32_t>& transfers);
 
 // dst = src over `chunk`, converting forms (a single rank's reduction).
 void convertChunk(Emitter& e, const Placement& dst, const Placement& src, const Chunk& chunk);

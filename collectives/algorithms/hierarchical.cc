@@ -92,7 +92,7 @@ void allReduceAsExtra(Emitter& e, const std::vector<int>& owners, const std::vec
     const auto posted = hier::recvChunk(e, owners[j], shards[j], e.recvBuffer());
     recvs.insert(recvs.end(), posted.begin(), posted.end());
   }
-  hier::waitAll(e, recvs);  // an inner level may forward them
+  e.b.waitAll(recvs);  // an inner level may forward them
 }
 
 // Allreduce of `range` among `ranks`, each holding its operand in `in`; the
@@ -212,7 +212,7 @@ void allGatherAmong(Emitter& e, const std::vector<Level>& levels, size_t level, 
       const auto posted = hier::recvChunk(e, owners[j], piecesOf(without(shards[j], myBlocks), within, count), buf);
       recvs.insert(recvs.end(), posted.begin(), posted.end());
     }
-    hier::waitAll(e, recvs);  // an inner level may forward them
+    e.b.waitAll(recvs);  // an inner level may forward them
     return;
   }
   const auto& positions = split.mine();
@@ -222,7 +222,7 @@ void allGatherAmong(Emitter& e, const std::vector<Level>& levels, size_t level, 
     const auto posted = hier::recvChunk(e, group[i], piecesOf(party.blocks[positions[i]], within, count), buf);
     recvs.insert(recvs.end(), posted.begin(), posted.end());
   }
-  hier::waitAll(e, recvs);
+  e.b.waitAll(recvs);
   allGatherAmong(e, levels, level + 1, columnParty(party, split, folded, split.myIndex), within);
   for (size_t i = split.owners; i < positions.size(); ++i) {
     const auto theirs = without(shards[split.myIndex], party.blocks[positions[i]]);
@@ -255,11 +255,10 @@ void reduceScatterAmong(Emitter& e, const std::vector<Level>& levels, size_t lev
     for (size_t j = 0; j < owners.size(); ++j) parts.emplace_back(owners[j], shards[j]);
     hier::sendAsAccumulators(e, parts, in);  // waits: in place, our result lands in our input
     const int partner = owners[split.partnerOf(split.myIndex)];
-    hier::waitAll(e, hier::recvChunk(e, partner, piecesOf(party.blocks[me], within, count), finals));
+    e.b.waitAll(hier::recvChunk(e, partner, piecesOf(party.blocks[me], within, count), finals));
     return;
   }
   const size_t mark = e.scratch.mark();
-  const Chunk& mine = shards[split.myIndex];
   const Placement partial = reduceOwnShard(e, owners, extras, split.myIndex, shards, in);
   // Results for my partnered extras come back to me first.
   const auto& positions = split.mine();
@@ -276,7 +275,7 @@ void reduceScatterAmong(Emitter& e, const std::vector<Level>& levels, size_t lev
     const auto posted = hier::sendChunk(e, extra, chunk, finals);
     sends.insert(sends.end(), posted.begin(), posted.end());
   }
-  hier::waitAll(e, sends);  // their slots are given back now
+  e.b.waitAll(sends);  // their slots are given back now
   e.scratch.release(mark);
 }
 

@@ -32,18 +32,6 @@ struct Window {
   size_t bytes() const { return acc() + (n > 2 ? slice : 0); }
 };
 
-// Posts an empty message to every peer and the receives of theirs.
-std::vector<uint32_t> announce(ScheduleBuilder& b, const std::vector<int>& peers) {
-  std::vector<uint32_t> recvs;
-  for (int q : peers) recvs.push_back(b.recv(q, sendAt(0), 0));
-  for (int q : peers) b.send(q, sendAt(0), 0);
-  return recvs;
-}
-
-void waitAll(ScheduleBuilder& b, const std::vector<uint32_t>& transfers) {
-  for (uint32_t t : transfers) b.wait(t);
-}
-
 }  // namespace
 
 Schedule windowAllReduce(const CollArgs& a) {
@@ -72,7 +60,7 @@ Schedule windowAllReduce(const CollArgs& a) {
       b.copy(scratchAt(w.in(r, q, g)), sendAt(theirs.begin * es), theirs.len * es);
     }
     b.only(Only::Always);
-    return announce(b, peers);
+    return signalPeers(b, peers, peers);
   };
 
   // Per slice g and peer, two messages each way: "slice g is staged" and
@@ -83,7 +71,7 @@ Schedule windowAllReduce(const CollArgs& a) {
   const size_t rounds = (largest + S - 1) / S;
   std::vector<uint32_t> staged = stage(0);
   for (size_t g = 0; g < rounds; ++g) {
-    waitAll(b, staged);
+    b.waitAll(staged);
     const Shard mine = sliceOf(r, g);
     const size_t off = mine.begin * es, bytes = mine.len * es;
     if (mine.len > 0) {
@@ -91,8 +79,7 @@ Schedule windowAllReduce(const CollArgs& a) {
       reduceAcrossPeers(
           b, peers, sendAt(off), [&](int q) { return peerScratchAt(w.in(q, r, g)); }, es, mine.len,
           scratchAt(w.out(g)), scratchAt(w.tmp()), scratchAt(w.acc()));
-      b.copy(recvAt(off), scratchAt(w.out(g)), bytes);
-      b.streamLast();
+      b.copy(recvAt(off), scratchAt(w.out(g)), bytes, /*streamDst=*/true);
       // With every buffer shareable: the direct algorithm, straight between
       // the peers' buffers.
       b.only(Only::Shared);
@@ -102,19 +89,18 @@ Schedule windowAllReduce(const CollArgs& a) {
       for (int q : peers) b.writePeer(q, peerRecvAt(off), recvAt(off), bytes);
       b.only(Only::Always);
     }
-    const std::vector<uint32_t> reduced = announce(b, peers);
+    const std::vector<uint32_t> reduced = signalPeers(b, peers, peers);
     if (g + 1 < rounds) staged = stage(g + 1);  // while the peers finish slice g
-    waitAll(b, reduced);
+    b.waitAll(reduced);
     b.only(Only::Private);
     for (int q : peers) {
       const Shard theirs = sliceOf(q, g);
       if (theirs.len == 0) continue;
-      b.readPeer(q, recvAt(theirs.begin * es), peerScratchAt(w.out(g)), theirs.len * es);
-      b.streamLast();
+      b.readPeer(q, recvAt(theirs.begin * es), peerScratchAt(w.out(g)), theirs.len * es, /*streamDst=*/true);
     }
     b.only(Only::Always);
   }
-  closePeers(b, peers, peers);
+  signalPeers(b, peers, peers);
   return s;
 }
 

@@ -31,6 +31,10 @@ void ScheduleBuilder::wait(uint32_t transfer) {
   s_.steps.push_back(st);
 }
 
+void ScheduleBuilder::waitAll(const std::vector<uint32_t>& transfers) {
+  for (uint32_t t : transfers) wait(t);
+}
+
 void ScheduleBuilder::reduce(BufferRef dst, Form dstForm, BufferRef a, Form aForm, BufferRef b,
                              Form bForm, size_t count) {
   if (count == 0) return;
@@ -58,7 +62,7 @@ void ScheduleBuilder::convert(BufferRef dst, Form dstForm, BufferRef a, Form aFo
   push(st);
 }
 
-void ScheduleBuilder::copy(BufferRef dst, BufferRef src, size_t bytes) {
+void ScheduleBuilder::copy(BufferRef dst, BufferRef src, size_t bytes, bool streamDst) {
   if (bytes == 0) return;
   if (dst.id == src.id && dst.offset == src.offset && dst.index == src.index) return;
   Step st;
@@ -66,6 +70,7 @@ void ScheduleBuilder::copy(BufferRef dst, BufferRef src, size_t bytes) {
   st.dst = dst;
   st.a = src;
   st.bytes = bytes;
+  st.streamDst = streamDst;
   push(st);
 }
 
@@ -74,17 +79,14 @@ void ScheduleBuilder::push(Step st) {
   s_.steps.push_back(st);
 }
 
-void ScheduleBuilder::streamLast() {
-  if (!s_.steps.empty() && !usesTransfer(s_.steps.back().kind)) s_.steps.back().streamDst = true;
-}
-
 uint32_t ScheduleBuilder::exchangeAddresses(int self, int peer) {
   const uint32_t r = recv(peer, addressEntry(peer), kAddressEntryBytes);
   send(peer, addressEntry(self), kAddressEntryBytes);
   return r;
 }
 
-void ScheduleBuilder::peerCopy(Step::Kind kind, int peer, BufferRef dst, BufferRef a, size_t bytes) {
+void ScheduleBuilder::peerCopy(Step::Kind kind, int peer, BufferRef dst, BufferRef a, size_t bytes,
+                               bool streamDst) {
   if (bytes == 0) return;
   Step st;
   st.kind = kind;
@@ -92,15 +94,16 @@ void ScheduleBuilder::peerCopy(Step::Kind kind, int peer, BufferRef dst, BufferR
   st.dst = dst;
   st.a = a;
   st.bytes = bytes;
+  st.streamDst = streamDst;
   push(st);
 }
 
-void ScheduleBuilder::readPeer(int peer, BufferRef dst, BufferRef peerSrc, size_t bytes) {
-  peerCopy(Step::Kind::ReadPeer, peer, dst, peerSrc, bytes);
+void ScheduleBuilder::readPeer(int peer, BufferRef dst, BufferRef peerSrc, size_t bytes, bool streamDst) {
+  peerCopy(Step::Kind::ReadPeer, peer, dst, peerSrc, bytes, streamDst);
 }
 
 void ScheduleBuilder::writePeer(int peer, BufferRef peerDst, BufferRef src, size_t bytes) {
-  peerCopy(Step::Kind::WritePeer, peer, peerDst, src, bytes);
+  peerCopy(Step::Kind::WritePeer, peer, peerDst, src, bytes, false);
 }
 
 void ScheduleBuilder::reducePeer(int peer, BufferRef dst, Form dstForm, BufferRef peerA, Form aForm, BufferRef b,

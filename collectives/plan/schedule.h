@@ -99,24 +99,24 @@ class ScheduleBuilder {
   uint32_t send(int peer, BufferRef src, size_t bytes);
   uint32_t recv(int peer, BufferRef dst, size_t bytes);
   void wait(uint32_t transfer);
+  void waitAll(const std::vector<uint32_t>& transfers);
   void reduce(BufferRef dst, Form dstForm, BufferRef a, Form aForm, BufferRef b, Form bForm,
               size_t count);
   void convert(BufferRef dst, Form dstForm, BufferRef a, Form aForm, size_t count);
-  void copy(BufferRef dst, BufferRef src, size_t bytes);
+  // streamDst: dst is not read again soon, so its stores may bypass the cache.
+  void copy(BufferRef dst, BufferRef src, size_t bytes, bool streamDst = false);
   // Swaps Addresses entries with `peer`; returns the receive to wait for
   // before reading or writing that peer's buffers.
   uint32_t exchangeAddresses(int self, int peer);
-  void readPeer(int peer, BufferRef dst, BufferRef peerSrc, size_t bytes);
+  void readPeer(int peer, BufferRef dst, BufferRef peerSrc, size_t bytes, bool streamDst = false);
   void writePeer(int peer, BufferRef peerDst, BufferRef src, size_t bytes);
   void reducePeer(int peer, BufferRef dst, Form dstForm, BufferRef peerA, Form aForm, BufferRef b, Form bForm,
                   size_t count, size_t peerBytes, BufferRef via);
   // Steps added from now on, other than messages, run only when `only` holds.
   void only(Only o) { only_ = o; }
-  // The last step added stores a result that is not read again soon.
-  void streamLast();
 
  private:
-  void peerCopy(Step::Kind kind, int peer, BufferRef dst, BufferRef a, size_t bytes);
+  void peerCopy(Step::Kind kind, int peer, BufferRef dst, BufferRef a, size_t bytes, bool streamDst);
   void push(Step st);
   Schedule& s_;
   Only only_ = Only::Always;

@@ -1,6 +1,4 @@
 // C entry points: memory allocation and CPU streams.
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -34,10 +32,8 @@ hclResult_t hclMemAlloc(void** ptr, size_t size) {
 
 hclResult_t hclMemFree(void* ptr) {
   if (!ptr) return hclSuccess;
-  const auto a = removeSharedAllocation(ptr);
-  if (!a) return report(invalidArgument(fmt::format("hclMemFree: ptr {} was not returned by hclMemAlloc", ptr)));
-  munmap(ptr, a->bytes);
-  close(a->fd);
+  if (!releaseSharedAllocation(ptr))
+    return report(invalidArgument(fmt::format("hclMemFree: ptr {} was not returned by hclMemAlloc", ptr)));
   return hclSuccess;
 }
 
