@@ -279,7 +279,7 @@ CommTask::CommTask(std::shared_ptr<Communicator> comm, std::string callName)
 Status CommTask::advance(bool* done, bool* progressed) {
   *done = false;
   while (true) {
-    if (!current_) {
+    if (!current_.get()) {
       if (next_ == makers_.size()) {
         *done = true;
         return {};
@@ -287,7 +287,7 @@ Status CommTask::advance(bool* done, bool* progressed) {
       HCL_TRY(makers_[next_++](current_));
     }
     bool runDone = false;
-    HCL_TRY(current_->advance(&runDone, progressed));
+    HCL_TRY(current_.get()->advance(&runDone, progressed));
     if (!runDone) return {};
     current_.reset();
     *progressed = true;
@@ -324,42 +324,45 @@ class ProgressWatch {
 // Advances `task` once. Sets *done when it finished or failed; a failure
 // marks its communicator failed, which breaks its links so peers fail too
 // and no connection touches the task's transfers again.
-Status stepTask(CommTask& task, ProgressWatch& watch, bool* done, bool* progressed) {
-  Communicator& comm = task.comm();
+template <typename Work>
+Status stepWork(Communicator& comm, const char* callName, Work& work, ProgressWatch& watch, bool* done,
+                bool* progressed) {
   Status s;
   if (comm.abortFlag().load(std::memory_order_acquire)) {
     s = remoteError(fmt::format("rank {}: communicator aborted", comm.rank()));
   } else if (Status f = comm.failure(); !f.ok()) {
     s = f;
   } else {
-    s = task.advance(done, progressed);
+    s = work.advance(done, progressed);
     if (s.ok() && *done) return {};
     if (*progressed) {
       watch.progressed();
     } else if (s.ok() && watch.stalled(comm.settings().timeoutMs)) {
-      const int peer = task.waitingOn();
+      const int peer = work.waitingOn();
       const Connection* c = peer >= 0 ? comm.connection(peer) : nullptr;
       s = remoteError(fmt::format("rank {}: no progress for {} ms waiting for rank {} ({})", comm.rank(),
                                   comm.settings().timeoutMs, peer, c ? c->describe() : "?"));
     }
   }
   if (s.ok()) return {};
-  Status withCall = s.withContext(task.callName());
+  Status withCall = s.withContext(callName);
   comm.fail(withCall);
   *done = true;
   return withCall;
 }
 
-}  // namespace
+Status stepTask(CommTask& task, ProgressWatch& watch, bool* done, bool* progressed) {
+  return stepWork(task.comm(), task.callName().c_str(), task, watch, done, progressed);
+}
 
-// The common case, one communicator: no bookkeeping beyond the loop.
-Status runTask(CommTask& task) {
-  std::unique_lock lock(task.comm().executionMutex());
+// Drives `work` on its own until it is done.
+template <typename Work>
+Status driveAlone(Communicator& comm, const char* callName, Work& work) {
   ProgressWatch watch;
-  Backoff backoff(task.comm().settings().spinUs);
+  Backoff backoff(comm.settings().spinUs);
   while (true) {
     bool done = false, progressed = false;
-    Status s = stepTask(task, watch, &done, &progressed);
+    Status s = stepWork(comm, callName, work, watch, &done, &progressed);
     if (done) return s;
     if (progressed) {
       backoff.reset();
@@ -367,6 +370,35 @@ Status runTask(CommTask& task) {
       backoff.pause();
     }
   }
+}
+
+}  // namespace
+
+// The common case, one communicator: no bookkeeping beyond the loop.
+Status runTask(CommTask& task) {
+  std::unique_lock lock(task.comm().executionMutex());
+  return driveAlone(task.comm(), task.callName().c_str(), task);
+}
+
+Status runSingle(Communicator& comm, const char* callName, const std::function<Status(RunSlot&)>& make) {
+  std::unique_lock lock(comm.executionMutex());
+  RunSlot slot;
+  // A failure to build the run is reported like one of the run itself.
+  struct Work {
+    RunSlot& slot;
+    const std::function<Status(RunSlot&)>& make;
+    bool made = false;
+    Status advance(bool* done, bool* progressed) {
+      *done = false;
+      if (!made) {
+        made = true;
+        HCL_TRY(make(slot));
+      }
+      return slot.get()->advance(done, progressed);
+    }
+    int waitingOn() const { return made ? slot.get()->waitingOn() : -1; }
+  } work{slot, make};
+  return driveAlone(comm, callName, work);
 }
 
 Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks) {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,26 +93,52 @@ class ScheduleRun final : public OpRun {
   size_t pc_ = 0;
 };
 
+// Room for the one operation of the latency path: a ScheduleRun built in
+// place, without a heap allocation; any other kind of run on the heap.
+class RunSlot {
+ public:
+  template <typename... Args>
+  void emplaceSchedule(Args&&... args) {
+    inPlace_.emplace(std::forward<Args>(args)...);
+  }
+  void set(std::unique_ptr<OpRun> run) { heap_ = std::move(run); }
+  OpRun* get() { return inPlace_ ? &*inPlace_ : heap_.get(); }
+  const OpRun* get() const { return inPlace_ ? &*inPlace_ : heap_.get(); }
+  void reset() {
+    inPlace_.reset();
+    heap_.reset();
+  }
+
+ private:
+  std::optional<ScheduleRun> inPlace_;
+  std::unique_ptr<OpRun> heap_;
+};
+
 // The work of one group on one communicator: operations that run one after
 // another. Each is built only when it starts (so a pointer scalar is read
 // then, and scratch is held only while needed).
 class CommTask {
  public:
-  using Maker = std::function<Status(std::unique_ptr<OpRun>&)>;
+  using Maker = std::function<Status(RunSlot&)>;
   CommTask(std::shared_ptr<Communicator> comm, std::string callName);
   void add(Maker maker) { makers_.push_back(std::move(maker)); }
   Status advance(bool* done, bool* progressed);
   Communicator& comm() { return *comm_; }
   const std::string& callName() const { return callName_; }
-  int waitingOn() const { return current_ ? current_->waitingOn() : -1; }
+  int waitingOn() const { return current_.get() ? current_.get()->waitingOn() : -1; }
 
  private:
   std::shared_ptr<Communicator> comm_;
   std::string callName_;
   std::vector<Maker> makers_;
   size_t next_ = 0;
-  std::unique_ptr<OpRun> current_;
+  RunSlot current_;
 };
+
+// Runs one operation alone on `comm`, as runTask runs a task of one:
+// `make` fills the slot under the execution mutex, then the run is driven
+// until it completes, fails or stalls.
+Status runSingle(Communicator& comm, const char* callName, const std::function<Status(RunSlot&)>& make);
 
 // Drives tasks round-robin until all finish, one fails, a communicator is
 // aborted, or nothing moves for the communicator's timeout. A failure marks

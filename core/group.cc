@@ -22,7 +22,7 @@ struct GroupState {
 // NCCL's groups are per thread.
 thread_local GroupState tlsGroup;
 
-Status makeCollectiveRun(Communicator& comm, const PendingOp& op, std::unique_ptr<OpRun>& out) {
+Status makeCollectiveRun(Communicator& comm, const PendingOp& op, RunSlot& out) {
   ReduceSpec spec = op.spec;
   if (op.scalarPointer) {
     // A scalar in device memory (hclScalarDevice on a GPU) is read through the device.
@@ -48,19 +48,19 @@ Status makeCollectiveRun(Communicator& comm, const PendingOp& op, std::unique_pt
   if (comm.staged() && op.count > 0) {
     StagingArea* area = nullptr;
     HCL_TRY(comm.staging(&area));
-    out = std::make_unique<StagedRun>(comm, *area, args, op.send, op.recv, spec);
+    out.set(std::make_unique<StagedRun>(comm, *area, args, op.send, op.recv, spec));
     return {};
   }
-  out = std::make_unique<ScheduleRun>(comm, comm.schedule(args), RunBuffers{op.send, op.recv, {}}, spec);
+  out.emplaceSchedule(comm, comm.schedule(args), RunBuffers{op.send, op.recv, {}}, spec);
   return {};
 }
 
 CommTask::Maker collectiveMaker(PendingOp op) {
-  return [op = std::move(op)](std::unique_ptr<OpRun>& out) { return makeCollectiveRun(*op.comm, op, out); };
+  return [op = std::move(op)](RunSlot& out) { return makeCollectiveRun(*op.comm, op, out); };
 }
 
 CommTask::Maker p2pMaker(std::vector<PendingOp> ops) {
-  return [ops = std::move(ops)](std::unique_ptr<OpRun>& out) -> Status {
+  return [ops = std::move(ops)](RunSlot& out) -> Status {
     Communicator& comm = *ops.front().comm;
     std::vector<P2PCall> calls;
     RunBuffers buffers;
@@ -89,7 +89,7 @@ CommTask::Maker p2pMaker(std::vector<PendingOp> ops) {
     if (!p2pSchedule(calls, comm.rank(), schedule, error)) return invalidUsage(error);
     ReduceSpec spec;
     if (staged.empty()) {
-      out = std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), spec);
+      out.emplaceSchedule(comm, std::move(schedule), std::move(buffers), spec);
       return {};
     }
     StagingArea* area = nullptr;
@@ -103,7 +103,7 @@ CommTask::Maker p2pMaker(std::vector<PendingOp> ops) {
     auto inner = std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), spec);
     auto run = std::make_unique<StagedP2PRun>(*area, std::move(staged), std::move(inner));
     HCL_TRY(run->begin());
-    out = std::move(run);
+    out.set(std::move(run));
     return {};
   };
 }
@@ -231,9 +231,7 @@ Status submit(PendingOp op) {
   // without a task list.
   if (!op.stream && op.kind != CollKind::SendRecv) {
     Communicator& comm = *op.comm;
-    CommTask task(op.comm, op.call);
-    task.add([&](std::unique_ptr<OpRun>& out) { return makeCollectiveRun(comm, op, out); });
-    return runTask(task);
+    return runSingle(comm, op.call, [&](RunSlot& out) { return makeCollectiveRun(comm, op, out); });
   }
   std::vector<PendingOp> ops;
   ops.push_back(std::move(op));

@@ -33,15 +33,11 @@ Status roundTrip(const std::shared_ptr<Communicator>& comm, int peer, bool first
   }
   RunBuffers buffers;
   buffers.user.push_back(buffer.data());
-  auto task = std::make_unique<CommTask>(comm, "HCL_PROBE");
-  task->add([&](std::unique_ptr<OpRun>& out) {
-    out = std::make_unique<ScheduleRun>(*comm, std::move(s), std::move(buffers), ReduceSpec{});
-    return Status{};
-  });
-  std::vector<std::unique_ptr<CommTask>> tasks;
-  tasks.push_back(std::move(task));
   const auto start = std::chrono::steady_clock::now();
-  HCL_TRY(runTasks(tasks));
+  HCL_TRY(runSingle(*comm, "HCL_PROBE", [&](RunSlot& out) {
+    out.emplaceSchedule(*comm, std::move(s), std::move(buffers), ReduceSpec{});
+    return Status{};
+  }));
   us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   return {};
 }

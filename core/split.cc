@@ -14,15 +14,11 @@
 namespace hcl {
 namespace {
 
-Status runOne(Communicator& parent, std::shared_ptr<Communicator> owner, Schedule schedule, RunBuffers buffers) {
-  std::vector<std::unique_ptr<CommTask>> tasks;
-  tasks.push_back(std::make_unique<CommTask>(owner, "hclCommSplit"));
-  auto shared = std::make_shared<std::pair<Schedule, RunBuffers>>(std::move(schedule), std::move(buffers));
-  tasks.back()->add([&parent, shared](std::unique_ptr<OpRun>& out) -> Status {
-    out = std::make_unique<ScheduleRun>(parent, shared->first, shared->second, ReduceSpec{});
-    return {};
+Status runOne(Communicator& parent, Schedule schedule, RunBuffers buffers) {
+  return runSingle(parent, "hclCommSplit", [&](RunSlot& out) {
+    out.emplaceSchedule(parent, std::move(schedule), std::move(buffers), ReduceSpec{});
+    return Status{};
   });
-  return runTasks(tasks);
 }
 
 // Out-of-band collectives among a subset of the parent's ranks, over the
@@ -65,7 +61,7 @@ class SubsetOob final : public Oob {
     std::string error;
     if (!p2pSchedule(calls, parent_->rank(), schedule, error)) return internalError(error);
     schedule.tag = static_cast<uint32_t>(CollKind::Control);
-    return runOne(*parent_, parent_, std::move(schedule), std::move(buffers));
+    return runOne(*parent_, std::move(schedule), std::move(buffers));
   }
 
   std::shared_ptr<Communicator> parent_;
@@ -94,7 +90,7 @@ Status splitCommunicator(const std::shared_ptr<Communicator>& parent, int color,
   args.count = 2;
   args.type = hclInt32;
   args.chunkBytes = parent->settings().chunkBytes;
-  HCL_TRY(runOne(*parent, parent, ringAllGather(args), RunBuffers{mine, table.data(), {}}));
+  HCL_TRY(runOne(*parent, ringAllGather(args), RunBuffers{mine, table.data(), {}}));
   if (color == HCL_SPLIT_NOCOLOR) return {};
 
   std::vector<int> members;

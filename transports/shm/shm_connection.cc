@@ -154,6 +154,7 @@ class ShmConnection final : public Connection {
   // ---- sends -------------------------------------------------------------
 
   MessageMode chooseMode(size_t bytes) {
+    if (bytes <= kSlotInlineBytes) return MessageMode::Inline;
     if (cmaThreshold_ <= 0 || bytes < static_cast<uint64_t>(cmaThreshold_))
       return MessageMode::Copy;
     // Written by the peer during setup; read on the first large send.
@@ -171,6 +172,20 @@ class ShmConnection final : public Connection {
         sendMode_ = chooseMode(t.bytes);
         sendFragments_ = 0;
         sendStarted_ = true;
+      }
+      if (sendMode_ == MessageMode::Inline) {
+        uint8_t* slot = reserveSendSlot();
+        if (slot == nullptr) return {};
+        const SlotHeader h{t.tag, static_cast<uint32_t>(MessageMode::Inline), t.bytes, 0, 0, 0, 0};
+        std::memcpy(slot, &h, kSlotInlineOffset);
+        if (t.bytes > 0) std::memcpy(slot + kSlotInlineOffset, t.buffer, t.bytes);
+        publishSendSlot(slot);
+        sends_.pop_front();
+        sendStarted_ = false;
+        t.progressed = t.bytes;
+        t.complete(Transfer::State::Done);
+        moved = true;
+        continue;
       }
       if (sendMode_ == MessageMode::SingleCopy) {
         uint8_t* slot = reserveSendSlot();
@@ -234,7 +249,9 @@ class ShmConnection final : public Connection {
         SlotHeader h;
         std::memcpy(&h, slot, sizeof h);
         if (h.fragment != 0 || (h.mode != static_cast<uint32_t>(MessageMode::Copy) &&
-                                h.mode != static_cast<uint32_t>(MessageMode::SingleCopy))) {
+                                h.mode != static_cast<uint32_t>(MessageMode::SingleCopy) &&
+                                h.mode != static_cast<uint32_t>(MessageMode::Inline)) ||
+            (h.mode == static_cast<uint32_t>(MessageMode::Inline) && h.bytes > kSlotInlineBytes)) {
           return corrupted(h);
         }
         if (h.tag != t.tag || h.bytes != t.bytes) {
@@ -242,6 +259,15 @@ class ShmConnection final : public Connection {
               "rank {}: message from rank {} has tag {}/{} bytes, expected tag {}/{} bytes "
               "(mismatched collectives or send/recv sizes?)",
               rank_, peer_, h.tag, h.bytes, t.tag, t.bytes));
+        }
+        if (h.mode == static_cast<uint32_t>(MessageMode::Inline)) {
+          if (h.bytes > 0) std::memcpy(t.buffer, slot + kSlotInlineOffset, h.bytes);
+          releaseReceiveSlot();
+          t.progressed = t.bytes;
+          recvs_.pop_front();
+          t.complete(Transfer::State::Done);
+          moved = true;
+          continue;
         }
         recvStarted_ = true;
         recvMode_ = static_cast<MessageMode>(h.mode);

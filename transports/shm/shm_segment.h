@@ -17,7 +17,7 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<int64_t>::is_always_lock_free);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
 
-constexpr uint64_t kSegmentMagic = 0x32304d48534c4348ull;  // "HCLSHM02"
+constexpr uint64_t kSegmentMagic = 0x33304d48534c4348ull;  // "HCLSHM03"
 constexpr size_t kCacheLine = 64;
 
 // Whether the other side could read this side's memory with process_vm_readv.
@@ -51,7 +51,9 @@ struct SegmentHeader {
   FifoControl fifo[2];
 };
 
-enum class MessageMode : uint32_t { Copy = 1, SingleCopy = 2 };
+// Inline: a message of at most kSlotInlineBytes carried in the header's own
+// cache line, so the consumer finds header and data with one miss.
+enum class MessageMode : uint32_t { Copy = 1, SingleCopy = 2, Inline = 3 };
 
 // At the start of every slot. Every fragment of a message repeats the
 // message's tag, size and mode so the stream can be checked.
@@ -69,6 +71,10 @@ struct SlotHeader {
 constexpr size_t kSlotSequenceOffset = 56;
 static_assert(sizeof(SlotHeader) <= kSlotSequenceOffset);
 constexpr size_t kSlotHeaderBytes = kCacheLine;
+// An Inline message's data, in place of the single-copy fields.
+constexpr size_t kSlotInlineOffset = offsetof(SlotHeader, cmaSequence);
+constexpr size_t kSlotInlineBytes = kSlotSequenceOffset - kSlotInlineOffset;
+static_assert(kSlotInlineBytes == 32);
 
 struct Geometry {
   uint32_t slots = 0;

@@ -16,7 +16,8 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
-const std::vector<size_t> kAllSizes = {0, 1, 7, 100 * kKiB, kMiB + 3, 16 * kMiB + 5};
+// 32 and 33 bytes: the largest message carried in a slot's header line, and one more.
+const std::vector<size_t> kAllSizes = {0, 1, 7, 32, 33, 100 * kKiB, kMiB + 3, 16 * kMiB + 5};
 
 struct ExchangeOptions {
   const char* cmaThreshold = nullptr;  // HCL_SHM_CMA_THRESHOLD, unset when null
@@ -155,7 +156,7 @@ TEST_F(ShmTransferTest, TinySlotsFragmentAndWrapAround) {
 TEST_F(ShmTransferTest, LowThresholdSendsSmallMessagesBySingleCopy) {
   ExchangeOptions options;
   options.cmaThreshold = "1";
-  options.sizes = {0, 1, 7, 4096, kMiB + 3};
+  options.sizes = {0, 1, 7, 33, 4096, kMiB + 3};
   runExchange(2, options);
 }
 
