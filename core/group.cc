@@ -222,7 +222,7 @@ Status groupEnd() {
   return launch(std::move(ops));
 }
 
-Status submit(PendingOp op) {
+Status submit(PendingOp&& op) {
   if (inGroup()) {
     tlsGroup.ops.push_back(std::move(op));
     return {};

@@ -33,7 +33,7 @@ bool inGroup();
 Status groupStart();
 Status groupEnd();
 // Runs the op now (outside a group) or records it (inside one).
-Status submit(PendingOp op);
+Status submit(PendingOp&& op);
 // hclCommInitRank inside a group: runs at hclGroupEnd, concurrently with the
 // group's other initializations.
 void deferInit(std::function<Status()> init);

@@ -1,6 +1,7 @@
 // A result code plus a human-readable message; the currency of every internal call.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -8,25 +9,41 @@
 
 namespace hcl {
 
+// Success is a code and a null pointer, so the hot paths that pass Status
+// around construct and destroy almost nothing; the message lives on the heap
+// only when there is an error.
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(hclResult_t code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(hclResult_t code, std::string message)
+      : code_(code), message_(std::make_unique<std::string>(std::move(message))) {}
+  Status(const Status& o) : code_(o.code_), message_(o.message_ ? std::make_unique<std::string>(*o.message_) : nullptr) {}
+  Status& operator=(const Status& o) {
+    if (this != &o) *this = Status(o);
+    return *this;
+  }
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
+  ~Status() = default;
 
   static Status success() { return {}; }
   bool ok() const { return code_ == hclSuccess; }
   hclResult_t code() const { return code_; }
-  const std::string& message() const { return message_; }
+  const std::string& message() const { return message_ ? *message_ : empty(); }
 
   // Prefixes the message with context, e.g. the API call name.
   Status withContext(const std::string& context) const {
     if (ok()) return *this;
-    return {code_, context + ": " + message_};
+    return {code_, context + ": " + message()};
   }
 
  private:
+  static const std::string& empty() {
+    static const std::string kEmpty;
+    return kEmpty;
+  }
   hclResult_t code_ = hclSuccess;
-  std::string message_;
+  std::unique_ptr<std::string> message_;
 };
 
 inline Status invalidArgument(std::string msg) { return {hclInvalidArgument, std::move(msg)}; }
