@@ -44,7 +44,7 @@ Schedule reduceShard(const CollArgs& a, bool needOut, Into into, Deliver deliver
   ScheduleBuilder b(s);
   if (a.count == 0) return s;
   const std::vector<int> peers = peersAfter(a.rank, a.nranks);
-  const size_t es = dataTypeSize(a.type), S = sliceElements(a);
+  const size_t es = dataTypeSize(a.type), S = shardSliceElements(a);
   const Shard mine = shardOf(a.count, a.nranks, a.rank);
   const SliceScratch sc = sliceScratch(a, std::min(S, std::max<size_t>(1, mine.len)), needOut);
   s.scratchBytes = peers.empty() ? 0 : sc.bytes;
@@ -95,7 +95,7 @@ Schedule directReduceScatter(const CollArgs& a) {
   ScheduleBuilder b(s);
   if (a.count == 0) return s;
   const std::vector<int> peers = peersAfter(a.rank, a.nranks);
-  const size_t es = dataTypeSize(a.type), S = sliceElements(a);
+  const size_t es = dataTypeSize(a.type), S = shardSliceElements(a);
   const SliceScratch sc = sliceScratch(a, std::min(S, a.count), false);
   s.scratchBytes = peers.empty() ? 0 : sc.bytes;
   openPeers(b, a.rank, peers);

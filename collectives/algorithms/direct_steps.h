@@ -39,6 +39,8 @@ std::vector<uint32_t> signalPeers(ScheduleBuilder& b, const std::vector<int>& no
 
 // Elements per slice: chunkBytes of the wider of the type and its accumulator.
 size_t sliceElements(const CollArgs& a);
+// The same for the direct algorithms' shard reductions: at most 128 KiB.
+size_t shardSliceElements(const CollArgs& a);
 
 // dst (Native) = `own` (op) the `m` elements at peerSource(p) of every peer
 // p: one peer's slice at a time is folded into `acc` (Acc form; read into
