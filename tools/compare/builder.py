@@ -63,6 +63,7 @@ def recipes(build_dir, src_dir):
         # -march=native: the bound should be the fastest reduce this machine can do.
         "bound_bench": ([p / "bound_bench.cc", p / "sweep.h"],
                         cxx + ["-march=native", str(p / "bound_bench.cc"), "-pthread"], None),
+        "copy_bound_bench": ([p / "copy_bound_bench.cc", p / "sweep.h"], cxx + [str(p / "copy_bound_bench.cc")], None),
     }
 
 

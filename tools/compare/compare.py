@@ -47,7 +47,7 @@ def parse_args(argv):
     ap.add_argument("--hcl-runner", choices=["auto", "perf", "bench"], default="auto",
                     help="HCL through <build>/perf/*_perf (perf), the bundled hcl_bench (bench), "
                          "or perf when present (auto, default)")
-    ap.add_argument("--no-bound", action="store_true", help="skip the two-thread memory-bandwidth bound")
+    ap.add_argument("--no-bound", action="store_true", help="skip the bounds (two-thread memory bandwidth, two-process copy)")
     ap.add_argument("--no-iperf", action="store_true", help="skip the iperf3 loopback line")
     ap.add_argument("--budget", default="512M", help="bytes moved per size and run; iterations = budget/size "
                                                      "clamped to [--min-iters, --max-iters] (default 512M)")
@@ -92,8 +92,8 @@ def prepare(a, build):
     wanted = {PEER_PROGRAM[p] for p in a.peers if p in PEER_PROGRAM}
     if any(p.startswith("hcl") for p in a.peers) and hcl_runner(a, build)[0] == "bench":
         wanted.add("hcl_bench")
-    if not a.no_bound and "allreduce" in a.colls and a.ranks == 2:  # the bound models 2 ranks
-        wanted.add("bound_bench")
+    if not a.no_bound and "allreduce" in a.colls and a.ranks == 2:  # the bounds model 2 ranks
+        wanted.update({"bound_bench", "copy_bound_bench"})
     recipes = builder.recipes(build, SRC_DIR)
     for name in sorted(wanted):
         group = recipes[name][2]
@@ -136,15 +136,15 @@ def main(argv):
     plan = runners.Plan(a.ranks, a.colls, a.min_bytes, a.max_bytes, parse_size(a.budget), a.min_iters,
                         a.max_iters, a.timeout, a.time_budget)
     order = list(a.peers)
-    if "bound_bench" in programs:
-        order.append("bound")
+    bounds = {"bound": "bound_bench", "copy-bound": "copy_bound_bench"}
+    order += [name for name, program in bounds.items() if program in programs]
     sweeps = {p: [] for p in order}
     errors = {}
     iperf = []
     for run in range(1, a.runs + 1):
         for peer in order:
             print(f"# run {run}/{a.runs}: {peer}", file=sys.stderr, flush=True)
-            sw = runners.run_bound(programs["bound_bench"], plan) if peer == "bound" else \
+            sw = runners.run_bound(programs[bounds[peer]], plan) if peer in bounds else \
                 run_peer(peer, a, plan, programs, unusable, build)
             sweeps[peer].append(sw)
             if sw.error:
@@ -172,7 +172,8 @@ def main(argv):
     for coll in a.colls:
         per_peer = {p: report.medians(sweeps[p], coll, all_sizes) for p in order}
         if coll != "allreduce":
-            per_peer.pop("bound", None)
+            for name in bounds:
+                per_peer.pop(name, None)
         missing = {p: sw.missing[coll] for p in order for sw in sweeps[p] if coll in sw.missing}
         lines += [report.collective_tables(coll, a.peers, per_peer, all_sizes, iperf_gbps,
                                            parse_size(a.latency_max), missing), ""]
@@ -181,6 +182,10 @@ def main(argv):
     if "bound" in order:
         lines.append("- bound: two threads of one process computing c = a + b, each on its half, no copies; "
                      "as busbw of a 2-rank allreduce (size / time)")
+    if "copy-bound" in order:
+        lines.append("- copy-bound: two processes that only move what a 2-rank allreduce on malloc buffers must move "
+                     "between them (each reads the peer's input half with process_vm_readv and writes that half "
+                     "into the peer's output with process_vm_writev), no reduction; as busbw (size / time)")
     if iperf_gbps is not None:
         lines.append(f"- iperf3 loopback, one stream: {iperf_gbps:.2f} GB/s "
                      f"(median of {len(iperf)}: {', '.join(f'{x:.2f}' for x in iperf)})")

@@ -11,7 +11,7 @@ HCL_VARIANTS = ("hcl", "hcl-tcp")
 # What each HCL variant is compared with: shared memory against everything
 # (and the bound), TCP against the TCP peers (and iperf3).
 RATIO_TARGETS = {
-    "hcl": ("ompi-vader", "mpich", "gloo", "bound"),
+    "hcl": ("ompi-vader", "mpich", "gloo", "bound", "copy-bound"),
     "hcl-tcp": ("ompi-tcp", "gloo", "iperf3"),
 }
 
@@ -102,8 +102,8 @@ def collective_tables(coll, peers, per_peer, sizes, iperf_gbps, latency_max, mis
     missing: peers without this collective, shown as n/a."""
     cell = lambda p, s, attr, fmt: "n/a" if p in missing else _cell(per_peer[p].get(s), attr, fmt)
     columns = [p for p in peers if p in per_peer]
-    if coll == "allreduce" and "bound" in per_peer:
-        columns.append("bound")
+    if coll == "allreduce":
+        columns += [b for b in ("bound", "copy-bound") if b in per_peer]
     ratios = []
     for v in HCL_VARIANTS:
         if v not in per_peer:

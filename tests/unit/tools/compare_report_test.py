@@ -44,6 +44,19 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(cells["hcl/gloo"], "-")
         self.assertIn("time (µs)", text)
 
+    def test_bounds_are_columns_and_ratios_of_allreduce_only(self):
+        med = lambda bw: report.Median([runners.Row(1.0, bw, 0)])
+        per_peer = {"hcl": {1024: med(6.0)}, "bound": {1024: med(12.0)}, "copy-bound": {1024: med(4.0)}}
+        text = report.collective_tables("allreduce", ["hcl"], per_peer, [1024], None, 0)
+        header = next(l for l in text.splitlines() if l.startswith("| size"))
+        row = next(l for l in text.splitlines() if "1K" in l)
+        cells = dict(zip([c.strip() for c in header.split("|")], [c.strip() for c in row.split("|")]))
+        self.assertEqual(cells["copy-bound"], "4.000")
+        self.assertEqual(cells["hcl/bound"], "0.50")
+        self.assertEqual(cells["hcl/copy-bound"], "1.50")
+        other = report.collective_tables("allgather", ["hcl"], {"hcl": {1024: med(6.0)}}, [1024], None, 0)
+        self.assertNotIn("bound", other)
+
     def test_schedule_matches_sweep_h(self):
         plan = runners.Plan(2, ["allreduce"], 8, 256 << 20, 512 << 20, 5, 1000, 10)
         self.assertEqual(plan.iters(8), 1000)
