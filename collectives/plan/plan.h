@@ -27,6 +27,9 @@ struct AlgorithmEntry {
   // communicators where every link allows it (Planner::setPeerAccess).
   bool needsPeerAccess = false;
   int maxRanks = 0;  // used only on communicators of at most this many ranks (0: any)
+  // And only where the message times the rank count reaches this (0: no
+  // limit): what every rank's buffers weigh together on a host.
+  size_t minTotalBytes = 0;
 };
 
 // Every registered algorithm (collectives/algorithms/registry.cc).

@@ -62,7 +62,9 @@ TEST_P(Algorithms, AllReduceReduceScatterReduce) {
       in[r] = iota(inCount, static_cast<int64_t>(r) * 1000);
       ranks[r] = {planner.plan(args(kind, static_cast<int>(r), c, root)), in[r].data(), out[r].data(), sumSpec(c.nranks)};
     }
-    if (std::string(spec) == "direct") ASSERT_EQ(ranks[0].schedule.algorithm, "direct") << hcl::collKindName(kind);
+    if (std::string(spec) == "direct") {
+      ASSERT_EQ(ranks[0].schedule.algorithm, "direct") << hcl::collKindName(kind);
+    }
     ASSERT_EQ(hcltest::simulate(ranks), "") << hcl::collKindName(kind) << " " << spec;
     for (size_t r = 0; r < n; ++r) {
       if (kind == CollKind::Reduce && static_cast<int>(r) != root) continue;
@@ -93,8 +95,9 @@ TEST_P(Algorithms, DataMovement) {
       out[r].assign(recvsN ? c.count * n : c.count, -1);
       ranks[r] = {planner.plan(args(kind, static_cast<int>(r), c, root)), in[r].data(), out[r].data(), sumSpec(c.nranks)};
     }
-    if (std::string(spec) == "direct" && kind != CollKind::Gather && kind != CollKind::Scatter)
+    if (std::string(spec) == "direct" && kind != CollKind::Gather && kind != CollKind::Scatter) {
       ASSERT_EQ(ranks[0].schedule.algorithm, "direct") << hcl::collKindName(kind);
+    }
     ASSERT_EQ(hcltest::simulate(ranks), "") << hcl::collKindName(kind) << " " << spec;
     for (size_t r = 0; r < n; ++r) {
       for (size_t i = 0; i < out[r].size(); ++i) {
@@ -147,6 +150,27 @@ TEST(Planner, OverrideGrammar) {
   EXPECT_STREQ(mixed.algorithmFor(CollKind::AllReduce, 8), "hier");
   EXPECT_STREQ(mixed.algorithmFor(CollKind::Broadcast, 8), "ring");
   EXPECT_STREQ(hcl::Planner("^ring;allgather:rhd").algorithmFor(CollKind::AllGather), "rhd");
+}
+
+// The window all-reduce starts where all ranks' buffers together leave the
+// cache: 32 MiB messages on 2 ranks, 16 MiB on 4 and more, never below that.
+TEST(Planner, WindowThresholdScalesWithRanks) {
+  hcl::Planner planner;
+  planner.setPeerAccess(true);
+  const auto choose = [&](size_t bytes, int nranks) {
+    CollArgs a;
+    a.kind = CollKind::AllReduce;
+    a.nranks = nranks;
+    a.type = hclFloat32;
+    a.count = bytes / sizeof(float);
+    return planner.plan(a).algorithm;
+  };
+  EXPECT_EQ(choose(size_t{16} << 20, 2), "direct");
+  EXPECT_EQ(choose(size_t{32} << 20, 2), "window");
+  EXPECT_EQ(choose(size_t{8} << 20, 4), "direct");
+  EXPECT_EQ(choose(size_t{16} << 20, 4), "window");
+  EXPECT_EQ(choose(size_t{8} << 20, 16), "direct");
+  EXPECT_EQ(choose(size_t{16} << 20, 16), "window");
 }
 
 }  // namespace
