@@ -126,6 +126,12 @@ bool interfaceMatches(std::string_view spec, std::string_view name) {
 namespace {
 
 std::vector<NetInterface> withNicFacts(std::vector<NetInterface> interfaces) {
+  // A bad spec is ignored where it does not parse, as NCCL ignores bad
+  // variables, but never silently.
+  for (const auto& [name, rates] : {std::pair{"HCL_FABRIC", false}, std::pair{"HCL_NIC_SPEED", true}}) {
+    const std::string problem = nicSpecProblem(name, paramString(name), rates);
+    if (!problem.empty()) log::warn(log::Env, "{}; ignoring what does not parse", problem);
+  }
   for (NetInterface& itf : interfaces) {
     NicFacts facts = describeNic(itf.name, itf.ip, itf.prefixLen, itf.loopback);
     itf.kind = facts.kind;

@@ -100,6 +100,32 @@ uint32_t parseRateMbps(std::string_view text) {
   return mbps >= 1 ? static_cast<uint32_t>(mbps + 0.5) : 0;
 }
 
+std::string nicSpecProblem(std::string_view name, std::string_view spec, bool rates) {
+  const std::vector<std::string> items = splitItems(spec);
+  const bool perInterface = std::any_of(items.begin(), items.end(), [](const std::string& i) {
+    return i.find('=') != std::string::npos;
+  });
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    if (perInterface && eq == std::string::npos) {
+      return fmt::format("{}='{}': item '{}' has no interface name (use 'ifname=value' for every item, or one value alone)",
+                         name, spec, item);
+    }
+    const std::string ifname = eq == std::string::npos ? "" : trim(std::string_view(item).substr(0, eq));
+    const std::string value = eq == std::string::npos ? item : trim(std::string_view(item).substr(eq + 1));
+    if (perInterface && ifname.empty()) return fmt::format("{}='{}': item '{}' has no interface name", name, spec, item);
+    if (value.empty()) return fmt::format("{}='{}': item '{}' has no value", name, spec, item);
+    if (rates && parseRateMbps(value) == 0) {
+      return fmt::format("{}='{}': '{}' is not a rate (a number of Mbit/s, or with a unit: 125mbit, 1gbit, 200g)",
+                         name, spec, value);
+    }
+  }
+  if (!perInterface && items.size() > 1) {
+    return fmt::format("{}='{}': several values without interface names (use 'ifname=value,...')", name, spec);
+  }
+  return {};
+}
+
 uint32_t speedFromSpec(std::string_view spec, std::string_view ifname) {
   const std::string value = valueFor(spec, ifname);
   return value.empty() ? 0 : parseRateMbps(value);

@@ -34,6 +34,10 @@ uint32_t speedFromSpec(std::string_view spec, std::string_view ifname);
 // Parses one rate to Mbit/s; nullopt-like 0 when invalid.
 uint32_t parseRateMbps(std::string_view text);
 
+// What is wrong with an HCL_FABRIC (rates = false) or HCL_NIC_SPEED
+// (rates = true) spec, naming the variable and the bad item; "" when nothing is.
+std::string nicSpecProblem(std::string_view name, std::string_view spec, bool rates);
+
 // "ip:10.0.0.0/24" style label from an address and prefix length; "" if the
 // address does not parse.
 std::string subnetLabel(std::string_view ip, int prefixLen);

@@ -31,6 +31,26 @@ TEST(RateParsing, UnitsAndBareNumbers) {
   EXPECT_EQ(parseRateMbps("10 parsecs"), 0u);
 }
 
+TEST(NicSpecs, GoodSpecsHaveNoProblem) {
+  EXPECT_EQ(nicSpecProblem("HCL_FABRIC", "", false), "");
+  EXPECT_EQ(nicSpecProblem("HCL_FABRIC", "clusterA", false), "");
+  EXPECT_EQ(nicSpecProblem("HCL_FABRIC", "fab0=cluster1, wan0=wan", false), "");
+  EXPECT_EQ(nicSpecProblem("HCL_NIC_SPEED", "40g", true), "");
+  EXPECT_EQ(nicSpecProblem("HCL_NIC_SPEED", "fab0=1gbit,wan0=125mbit", true), "");
+}
+
+TEST(NicSpecs, BadSpecsNameTheVariableAndTheItem) {
+  const std::string rate = nicSpecProblem("HCL_NIC_SPEED", "fab0=1gbit,wan0=fast", true);
+  EXPECT_NE(rate.find("HCL_NIC_SPEED"), std::string::npos) << rate;
+  EXPECT_NE(rate.find("'fast' is not a rate"), std::string::npos) << rate;
+  EXPECT_NE(nicSpecProblem("HCL_NIC_SPEED", "10 parsecs", true).find("not a rate"), std::string::npos);
+  const std::string mixed = nicSpecProblem("HCL_FABRIC", "fab0=cluster1,wan", false);
+  EXPECT_NE(mixed.find("item 'wan' has no interface name"), std::string::npos) << mixed;
+  EXPECT_NE(nicSpecProblem("HCL_FABRIC", "fab0=", false).find("has no value"), std::string::npos);
+  EXPECT_NE(nicSpecProblem("HCL_FABRIC", "=cluster1", false).find("no interface name"), std::string::npos);
+  EXPECT_NE(nicSpecProblem("HCL_FABRIC", "a,b", false).find("several values"), std::string::npos);
+}
+
 TEST(RateParsing, PerInterfaceSpeeds) {
   EXPECT_EQ(speedFromSpec("fab0=1gbit,wan0=125mbit", "wan0"), 125u);
   EXPECT_EQ(speedFromSpec("fab0=1gbit,wan0=125mbit", "lo"), 0u);
