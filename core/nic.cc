@@ -47,12 +47,23 @@ std::vector<std::string> splitItems(std::string_view list) {
   return items;
 }
 
+// One item of a "value" or "ifname=value,..." spec.
+struct SpecItem {
+  bool named = false;  // has an '='
+  std::string ifname, value;
+};
+
+SpecItem parseItem(std::string_view item) {
+  const size_t eq = item.find('=');
+  if (eq == std::string_view::npos) return {false, "", std::string(item)};
+  return {true, trim(item.substr(0, eq)), trim(item.substr(eq + 1))};
+}
+
 // The value a "value" or "ifname=value,..." spec gives `ifname`, or "".
 std::string valueFor(std::string_view spec, std::string_view ifname) {
-  for (const std::string& item : splitItems(spec)) {
-    const size_t eq = item.find('=');
-    if (eq == std::string::npos) return item;
-    if (trim(std::string_view(item).substr(0, eq)) == ifname) return trim(std::string_view(item).substr(eq + 1));
+  for (const std::string& text : splitItems(spec)) {
+    const SpecItem item = parseItem(text);
+    if (!item.named || item.ifname == ifname) return item.value;
   }
   return {};
 }
@@ -101,26 +112,22 @@ uint32_t parseRateMbps(std::string_view text) {
 }
 
 std::string nicSpecProblem(std::string_view name, std::string_view spec, bool rates) {
-  const std::vector<std::string> items = splitItems(spec);
-  const bool perInterface = std::any_of(items.begin(), items.end(), [](const std::string& i) {
-    return i.find('=') != std::string::npos;
-  });
-  for (const std::string& item : items) {
-    const size_t eq = item.find('=');
-    if (perInterface && eq == std::string::npos) {
+  const std::vector<std::string> texts = splitItems(spec);
+  const bool perInterface =
+      std::any_of(texts.begin(), texts.end(), [](const std::string& t) { return parseItem(t).named; });
+  for (const std::string& text : texts) {
+    const SpecItem item = parseItem(text);
+    if (perInterface && item.ifname.empty()) {
       return fmt::format("{}='{}': item '{}' has no interface name (use 'ifname=value' for every item, or one value alone)",
-                         name, spec, item);
+                         name, spec, text);
     }
-    const std::string ifname = eq == std::string::npos ? "" : trim(std::string_view(item).substr(0, eq));
-    const std::string value = eq == std::string::npos ? item : trim(std::string_view(item).substr(eq + 1));
-    if (perInterface && ifname.empty()) return fmt::format("{}='{}': item '{}' has no interface name", name, spec, item);
-    if (value.empty()) return fmt::format("{}='{}': item '{}' has no value", name, spec, item);
-    if (rates && parseRateMbps(value) == 0) {
+    if (item.value.empty()) return fmt::format("{}='{}': item '{}' has no value", name, spec, text);
+    if (rates && parseRateMbps(item.value) == 0) {
       return fmt::format("{}='{}': '{}' is not a rate (a number of Mbit/s, or with a unit: 125mbit, 1gbit, 200g)",
-                         name, spec, value);
+                         name, spec, item.value);
     }
   }
-  if (!perInterface && items.size() > 1) {
+  if (!perInterface && texts.size() > 1) {
     return fmt::format("{}='{}': several values without interface names (use 'ifname=value,...')", name, spec);
   }
   return {};

@@ -29,9 +29,9 @@ constexpr size_t kFlatUpTo = 1024;
 constexpr int kFlatMaxRanks = 8;
 // From here the data no longer stays in cache between calls, and staging
 // through shared windows beats the kernel's copies (docs/performance.md):
-// where all ranks' buffers on the host weigh 64 MiB (2 ranks: 32 MiB
-// messages, 9.6 against 7.3 GB/s for the window at 16 MiB; 4 ranks: 16 MiB),
-// and never below 16 MiB.
+// where all ranks' buffers on the host weigh 64 MiB, and never below 16 MiB.
+// On 2 ranks that is 32 MiB (at 16 MiB direct did 9.6 GB/s, the window 7.3);
+// on 4 ranks, 16 MiB.
 constexpr size_t kWindowFrom = 16u << 20;
 constexpr size_t kWindowFromTotal = 64u << 20;
 

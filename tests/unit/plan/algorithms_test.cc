@@ -1,6 +1,7 @@
 // Every algorithm for many rank counts, run on the in-memory simulator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "collectives/plan/plan.h"
@@ -150,6 +151,53 @@ TEST(Planner, OverrideGrammar) {
   EXPECT_STREQ(mixed.algorithmFor(CollKind::AllReduce, 8), "hier");
   EXPECT_STREQ(mixed.algorithmFor(CollKind::Broadcast, 8), "ring");
   EXPECT_STREQ(hcl::Planner("^ring;allgather:rhd").algorithmFor(CollKind::AllGather), "rhd");
+}
+
+// The direct algorithms reduce their shard in slices of at most 128 KiB, so
+// each stays in cache; a smaller HCL_CHUNK_BYTES still makes them smaller.
+TEST(DirectSchedules, ShardSlicesAreCacheSized) {
+  hcl::Planner planner("allreduce:direct");
+  planner.setPeerAccess(true);
+  const auto largestPeerReduce = [&](size_t chunkBytes) {
+    CollArgs a;
+    a.kind = CollKind::AllReduce;
+    a.nranks = 2;
+    a.type = hclFloat32;
+    a.count = size_t{4} << 20;
+    a.chunkBytes = chunkBytes;
+    const hcl::Schedule s = planner.plan(a);
+    EXPECT_EQ(s.algorithm, "direct");
+    size_t largest = 0;
+    for (const hcl::Step& st : s.steps) {
+      if (st.kind == hcl::Step::Kind::ReducePeer) largest = std::max(largest, st.count);
+    }
+    return largest;
+  };
+  EXPECT_EQ(largestPeerReduce(512 * 1024), 128u * 1024 / sizeof(float));
+  EXPECT_EQ(largestPeerReduce(64 * 1024), 64u * 1024 / sizeof(float));
+}
+
+// All-gather copies its own block past the cache only where the whole
+// output (every rank's block) reaches 32 MiB.
+TEST(DirectSchedules, OwnBlockStreamedForLargeOutputs) {
+  hcl::Planner planner("allgather:direct");
+  planner.setPeerAccess(true);
+  const auto ownCopyStreams = [&](size_t outputBytes) {
+    CollArgs a;
+    a.kind = CollKind::AllGather;
+    a.nranks = 2;
+    a.type = hclFloat32;
+    a.count = outputBytes / 2 / sizeof(float);
+    const hcl::Schedule s = planner.plan(a);
+    EXPECT_EQ(s.algorithm, "direct");
+    for (const hcl::Step& st : s.steps) {
+      if (st.kind == hcl::Step::Kind::Copy) return st.streamDst;
+    }
+    ADD_FAILURE() << "no copy of the own block";
+    return false;
+  };
+  EXPECT_FALSE(ownCopyStreams(size_t{16} << 20));
+  EXPECT_TRUE(ownCopyStreams(size_t{32} << 20));
 }
 
 // The window all-reduce starts where all ranks' buffers together leave the
