@@ -38,6 +38,17 @@ CollArgs args(CollKind kind, int rank, const Case& c, int root = 0) {
   return a;
 }
 
+// A float collective of `bytes` bytes per rank's count on `nranks` ranks.
+CollArgs floatArgs(CollKind kind, int nranks, size_t bytes, size_t chunkBytes = 512 * 1024) {
+  CollArgs a;
+  a.kind = kind;
+  a.nranks = nranks;
+  a.type = hclFloat32;
+  a.count = bytes / sizeof(float);
+  a.chunkBytes = chunkBytes;
+  return a;
+}
+
 hcl::ReduceSpec sumSpec(int n) {
   hcl::ReduceSpec s;
   s.type = hclInt64;
@@ -159,13 +170,7 @@ TEST(DirectSchedules, ShardSlicesAreCacheSized) {
   hcl::Planner planner("allreduce:direct");
   planner.setPeerAccess(true);
   const auto largestPeerReduce = [&](size_t chunkBytes) {
-    CollArgs a;
-    a.kind = CollKind::AllReduce;
-    a.nranks = 2;
-    a.type = hclFloat32;
-    a.count = size_t{4} << 20;
-    a.chunkBytes = chunkBytes;
-    const hcl::Schedule s = planner.plan(a);
+    const hcl::Schedule s = planner.plan(floatArgs(CollKind::AllReduce, 2, size_t{16} << 20, chunkBytes));
     EXPECT_EQ(s.algorithm, "direct");
     size_t largest = 0;
     for (const hcl::Step& st : s.steps) {
@@ -183,12 +188,7 @@ TEST(DirectSchedules, OwnBlockStreamedForLargeOutputs) {
   hcl::Planner planner("allgather:direct");
   planner.setPeerAccess(true);
   const auto ownCopyStreams = [&](size_t outputBytes) {
-    CollArgs a;
-    a.kind = CollKind::AllGather;
-    a.nranks = 2;
-    a.type = hclFloat32;
-    a.count = outputBytes / 2 / sizeof(float);
-    const hcl::Schedule s = planner.plan(a);
+    const hcl::Schedule s = planner.plan(floatArgs(CollKind::AllGather, 2, outputBytes / 2));
     EXPECT_EQ(s.algorithm, "direct");
     for (const hcl::Step& st : s.steps) {
       if (st.kind == hcl::Step::Kind::Copy) return st.streamDst;
@@ -206,12 +206,7 @@ TEST(Planner, WindowThresholdScalesWithRanks) {
   hcl::Planner planner;
   planner.setPeerAccess(true);
   const auto choose = [&](size_t bytes, int nranks) {
-    CollArgs a;
-    a.kind = CollKind::AllReduce;
-    a.nranks = nranks;
-    a.type = hclFloat32;
-    a.count = bytes / sizeof(float);
-    return planner.plan(a).algorithm;
+    return planner.plan(floatArgs(CollKind::AllReduce, nranks, bytes)).algorithm;
   };
   EXPECT_EQ(choose(size_t{16} << 20, 2), "direct");
   EXPECT_EQ(choose(size_t{32} << 20, 2), "window");
@@ -231,13 +226,8 @@ TEST(WindowAllReduce, WindowsStayWithinKeptScratch) {
   for (int n : {2, 4, 16, 64}) {
     hcl::Planner planner("allreduce:window");
     planner.setPeerAccess(true);
-    CollArgs a;
-    a.kind = CollKind::AllReduce;
-    a.nranks = n;
+    CollArgs a = floatArgs(CollKind::AllReduce, n, size_t{1} << 30, 4u << 20);
     a.rank = n - 1;
-    a.type = hclFloat32;
-    a.count = size_t{256} << 20;
-    a.chunkBytes = 4u << 20;
     const hcl::Schedule s = planner.plan(a);
     ASSERT_EQ(s.algorithm, "window") << n << " ranks";
     EXPECT_GT(s.scratchBytes, 0u) << n << " ranks";
@@ -256,11 +246,7 @@ TEST(Planner, RankDependentLoadAvoidsPeerAccess) {
   planner.setPeerAccess(true);
   for (CollKind kind : {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::Reduce}) {
     for (size_t count : {size_t{1} << 16, size_t{1} << 24}) {
-      CollArgs a;
-      a.kind = kind;
-      a.nranks = 2;
-      a.type = hclFloat32;
-      a.count = count;
+      CollArgs a = floatArgs(kind, 2, count * sizeof(float));
       const std::string plain = planner.plan(a).algorithm;
       EXPECT_TRUE(plain == "direct" || plain == "window") << hcl::collKindName(kind) << " " << count << ": " << plain;
       a.rankDependentLoad = true;
