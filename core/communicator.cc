@@ -36,6 +36,18 @@ Status Communicator::staging(StagingArea** out) {
   return {};
 }
 
+Status Communicator::stagingFor(const void* stream, StagingArea** out) {
+  std::lock_guard lock(streamStagingMutex_);
+  auto& area = streamStaging_[stream];
+  if (!area) {
+    auto made = std::make_unique<StagingArea>(*device_, settings_.stageChunkBytes, settings_.stageSlots);
+    HCL_TRY(made->init());
+    area = std::move(made);
+  }
+  *out = area.get();
+  return {};
+}
+
 void Communicator::requestAbort() {
   abortFlag_.store(true, std::memory_order_release);
   // An operation in flight sees the flag within one polling round and

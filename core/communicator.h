@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -50,6 +51,9 @@ class Communicator {
   bool staged() const { return staged_; }
   // The bounce buffers and copy queues, made at the first staged operation.
   Status staging(StagingArea** out);
+  // Bounce buffers of the calls on one device-runtime stream (keyed by the
+  // HCL stream), whose copies run on that stream; made at its first call.
+  Status stagingFor(const void* stream, StagingArea** out);
   const Planner& planner() const { return planner_; }
   // The planner's schedule for `args`, reused across calls of one shape.
   // Only the holder of the execution mutex calls it.
@@ -100,6 +104,8 @@ class Communicator {
   Device* device_;
   bool staged_ = false;
   std::unique_ptr<StagingArea> staging_;
+  std::mutex streamStagingMutex_;
+  std::map<const void*, std::unique_ptr<StagingArea>> streamStaging_;
   Planner planner_;
   ScheduleCache schedules_;
   RedOpTable redOps_;

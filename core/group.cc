@@ -9,6 +9,7 @@
 #include "collectives/algorithms/p2p.h"
 #include "core/executor.h"
 #include "core/staged_run.h"
+#include "device/gated_stream.h"
 
 namespace hcl {
 namespace {
@@ -22,6 +23,22 @@ struct GroupState {
 // NCCL's groups are per thread.
 thread_local GroupState tlsGroup;
 
+CollArgs collArgsFor(Communicator& comm, const PendingOp& op) {
+  CollArgs args;
+  args.kind = op.kind;
+  args.rank = comm.rank();
+  args.nranks = comm.nranks();
+  args.count = op.count;
+  args.type = op.type;
+  args.loadIsIdentity =
+      accumulatorSize(op.type) == dataTypeSize(op.type) && op.spec.kind != ReduceKind::PreMulSum;
+  args.rankDependentLoad = op.spec.kind == ReduceKind::PreMulSum;
+  args.root = op.root;
+  args.inPlace = op.send == op.recv;
+  args.chunkBytes = comm.settings().chunkBytes;
+  return args;
+}
+
 Status makeCollectiveRun(Communicator& comm, const PendingOp& op, RunSlot& out) {
   ReduceSpec spec = op.spec;
   if (op.scalarPointer) {
@@ -34,17 +51,11 @@ Status makeCollectiveRun(Communicator& comm, const PendingOp& op, RunSlot& out) 
     }
     readScalar(op.type, from, spec.scalarFloat, spec.scalarInt, spec.scalarUint);
   }
-  CollArgs args;
-  args.kind = op.kind;
-  args.rank = comm.rank();
-  args.nranks = comm.nranks();
-  args.count = op.count;
-  args.type = op.type;
-  args.loadIsIdentity = accumulatorSize(op.type) == dataTypeSize(op.type) && spec.kind != ReduceKind::PreMulSum;
-  args.rankDependentLoad = spec.kind == ReduceKind::PreMulSum;
-  args.root = op.root;
-  args.inPlace = op.send == op.recv;
-  args.chunkBytes = comm.settings().chunkBytes;
+  if (op.gated) {
+    out.set(std::make_unique<GatedStagedRun>(comm, op.gated, spec));
+    return {};
+  }
+  const CollArgs args = collArgsFor(comm, op);
   if (comm.staged() && op.count > 0) {
     StagingArea* area = nullptr;
     HCL_TRY(comm.staging(&area));
@@ -169,8 +180,130 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
   return {};
 }
 
+// Whether a launch's copies can run on its device-runtime stream: staged
+// calls of one communicator, all collectives (so that the worker finishes
+// their chunks, and releases their tickets, in the order they were issued)
+// or all point-to-point.
+bool stagesOnStream(const std::vector<PendingOp>& ops) {
+  const bool p2p = ops.front().kind == CollKind::SendRecv;
+  for (const PendingOp& op : ops) {
+    if (op.comm != ops.front().comm || op.stream != ops.front().stream || !op.stream) return false;
+    if ((op.kind == CollKind::SendRecv) != p2p || !op.comm->staged() || (!p2p && op.count == 0)) return false;
+  }
+  return dynamic_cast<GatedStream*>(ops.front().stream->impl.get()) != nullptr;
+}
+
+// Point-to-point calls on a gated stream: device buffers are swapped for
+// pinned stand-ins laid end to end in the stream's staging area, copied on
+// the stream around one ticket.
+Status launchP2POnStream(std::vector<PendingOp> ops) {
+  Communicator& comm = *ops.front().comm;
+  auto& stream = static_cast<GatedStream&>(*ops.front().stream->impl);
+  StagingArea* area = nullptr;
+  HCL_TRY(comm.stagingFor(ops.front().stream, &area));
+  struct Plan {
+    std::vector<size_t> offset;  // per op: its stand-in's offset, or SIZE_MAX for host memory
+    size_t bytes = 0;
+    std::byte* base = nullptr;
+    StreamGate* gate = nullptr;
+    uint64_t ticket = 0;
+  };
+  auto plan = std::make_shared<Plan>();
+  for (const PendingOp& op : ops) {
+    const size_t bytes = op.count * dataTypeSize(op.type);
+    const void* user = op.isSend ? op.send : op.recv;
+    if (bytes > 0 && comm.device().isDeviceMemory(user)) {
+      plan->offset.push_back(plan->bytes);
+      plan->bytes += (bytes + 63) / 64 * 64;
+    } else {
+      plan->offset.push_back(SIZE_MAX);
+    }
+  }
+  stream.enqueuePrepared(
+      [&](StreamGate& gate, uint64_t* last) -> Status {
+        plan->gate = &gate;
+        // Growing frees the old stand-ins, which earlier calls' copies on
+        // this stream may still read: let them finish first.
+        if (plan->bytes > 0) {
+          std::byte* base = nullptr;
+          if (!area->p2pFits(plan->bytes)) HCL_TRY(gate.synchronize());
+          HCL_TRY(area->p2pBuffer(plan->bytes, &base));
+          plan->base = base;
+        }
+        auto copy = [&](bool toHost) -> Status {
+          for (size_t i = 0; i < ops.size(); ++i) {
+            if (plan->offset[i] == SIZE_MAX || ops[i].isSend != toHost) continue;
+            const size_t bytes = ops[i].count * dataTypeSize(ops[i].type);
+            std::byte* host = plan->base + plan->offset[i];
+            if (toHost) HCL_TRY(gate.copyOnStream(host, bytes, ops[i].send, bytes, bytes, 1));
+            else HCL_TRY(gate.copyOnStream(ops[i].recv, bytes, host, bytes, bytes, 1));
+          }
+          return {};
+        };
+        HCL_TRY(copy(true));
+        HCL_TRY(gate.mark(&plan->ticket));
+        *last = plan->ticket;
+        HCL_TRY(gate.waitFor(plan->ticket));
+        return copy(false);
+      },
+      [plan, ops]() -> Status {
+        Communicator& comm = *ops.front().comm;
+        std::vector<P2PCall> calls;
+        RunBuffers buffers;
+        for (size_t i = 0; i < ops.size(); ++i) {
+          P2PCall c;
+          c.isSend = ops[i].isSend;
+          c.peer = ops[i].root;
+          c.bytes = ops[i].count * dataTypeSize(ops[i].type);
+          c.buffer = static_cast<uint32_t>(buffers.user.size());
+          void* user = ops[i].isSend ? const_cast<void*>(ops[i].send) : ops[i].recv;
+          buffers.user.push_back(plan->offset[i] == SIZE_MAX ? user : plan->base + plan->offset[i]);
+          calls.push_back(c);
+        }
+        Schedule schedule;
+        std::string error;
+        if (!p2pSchedule(calls, comm.rank(), schedule, error)) return invalidUsage(error);
+        return runSingle(comm, ops.front().call, [&](RunSlot& out) -> Status {
+          auto inner = std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), ReduceSpec{});
+          out.set(std::make_unique<GatedP2PRun>(*plan->gate, plan->ticket, std::move(inner)));
+          return {};
+        });
+      });
+  return {};
+}
+
+Status launchStagedOnStream(std::vector<PendingOp> ops) {
+  Communicator& comm = *ops.front().comm;
+  auto& stream = static_cast<GatedStream&>(*ops.front().stream->impl);
+  StagingArea* area = nullptr;
+  HCL_TRY(comm.stagingFor(ops.front().stream, &area));
+  std::vector<std::shared_ptr<GatedStaging>> staged;
+  for (PendingOp& op : ops) {
+    op.gated = std::make_shared<GatedStaging>();
+    op.gated->chunks = std::make_unique<StagedChunks>(comm.device(), *area, collArgsFor(comm, op), op.send, op.recv);
+    staged.push_back(op.gated);
+  }
+  auto tasks = std::make_shared<std::vector<std::unique_ptr<CommTask>>>(buildTasks(ops));
+  stream.enqueuePrepared(
+      [&staged](StreamGate& gate, uint64_t* last) -> Status {
+        for (auto& g : staged) {
+          g->gate = &gate;
+          Status s = stageOnStream(*g);
+          if (!g->tickets.empty()) *last = g->tickets.back();
+          HCL_TRY(s);
+        }
+        return {};
+      },
+      [tasks]() { return runTasks(*tasks); });
+  return {};
+}
+
 Status launch(std::vector<PendingOp> ops) {
   if (ops.empty()) return {};
+  if (stagesOnStream(ops)) {
+    if (ops.front().kind == CollKind::SendRecv) return launchP2POnStream(std::move(ops));
+    return launchStagedOnStream(std::move(ops));
+  }
   std::vector<hclStream*> streams;
   bool anyNullStream = false;
   for (const PendingOp& op : ops) {

@@ -11,6 +11,8 @@
 
 namespace hcl {
 
+struct GatedStaging;  // core/staged_run.h
+
 struct PendingOp {
   const char* call = "";
   CollKind kind = CollKind::AllReduce;
@@ -27,6 +29,8 @@ struct PendingOp {
   const void* scalarPointer = nullptr;
   int root = 0;  // root, or peer for SendRecv
   hclStream* stream = nullptr;
+  // Set when the call's copies run on its device-runtime stream.
+  std::shared_ptr<GatedStaging> gated;
 };
 
 bool inGroup();

@@ -4,41 +4,63 @@
 
 namespace hcl {
 
-StagedRun::StagedRun(Communicator& comm, StagingArea& area, CollArgs base, const void* send, void* recv,
-                     ReduceSpec spec)
-    : comm_(comm),
-      area_(area),
+StagedChunks::StagedChunks(Device& device, StagingArea& area, const CollArgs& base, const void* send, void* recv)
+    : area_(area),
       base_(base),
       send_(static_cast<const std::byte*>(send)),
       recv_(static_cast<std::byte*>(recv)),
-      spec_(spec),
       layout_(stageLayout(base.kind, base.rank, base.nranks, base.root)),
       elem_(dataTypeSize(base.type)),
       width_(stageChunkWidth(layout_, elem_, area.slotBytes())),
       chunks_(stageChunkCount(base.count, width_)) {
-  Device& dev = comm.device();
   // Host memory in one row is used in place; anything else goes through a slot.
-  copyIn_ = layout_.readsInput && (layout_.inBlocks > 1 || dev.isDeviceMemory(send));
-  copyOut_ = layout_.writesOutput && (layout_.outBlocks > 1 || dev.isDeviceMemory(recv));
+  copyIn_ = layout_.readsInput && (layout_.inBlocks > 1 || device.isDeviceMemory(send));
+  copyOut_ = layout_.writesOutput && (layout_.outBlocks > 1 || device.isDeviceMemory(recv));
   // An in-place call on staged memory keeps one copy of the data, in the out slot.
   shareSlot_ = send == recv && copyIn_ && copyOut_ && layout_.inBlocks == layout_.outBlocks;
-  inTicket_.assign(chunks_, 0);
-  outTicket_.assign(chunks_, 0);
 }
 
-size_t StagedRun::chunkElems(size_t k) const { return std::min(width_, base_.count - k * width_); }
+size_t StagedChunks::chunkElems(size_t k) const { return std::min(width_, base_.count - k * width_); }
 
-std::byte* StagedRun::inPtr(size_t k) const {
+std::byte* StagedChunks::inPtr(size_t k) const {
   const int slot = static_cast<int>(k % static_cast<size_t>(area_.slots()));
   if (shareSlot_) return area_.out(slot);
   if (copyIn_ || !layout_.readsInput) return area_.in(slot);
   return const_cast<std::byte*>(send_) + k * width_ * elem_;
 }
 
-std::byte* StagedRun::outPtr(size_t k) const {
+std::byte* StagedChunks::outPtr(size_t k) const {
   const int slot = static_cast<int>(k % static_cast<size_t>(area_.slots()));
   if (copyOut_ || !layout_.writesOutput) return area_.out(slot);
   return recv_ + k * width_ * elem_;
+}
+
+StagedChunks::Copy StagedChunks::copyIn(size_t k) const {
+  const size_t w = chunkElems(k) * elem_;
+  return {inPtr(k), w, send_ + k * width_ * elem_, base_.count * elem_, w, layout_.inBlocks};
+}
+
+StagedChunks::Copy StagedChunks::copyOut(size_t k) const {
+  const size_t w = chunkElems(k) * elem_;
+  return {recv_ + k * width_ * elem_, base_.count * elem_, outPtr(k), w, w, layout_.outBlocks};
+}
+
+CollArgs StagedChunks::chunkArgs(size_t k) const {
+  CollArgs args = base_;
+  args.count = chunkElems(k);
+  // Every chunk but the last has the full width and the same in-place-ness,
+  // so the communicator's schedule cache plans it once.
+  args.inPlace = inPtr(k) == outPtr(k);
+  return args;
+}
+
+RunBuffers StagedChunks::chunkBuffers(size_t k) const { return RunBuffers{inPtr(k), outPtr(k), {}}; }
+
+StagedRun::StagedRun(Communicator& comm, StagingArea& area, CollArgs base, const void* send, void* recv,
+                     ReduceSpec spec)
+    : comm_(comm), area_(area), spec_(spec), chunks_(comm.device(), area, base, send, recv) {
+  inTicket_.assign(chunks_.count(), 0);
+  outTicket_.assign(chunks_.count(), 0);
 }
 
 Status StagedRun::slotFree(size_t k, bool* free) {
@@ -55,38 +77,32 @@ Status StagedRun::slotFree(size_t k, bool* free) {
 }
 
 Status StagedRun::stageIn(size_t k) {
-  if (!copyIn_) return {};
-  const size_t w = chunkElems(k) * elem_;
-  HCL_TRY(area_.toHost().copy2D(inPtr(k), w, send_ + k * width_ * elem_, base_.count * elem_, w, layout_.inBlocks));
+  if (!chunks_.copiesIn()) return {};
+  const StagedChunks::Copy c = chunks_.copyIn(k);
+  HCL_TRY(area_.toHost().copy2D(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.height));
   return area_.toHost().mark(&inTicket_[k]);
 }
 
 Status StagedRun::startNet(size_t k) {
-  CollArgs args = base_;
-  args.count = chunkElems(k);
-  std::byte* in = inPtr(k);
-  std::byte* out = outPtr(k);
-  args.inPlace = in == out;
-  // Every chunk but the last has the full width and the same in-place-ness,
-  // so the communicator's schedule cache plans it once.
-  net_ = std::make_unique<ScheduleRun>(comm_, comm_.schedule(args), RunBuffers{in, out, {}}, spec_);
+  net_ = std::make_unique<ScheduleRun>(comm_, comm_.schedule(chunks_.chunkArgs(k)), chunks_.chunkBuffers(k), spec_);
   return {};
 }
 
 Status StagedRun::stageOut(size_t k) {
-  if (!copyOut_) return {};
-  const size_t w = chunkElems(k) * elem_;
-  HCL_TRY(area_.toDevice().copy2D(recv_ + k * width_ * elem_, base_.count * elem_, outPtr(k), w, w, layout_.outBlocks));
+  if (!chunks_.copiesOut()) return {};
+  const StagedChunks::Copy c = chunks_.copyOut(k);
+  HCL_TRY(area_.toDevice().copy2D(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.height));
   return area_.toDevice().mark(&outTicket_[k]);
 }
 
 Status StagedRun::advance(bool* done, bool* progressed) {
   *done = false;
   const size_t slots = static_cast<size_t>(area_.slots());
+  const size_t count = chunks_.count();
   while (true) {
     bool moved = false;
     // Copy in ahead of the network, as far as free slots allow.
-    while (nextIn_ < chunks_ && nextIn_ < nextNet_ + slots) {
+    while (nextIn_ < count && nextIn_ < nextNet_ + slots) {
       bool free = false;
       HCL_TRY(slotFree(nextIn_, &free));
       if (!free) break;
@@ -107,10 +123,10 @@ Status StagedRun::advance(bool* done, bool* progressed) {
         HCL_TRY(startNet(nextNet_));
         moved = true;
       }
-    } else if (nextNet_ == chunks_) {
+    } else if (nextNet_ == count) {
       // Done once the last copy back has landed (they complete in order).
       bool landed = true;
-      if (chunks_ > 0 && outTicket_[chunks_ - 1]) HCL_TRY(area_.toDevice().poll(outTicket_[chunks_ - 1], &landed));
+      if (count > 0 && outTicket_[count - 1]) HCL_TRY(area_.toDevice().poll(outTicket_[count - 1], &landed));
       *done = landed;
       if (landed) *progressed = true;
       return {};
@@ -119,6 +135,71 @@ Status StagedRun::advance(bool* done, bool* progressed) {
     *progressed = true;
   }
   return {};
+}
+
+Status stageOnStream(GatedStaging& g) {
+  StreamGate& gate = *g.gate;
+  const StagedChunks& chunks = *g.chunks;
+  const size_t count = chunks.count();
+  const size_t slots = static_cast<size_t>(chunks.slots());
+  g.tickets.clear();
+  g.tickets.reserve(count);
+  auto copyOut = [&](size_t k) -> Status {
+    HCL_TRY(gate.waitFor(g.tickets[k]));
+    if (!chunks.copiesOut()) return {};
+    const StagedChunks::Copy c = chunks.copyOut(k);
+    return gate.copyOnStream(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.height);
+  };
+  for (size_t k = 0; k < count; ++k) {
+    if (k >= slots) HCL_TRY(copyOut(k - slots));
+    if (chunks.copiesIn()) {
+      const StagedChunks::Copy c = chunks.copyIn(k);
+      HCL_TRY(gate.copyOnStream(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.height));
+    }
+    uint64_t t = 0;
+    HCL_TRY(gate.mark(&t));
+    g.tickets.push_back(t);
+  }
+  for (size_t k = count > slots ? count - slots : 0; k < count; ++k) HCL_TRY(copyOut(k));
+  return {};
+}
+
+GatedStagedRun::GatedStagedRun(Communicator& comm, std::shared_ptr<GatedStaging> staging, ReduceSpec spec)
+    : comm_(comm), g_(std::move(staging)), spec_(spec) {}
+
+Status GatedStagedRun::advance(bool* done, bool* progressed) {
+  *done = false;
+  while (true) {
+    if (net_) {
+      bool netDone = false;
+      HCL_TRY(net_->advance(&netDone, progressed));
+      if (!netDone) return {};
+      net_.reset();
+      g_->gate->release(g_->tickets[next_++]);  // the stream copies this chunk out
+      *progressed = true;
+      continue;
+    }
+    if (next_ == g_->chunks->count()) {
+      *done = true;
+      return {};
+    }
+    bool ready = false;
+    HCL_TRY(g_->gate->pollStart(g_->tickets[next_], &ready));
+    if (!ready) return {};
+    net_ = std::make_unique<ScheduleRun>(comm_, comm_.schedule(g_->chunks->chunkArgs(next_)),
+                                         g_->chunks->chunkBuffers(next_), spec_);
+    *progressed = true;
+  }
+}
+
+Status GatedP2PRun::advance(bool* done, bool* progressed) {
+  *done = false;
+  if (!started_) {
+    HCL_TRY(gate_.pollStart(ticket_, &started_));
+    if (!started_) return {};
+    *progressed = true;
+  }
+  return inner_->advance(done, progressed);
 }
 
 StagedP2PRun::StagedP2PRun(StagingArea& area, std::vector<Call> calls, std::unique_ptr<ScheduleRun> inner)

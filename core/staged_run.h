@@ -1,10 +1,15 @@
 // The host-staged path: a collective on device buffers runs as a pipeline of
 // chunks. While chunk k crosses the network (a host collective on pinned
 // bounce buffers), chunk k+1 is copied device -> host and chunk k-1 host ->
-// device on the device's copy engines, so a transfer takes about as long as
-// its slowest stage. Every rank of a communicator that holds any GPU rank
-// runs collectives this way, so the chunks line up across ranks; ranks whose
-// buffers are host memory skip the copies where they can.
+// device, so a transfer takes about as long as its slowest stage. Every rank
+// of a communicator that holds any GPU rank runs collectives this way, so the
+// chunks line up across ranks; ranks whose buffers are host memory skip the
+// copies where they can.
+//
+// StagedRun copies on the staging area's own copy queues (calls without a
+// stream). GatedStagedRun is the same pipeline for a call on a device
+// runtime's stream: its copies were put on that stream when the call was
+// made (stageOnStream), and the worker only runs each chunk's host collective.
 #pragma once
 
 #include <memory>
@@ -17,36 +22,110 @@
 
 namespace hcl {
 
-class StagedRun final : public OpRun {
+// Where each chunk of a staged call lives, and its copies.
+class StagedChunks {
  public:
   // `base` describes the whole call; chunks copy it with their own count.
-  StagedRun(Communicator& comm, StagingArea& area, CollArgs base, const void* send, void* recv, ReduceSpec spec);
-  Status advance(bool* done, bool* progressed) override;
-  int waitingOn() const override { return net_ ? net_->waitingOn() : -1; }
+  StagedChunks(Device& device, StagingArea& area, const CollArgs& base, const void* send, void* recv);
+  struct Copy {
+    void* dst;
+    size_t dstPitch;
+    const void* src;
+    size_t srcPitch;
+    size_t width;
+    size_t height;
+  };
+  size_t count() const { return chunks_; }
+  int slots() const { return area_.slots(); }
+  bool copiesIn() const { return copyIn_; }
+  bool copiesOut() const { return copyOut_; }
+  Copy copyIn(size_t k) const;   // device -> host, when copiesIn()
+  Copy copyOut(size_t k) const;  // host -> device, when copiesOut()
+  CollArgs chunkArgs(size_t k) const;
+  RunBuffers chunkBuffers(size_t k) const;
 
  private:
   size_t chunkElems(size_t k) const;
-  Status stageIn(size_t k);     // issue chunk k's device -> host copy
-  Status startNet(size_t k);    // start chunk k's host collective
-  Status stageOut(size_t k);    // issue chunk k's host -> device copy
-  Status slotFree(size_t k, bool* free);  // is chunk k's slot done with chunk k - slots?
   std::byte* inPtr(size_t k) const;
   std::byte* outPtr(size_t k) const;
 
-  Communicator& comm_;
   StagingArea& area_;
   CollArgs base_;
   const std::byte* send_;
   std::byte* recv_;
-  ReduceSpec spec_;
   StageLayout layout_;
   size_t elem_;
   size_t width_;
   size_t chunks_;
   bool copyIn_, copyOut_, shareSlot_;
+};
+
+class StagedRun final : public OpRun {
+ public:
+  StagedRun(Communicator& comm, StagingArea& area, CollArgs base, const void* send, void* recv, ReduceSpec spec);
+  Status advance(bool* done, bool* progressed) override;
+  int waitingOn() const override { return net_ ? net_->waitingOn() : -1; }
+
+ private:
+  Status stageIn(size_t k);     // issue chunk k's device -> host copy
+  Status startNet(size_t k);    // start chunk k's host collective
+  Status stageOut(size_t k);    // issue chunk k's host -> device copy
+  Status slotFree(size_t k, bool* free);  // is chunk k's slot done with chunk k - slots?
+
+  Communicator& comm_;
+  StagingArea& area_;
+  ReduceSpec spec_;
+  StagedChunks chunks_;
   std::vector<uint64_t> inTicket_, outTicket_;  // 0: nothing to wait for
   size_t nextIn_ = 0, nextNet_ = 0;
   std::unique_ptr<ScheduleRun> net_;
+};
+
+// A staged call on a gated stream: its chunks, the gate, and one ticket per
+// chunk, issued when the call was made.
+struct GatedStaging {
+  StreamGate* gate = nullptr;
+  std::unique_ptr<StagedChunks> chunks;
+  std::vector<uint64_t> tickets;
+};
+
+// The stream's side of a staged call on a gated stream, put there when the
+// call is made: per chunk, the copy in and a mark (the worker may start the
+// chunk), then, once the worker releases the chunk's ticket, the copy out.
+// The copy in of chunk k follows the copy out of chunk k - slots on the
+// stream, which keeps each slot's chunks apart. Appends to `g.tickets` (one
+// per chunk) as it goes, so a failure part way leaves the issued ones to release.
+Status stageOnStream(GatedStaging& g);
+
+class GatedStagedRun final : public OpRun {
+ public:
+  GatedStagedRun(Communicator& comm, std::shared_ptr<GatedStaging> staging, ReduceSpec spec);
+  Status advance(bool* done, bool* progressed) override;
+  int waitingOn() const override { return net_ ? net_->waitingOn() : -1; }
+
+ private:
+  Communicator& comm_;
+  std::shared_ptr<GatedStaging> g_;
+  ReduceSpec spec_;
+  size_t next_ = 0;
+  std::unique_ptr<ScheduleRun> net_;
+};
+
+// Point-to-point calls on a gated stream: the stream copies the sends' device
+// buffers to pinned stand-ins before `ticket` and the receives' back after
+// it; the worker runs the transfers between.
+class GatedP2PRun final : public OpRun {
+ public:
+  GatedP2PRun(StreamGate& gate, uint64_t ticket, std::unique_ptr<ScheduleRun> inner)
+      : gate_(gate), ticket_(ticket), inner_(std::move(inner)) {}
+  Status advance(bool* done, bool* progressed) override;
+  int waitingOn() const override { return inner_->waitingOn(); }
+
+ private:
+  StreamGate& gate_;
+  uint64_t ticket_;
+  bool started_ = false;
+  std::unique_ptr<ScheduleRun> inner_;
 };
 
 // Point-to-point calls whose buffers are device memory: sends are copied to

@@ -39,6 +39,7 @@ class StagingArea {
   CopyQueue& toDevice() { return *toDevice_; }
   // Pinned memory for point-to-point staging, at least `bytes` (grows).
   Status p2pBuffer(size_t bytes, std::byte** out);
+  bool p2pFits(size_t bytes) const { return p2p_.size() >= bytes; }
 
  private:
   Device& device_;

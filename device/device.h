@@ -36,14 +36,32 @@ class Stream {
 
 // Ties HCL's work to a stream of the device runtime (cudaStream_t,
 // hipStream_t). Tickets are issued and released in increasing order.
+//
+// The caller's thread, at enqueue time, puts commands on the native stream:
+// mark() (a point HCL's worker can wait for), waitFor() (the stream stops
+// until the worker releases a ticket) and copies. The worker itself never
+// puts work on any device stream while the native stream may be stopped: a
+// stopped stream can hold back other streams that share its hardware queue,
+// so a copy the worker issued on its own stream could wait for the worker.
 class StreamGate {
  public:
   virtual ~StreamGate() = default;
-  // Caller's thread, at enqueue time: marks the work the native stream holds
-  // so far, and makes work enqueued on it later wait until release(ticket).
-  // Returns at once.
-  virtual Status hold(uint64_t* ticket) = 0;
-  // HCL's worker: blocks until the work marked by hold(ticket) has finished.
+  // Issues a ticket and marks the work the native stream holds so far.
+  virtual Status mark(uint64_t* ticket) = 0;
+  // Makes work enqueued on the native stream later wait until release(ticket).
+  virtual Status waitFor(uint64_t ticket) = 0;
+  // A copy on the native stream, in its order; either side may be device or
+  // pinned host memory.
+  virtual Status copyOnStream(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
+                              size_t height) = 0;
+  // mark() then waitFor() the same ticket: the whole operation runs between.
+  Status hold(uint64_t* ticket) {
+    HCL_TRY(mark(ticket));
+    return waitFor(*ticket);
+  }
+  // HCL's worker: whether the work marked with `ticket` has finished. Does not block.
+  virtual Status pollStart(uint64_t ticket, bool* done) = 0;
+  // HCL's worker: blocks until the work marked with `ticket` has finished.
   virtual Status waitStart(uint64_t ticket) = 0;
   // HCL's worker: lets the native stream run past `ticket`. Must be called
   // for every ticket, also when the work failed, or the stream never moves.
@@ -133,7 +151,7 @@ Device& cpuDevice();
 
 // The plugin entry point (extern "C" in each plugin). Returns nullptr and
 // fills `error` when the plugin cannot serve, e.g. a different ABI.
-inline constexpr int kDevicePluginAbi = 1;
+inline constexpr int kDevicePluginAbi = 2;
 using DevicePluginEntry = DeviceRuntime* (*)(int abi, char* error, size_t errorLen);
 inline constexpr const char* kDevicePluginSymbol = "hclDeviceRuntimeCreate";
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include "device/cpu/cpu_stream.h"
 #include "device/device.h"
@@ -20,9 +21,17 @@ class GatedStream final : public Stream {
   Status synchronize() override;
   Status query() override;
 
+  // For a job that puts its own commands on the native stream: `prepare`
+  // runs now, in the caller's thread, and records each ticket it issues in
+  // `lastTicket`; the job runs on the worker, after which the last ticket is
+  // released, also when the job or prepare failed.
+  using Prepare = std::function<Status(StreamGate& gate, uint64_t* lastTicket)>;
+  void enqueuePrepared(const Prepare& prepare, std::function<Status()> job);
+
  private:
   DeviceKind kind_;
   std::unique_ptr<StreamGate> gate_;
+  std::mutex order_;  // the native stream's commands and the worker's jobs in one order
   CpuStream worker_;  // last: drains before the gate goes
 };
 

@@ -111,7 +111,7 @@ Status GpuStreamGate::takeEvent(gpuEvent_t* ev) {
                GPU_FN("EventCreateWithFlags"));
 }
 
-Status GpuStreamGate::hold(uint64_t* ticket) {
+Status GpuStreamGate::mark(uint64_t* ticket) {
   std::lock_guard lock(mutex_);
   HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
   gpuEvent_t ev;
@@ -120,27 +120,49 @@ Status GpuStreamGate::hold(uint64_t* ticket) {
     freeEvents_.push_back(ev);
     return check(err, GPU_FN("EventRecord"));
   }
-  const uint64_t t = lastTicket_ + 1;
-  const gpuError_t err = method_.waitValue ? method_.waitValue(stream_, devFlag_, t)
-                                           : launchSpinWait(static_cast<volatile uint64_t*>(devFlag_), t, stream_);
-  if (err != gpuSuccess) {
-    // The event is recorded but nothing waits: the ticket is not issued.
-    freeEvents_.push_back(ev);
-    return check(err, method_.waitValue ? method_.name : "spin-wait kernel launch");
-  }
-  lastTicket_ = t;
+  const uint64_t t = ++lastTicket_;
   held_.push_back({t, ev});
   *ticket = t;
   return {};
 }
 
+Status GpuStreamGate::waitFor(uint64_t ticket) {
+  std::lock_guard lock(mutex_);
+  HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
+  const gpuError_t err = method_.waitValue ? method_.waitValue(stream_, devFlag_, ticket)
+                                           : launchSpinWait(static_cast<volatile uint64_t*>(devFlag_), ticket, stream_);
+  return check(err, method_.waitValue ? method_.name : "spin-wait kernel launch");
+}
+
+Status GpuStreamGate::copyOnStream(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
+                                   size_t height) {
+  if (width == 0 || height == 0) return {};
+  std::lock_guard lock(mutex_);
+  HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
+  HCL_GPU_TRY(gpuMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, height, gpuMemcpyDefault, stream_),
+              GPU_FN("Memcpy2DAsync"));
+  return {};
+}
+
+gpuEvent_t GpuStreamGate::eventOf(uint64_t ticket) {
+  std::lock_guard lock(mutex_);
+  for (auto& h : held_)
+    if (h.ticket == ticket) return h.start;
+  return nullptr;
+}
+
+Status GpuStreamGate::pollStart(uint64_t ticket, bool* done) {
+  gpuEvent_t ev = eventOf(ticket);
+  if (!ev) return invalidUsage("StreamGate::pollStart: ticket " + std::to_string(ticket) + " is not held");
+  HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
+  const gpuError_t err = gpuEventQuery(ev);
+  *done = err == gpuSuccess;
+  if (err == gpuErrorNotReady) return {};
+  return check(err, GPU_FN("EventQuery"));
+}
+
 Status GpuStreamGate::waitStart(uint64_t ticket) {
-  gpuEvent_t ev = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    for (auto& h : held_)
-      if (h.ticket == ticket) ev = h.start;
-  }
+  gpuEvent_t ev = eventOf(ticket);
   if (!ev) return invalidUsage("StreamGate::waitStart: ticket " + std::to_string(ticket) + " is not held");
   HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
   // The event stays in held_ until release(), so it cannot be reused meanwhile.

@@ -1,4 +1,4 @@
-// StreamGate on a native stream: hold() records a start event and makes the
+// StreamGate on a native stream: mark() records an event, waitFor() makes the
 // stream wait until a host flag in pinned mapped memory reaches the ticket;
 // release() stores the ticket into the flag. The wait is a stream memory
 // operation where the runtime has one (cuStreamWaitValue64 through the driver
@@ -29,7 +29,11 @@ class GpuStreamGate final : public StreamGate {
                      std::unique_ptr<StreamGate>& out);
   ~GpuStreamGate() override;
 
-  Status hold(uint64_t* ticket) override;
+  Status mark(uint64_t* ticket) override;
+  Status waitFor(uint64_t ticket) override;
+  Status copyOnStream(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
+                      size_t height) override;
+  Status pollStart(uint64_t ticket, bool* done) override;
   Status waitStart(uint64_t ticket) override;
   void release(uint64_t ticket) override;
   Status synchronize() override;
@@ -39,6 +43,7 @@ class GpuStreamGate final : public StreamGate {
   GpuStreamGate(int device, gpuStream_t stream, const GateWaitMethod& m)
       : device_(device), stream_(stream), method_(m) {}
   Status takeEvent(gpuEvent_t* ev);
+  gpuEvent_t eventOf(uint64_t ticket);
 
   struct Held {
     uint64_t ticket;

@@ -62,7 +62,7 @@ class SimDevice final : public Device {
   }
   Status openGate(void* nativeStream, std::unique_ptr<StreamGate>& out) override {
     NativeStream* s = nativeStream ? static_cast<NativeStream*>(nativeStream) : &defaultStream();
-    out = makeGate(*s);
+    out = makeGate(*s, memory_);
     return {};
   }
   std::unique_ptr<Stream> createStream() override { return std::make_unique<CpuStream>(); }

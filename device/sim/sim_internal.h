@@ -10,6 +10,6 @@
 namespace hcl::sim {
 
 std::unique_ptr<CopyQueue> makeCopyQueue(const MemoryMap& memory);
-std::unique_ptr<StreamGate> makeGate(NativeStream& stream);
+std::unique_ptr<StreamGate> makeGate(NativeStream& stream, const MemoryMap& memory);
 
 }  // namespace hcl::sim

@@ -101,16 +101,33 @@ class SimCopyQueue final : public CopyQueue {
 
 class SimGate final : public StreamGate {
  public:
-  explicit SimGate(NativeStream& stream) : stream_(stream), state_(std::make_shared<State>()) {}
+  SimGate(NativeStream& stream, const MemoryMap& memory)
+      : stream_(stream), memory_(memory), state_(std::make_shared<State>()) {}
   ~SimGate() override { state_->released.raise(UINT64_MAX); }
 
-  Status hold(uint64_t* ticket) override {
+  Status mark(uint64_t* ticket) override {
     const uint64_t t = ++issued_;
-    stream_.launch([state = state_, t] {
-      state->started.raise(t);
-      state->released.waitFor(t);
-    });
+    stream_.launch([state = state_, t] { state->started.raise(t); });
     *ticket = t;
+    return {};
+  }
+  Status waitFor(uint64_t ticket) override {
+    stream_.launch([state = state_, ticket] { state->released.waitFor(ticket); });
+    return {};
+  }
+  Status copyOnStream(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
+                      size_t height) override {
+    const bool dstDevice = memory_.contains(dst), srcDevice = memory_.contains(src);
+    stream_.launch([=] {
+      for (size_t row = 0; row < height; ++row) {
+        transfer(static_cast<std::byte*>(dst) + row * dstPitch, dstDevice,
+                 static_cast<const std::byte*>(src) + row * srcPitch, srcDevice, width);
+      }
+    });
+    return {};
+  }
+  Status pollStart(uint64_t ticket, bool* done) override {
+    *done = state_->started.get() >= ticket;
     return {};
   }
   Status waitStart(uint64_t ticket) override {
@@ -133,6 +150,7 @@ class SimGate final : public StreamGate {
     Progress released;
   };
   NativeStream& stream_;
+  const MemoryMap& memory_;
   std::shared_ptr<State> state_;
   uint64_t issued_ = 0;
 };
@@ -141,6 +159,8 @@ class SimGate final : public StreamGate {
 
 std::unique_ptr<CopyQueue> makeCopyQueue(const MemoryMap& memory) { return std::make_unique<SimCopyQueue>(memory); }
 
-std::unique_ptr<StreamGate> makeGate(NativeStream& stream) { return std::make_unique<SimGate>(stream); }
+std::unique_ptr<StreamGate> makeGate(NativeStream& stream, const MemoryMap& memory) {
+  return std::make_unique<SimGate>(stream, memory);
+}
 
 }  // namespace hcl::sim

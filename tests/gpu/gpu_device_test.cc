@@ -3,11 +3,15 @@
 // has no driver or no device. The test uses the runtime itself (its own copy,
 // as an application would) for user streams and for checking memory.
 #include <dlfcn.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include "gpu_operands.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -95,6 +99,9 @@ ReduceSpec specFor(hclDataType_t t, ReduceKind k) {
 void upload(void* d, const std::vector<uint8_t>& h) {
   if (!h.empty()) {
     ASSERT_EQ(gpuMemcpy(d, h.data(), h.size(), gpuMemcpyDefault), gpuSuccess);
+    // A copy from pageable memory may return before its DMA lands, and the
+    // device's own stream does not wait for the legacy default stream.
+    ASSERT_EQ(gpuDeviceSynchronize(), gpuSuccess);
   }
 }
 std::vector<uint8_t> download(const void* d, size_t bytes) {
@@ -254,6 +261,29 @@ TEST_F(GpuDeviceTest, IsDeviceMemoryAndOwner) {
   EXPECT_FALSE(g.detail.empty());
   HCL_OK(device_->freePinned(pinned));
   HCL_OK(device_->freeDevice(d));
+}
+
+// Bounce buffers are read and written by peers on the host with
+// process_vm_readv/writev, so pinned memory must allow both.
+TEST_F(GpuDeviceTest, PinnedMemoryIsReachableWithProcessVm) {
+  const size_t n = 1 << 20;
+  void* pinned = nullptr;
+  HCL_OK(device_->allocPinned(n, &pinned));
+  std::vector<uint8_t> src(n), back(n);
+  for (size_t i = 0; i < n; ++i) src[i] = uint8_t(i * 13 + 5);
+  iovec local{src.data(), n}, remote{pinned, n};
+  ASSERT_EQ(process_vm_writev(getpid(), &local, 1, &remote, 1, 0), static_cast<ssize_t>(n)) << std::strerror(errno);
+  local = {back.data(), n};
+  ASSERT_EQ(process_vm_readv(getpid(), &local, 1, &remote, 1, 0), static_cast<ssize_t>(n)) << std::strerror(errno);
+  EXPECT_EQ(src, back);
+  // The device reaches it too.
+  void* d = devAlloc(n);
+  std::fill(back.begin(), back.end(), 0);
+  HCL_OK(device_->copy(d, pinned, n));
+  HCL_OK(device_->copy(back.data(), d, n));
+  EXPECT_EQ(src, back);
+  HCL_OK(device_->freeDevice(d));
+  HCL_OK(device_->freePinned(pinned));
 }
 
 TEST_F(GpuDeviceTest, CopyBetweenHostAndDevice) {

@@ -49,7 +49,15 @@ class GpuPluginLoad : public testing::TestWithParam<Plugin> {
     const Plugin& p = GetParam();
     if (!p.path) GTEST_SKIP() << "the " << p.name << " plugin was not built (no toolkit at configure time)";
     handle_ = dlopen(p.path, RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(handle_, nullptr) << "dlopen " << p.path << ": " << dlerror();
+    if (!handle_) {
+      const std::string why = dlerror();
+      // Built here, run on a machine without the vendor's runtime library
+      // (the HIP plugin on a CUDA-only machine): nothing to load.
+      if (why.find(p.path) == std::string::npos && why.find("cannot open shared object") != std::string::npos) {
+        GTEST_SKIP() << "the " << p.name << " plugin's runtime library is not installed here: " << why;
+      }
+      FAIL() << "dlopen " << p.path << ": " << why;
+    }
     entry_ = reinterpret_cast<DevicePluginEntry>(dlsym(handle_, kDevicePluginSymbol));
     ASSERT_NE(entry_, nullptr) << kDevicePluginSymbol << " not exported by " << p.path;
   }

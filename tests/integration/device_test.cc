@@ -160,6 +160,68 @@ TEST_F(DeviceTest, OperationOnNativeStreamIsOrderedAndAsynchronous) {
   for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
 }
 
+// A sequence of collectives on one native stream per rank, the way a
+// framework issues them: nothing waits on the host between the calls.
+TEST_F(DeviceTest, CollectivesInSequenceOnANativeStream) {
+  unsetenv("HCL_STAGE_CHUNK_BYTES");  // the default: several chunks of 1 MiB
+  auto comms = initOnDevices({"sim:0", "sim:0"});
+  const size_t count = 1u << 20;
+  auto rc = onThreads(2, [&](int r) -> int {
+    hclComm_t comm = comms[static_cast<size_t>(r)];
+    hcl::sim::NativeStream native;
+    hclStream_t stream = nullptr;
+    if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
+    void *a = nullptr, *b = nullptr;
+    if (hclCommMemAlloc(comm, &a, count * sizeof(float)) != hclSuccess) return 2;
+    if (hclCommMemAlloc(comm, &b, count * sizeof(float)) != hclSuccess) return 2;
+    std::vector<float> ones(count, static_cast<float>(r + 1)), root(count);
+    for (size_t i = 0; i < count; ++i) root[i] = static_cast<float>(i);
+    native.launch([&] { hclCommMemcpy(comm, a, ones.data(), count * sizeof(float)); });
+    if (hclAllReduce(a, a, count, hclFloat, hclSum, comm, stream) != hclSuccess) return 3;
+    if (hclAllReduce(a, a, count, hclFloat, hclMax, comm, stream) != hclSuccess) return 4;
+    native.launch([&] { hclCommMemcpy(comm, b, r == 1 ? root.data() : ones.data(), count * sizeof(float)); });
+    if (hclBcast(b, count, hclFloat, 1, comm, stream) != hclSuccess) return 5;
+    // A send/recv exchange with the peer, grouped, on the same stream.
+    void *mine = nullptr, *theirs = nullptr;
+    if (hclCommMemAlloc(comm, &mine, 1000 * sizeof(float)) != hclSuccess) return 2;
+    if (hclCommMemAlloc(comm, &theirs, 1000 * sizeof(float)) != hclSuccess) return 2;
+    std::vector<float> tag(1000, static_cast<float>(r + 10)), seenP2P(1000, -1.0f);
+    native.launch([&] { hclCommMemcpy(comm, mine, tag.data(), tag.size() * sizeof(float)); });
+    if (hclGroupStart() != hclSuccess || hclSend(mine, 1000, hclFloat, 1 - r, comm, stream) != hclSuccess ||
+        hclRecv(theirs, 1000, hclFloat, 1 - r, comm, stream) != hclSuccess || hclGroupEnd() != hclSuccess) {
+      return 9;
+    }
+    std::vector<float> seenA(count, -1.0f), seenB(count, -1.0f);
+    native.launch([&] {
+      hclCommMemcpy(comm, seenA.data(), a, count * sizeof(float));
+      hclCommMemcpy(comm, seenB.data(), b, count * sizeof(float));
+      hclCommMemcpy(comm, seenP2P.data(), theirs, seenP2P.size() * sizeof(float));
+    });
+    native.synchronize();
+    if (hclStreamSynchronize(stream) != hclSuccess) return 6;
+    for (size_t i = 0; i < count; ++i) {
+      if (seenA[i] != 3.0f || seenB[i] != root[i]) {
+        std::fprintf(stderr, "rank %d element %zu: allreduce %f (want 3), bcast %f (want %f)\n", r, i, seenA[i],
+                     seenB[i], root[i]);
+        return 7;
+      }
+    }
+    for (float v : seenP2P) {
+      if (v != static_cast<float>(11 - r)) {
+        std::fprintf(stderr, "rank %d received %f from its peer, want %d\n", r, v, 11 - r);
+        return 10;
+      }
+    }
+    hclCommMemFree(comm, a);
+    hclCommMemFree(comm, b);
+    hclCommMemFree(comm, mine);
+    hclCommMemFree(comm, theirs);
+    return hclStreamDestroy(stream) == hclSuccess ? 0 : 8;
+  });
+  EXPECT_EQ(rc, std::vector<int>(2, 0));
+  for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+}
+
 TEST(DeviceChoice, BadDeviceTextNamesCallAndValue) {
   EXPECT_EQ(hclSetDevice("gpu7"), hclInvalidArgument);
   const std::string e = hclGetLastError(nullptr);
