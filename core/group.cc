@@ -206,7 +206,7 @@ Status launchP2POnStream(std::vector<PendingOp> ops) {
     size_t bytes = 0;
     std::byte* base = nullptr;
     StreamGate* gate = nullptr;
-    uint64_t ticket = 0;
+    StreamTickets ticket;  // one; base and gate are set before it is published
   };
   auto plan = std::make_shared<Plan>();
   for (const PendingOp& op : ops) {
@@ -219,35 +219,47 @@ Status launchP2POnStream(std::vector<PendingOp> ops) {
       plan->offset.push_back(SIZE_MAX);
     }
   }
+  auto issue = [&](StreamGate& gate, uint64_t* last) -> Status {
+    plan->gate = &gate;
+    plan->ticket.reserve(1);
+    // Growing frees the old stand-ins, which earlier calls' copies on this
+    // stream may still read: let them finish first.
+    if (plan->bytes > 0) {
+      if (!area->p2pFits(plan->bytes)) HCL_TRY(gate.synchronize());
+      HCL_TRY(area->p2pBuffer(plan->bytes, &plan->base));
+    }
+    auto copy = [&](bool toHost) -> Status {
+      for (size_t i = 0; i < ops.size(); ++i) {
+        if (plan->offset[i] == SIZE_MAX || ops[i].isSend != toHost) continue;
+        const size_t bytes = ops[i].count * dataTypeSize(ops[i].type);
+        std::byte* host = plan->base + plan->offset[i];
+        if (toHost) HCL_TRY(gate.copyOnStream(host, bytes, ops[i].send, bytes, bytes, 1));
+        else HCL_TRY(gate.copyOnStream(ops[i].recv, bytes, host, bytes, bytes, 1));
+      }
+      return {};
+    };
+    HCL_TRY(copy(true));
+    uint64_t t = 0;
+    HCL_TRY(gate.mark(&t));
+    *last = t;
+    HCL_TRY(gate.waitFor(t));
+    plan->ticket.publish(t);
+    return copy(false);
+  };
   stream.enqueuePrepared(
-      [&](StreamGate& gate, uint64_t* last) -> Status {
-        plan->gate = &gate;
-        // Growing frees the old stand-ins, which earlier calls' copies on
-        // this stream may still read: let them finish first.
-        if (plan->bytes > 0) {
-          std::byte* base = nullptr;
-          if (!area->p2pFits(plan->bytes)) HCL_TRY(gate.synchronize());
-          HCL_TRY(area->p2pBuffer(plan->bytes, &base));
-          plan->base = base;
-        }
-        auto copy = [&](bool toHost) -> Status {
-          for (size_t i = 0; i < ops.size(); ++i) {
-            if (plan->offset[i] == SIZE_MAX || ops[i].isSend != toHost) continue;
-            const size_t bytes = ops[i].count * dataTypeSize(ops[i].type);
-            std::byte* host = plan->base + plan->offset[i];
-            if (toHost) HCL_TRY(gate.copyOnStream(host, bytes, ops[i].send, bytes, bytes, 1));
-            else HCL_TRY(gate.copyOnStream(ops[i].recv, bytes, host, bytes, bytes, 1));
-          }
-          return {};
-        };
-        HCL_TRY(copy(true));
-        HCL_TRY(gate.mark(&plan->ticket));
-        *last = plan->ticket;
-        HCL_TRY(gate.waitFor(plan->ticket));
-        return copy(false);
+      [&](StreamGate& gate, uint64_t* last) {
+        if (Status s = issue(gate, last); !s.ok()) plan->ticket.fail(s.withContext("staging on the stream"));
       },
       [plan, ops]() -> Status {
         Communicator& comm = *ops.front().comm;
+        uint64_t ticket = 0;
+        bool published = false;
+        Backoff backoff;
+        while (true) {
+          HCL_TRY(plan->ticket.get(0, &ticket, &published));
+          if (published) break;
+          backoff.pause();
+        }
         std::vector<P2PCall> calls;
         RunBuffers buffers;
         for (size_t i = 0; i < ops.size(); ++i) {
@@ -265,7 +277,7 @@ Status launchP2POnStream(std::vector<PendingOp> ops) {
         if (!p2pSchedule(calls, comm.rank(), schedule, error)) return invalidUsage(error);
         return runSingle(comm, ops.front().call, [&](RunSlot& out) -> Status {
           auto inner = std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), ReduceSpec{});
-          out.set(std::make_unique<GatedP2PRun>(*plan->gate, plan->ticket, std::move(inner)));
+          out.set(std::make_unique<GatedP2PRun>(*plan->gate, ticket, std::move(inner)));
           return {};
         });
       });
@@ -285,14 +297,12 @@ Status launchStagedOnStream(std::vector<PendingOp> ops) {
   }
   auto tasks = std::make_shared<std::vector<std::unique_ptr<CommTask>>>(buildTasks(ops));
   stream.enqueuePrepared(
-      [&staged](StreamGate& gate, uint64_t* last) -> Status {
+      [&staged](StreamGate& gate, uint64_t* last) {
         for (auto& g : staged) {
           g->gate = &gate;
-          Status s = stageOnStream(*g);
-          if (!g->tickets.empty()) *last = g->tickets.back();
-          HCL_TRY(s);
+          stageOnStream(*g);
+          if (g->tickets.last()) *last = g->tickets.last();
         }
-        return {};
       },
       [tasks]() { return runTasks(*tasks); });
   return {};

@@ -137,15 +137,15 @@ Status StagedRun::advance(bool* done, bool* progressed) {
   return {};
 }
 
-Status stageOnStream(GatedStaging& g) {
+namespace {
+
+Status issueOnStream(GatedStaging& g, std::vector<uint64_t>& issued) {
   StreamGate& gate = *g.gate;
   const StagedChunks& chunks = *g.chunks;
   const size_t count = chunks.count();
   const size_t slots = static_cast<size_t>(chunks.slots());
-  g.tickets.clear();
-  g.tickets.reserve(count);
   auto copyOut = [&](size_t k) -> Status {
-    HCL_TRY(gate.waitFor(g.tickets[k]));
+    HCL_TRY(gate.waitFor(issued[k]));
     if (!chunks.copiesOut()) return {};
     const StagedChunks::Copy c = chunks.copyOut(k);
     return gate.copyOnStream(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.height);
@@ -158,10 +158,20 @@ Status stageOnStream(GatedStaging& g) {
     }
     uint64_t t = 0;
     HCL_TRY(gate.mark(&t));
-    g.tickets.push_back(t);
+    issued.push_back(t);
+    g.tickets.publish(t);
   }
   for (size_t k = count > slots ? count - slots : 0; k < count; ++k) HCL_TRY(copyOut(k));
   return {};
+}
+
+}  // namespace
+
+void stageOnStream(GatedStaging& g) {
+  g.tickets.reserve(g.chunks->count());
+  std::vector<uint64_t> issued;
+  issued.reserve(g.chunks->count());
+  if (Status s = issueOnStream(g, issued); !s.ok()) g.tickets.fail(s.withContext("staging on the stream"));
 }
 
 GatedStagedRun::GatedStagedRun(Communicator& comm, std::shared_ptr<GatedStaging> staging, ReduceSpec spec)
@@ -175,7 +185,8 @@ Status GatedStagedRun::advance(bool* done, bool* progressed) {
       HCL_TRY(net_->advance(&netDone, progressed));
       if (!netDone) return {};
       net_.reset();
-      g_->gate->release(g_->tickets[next_++]);  // the stream copies this chunk out
+      g_->gate->release(current_);  // the stream copies this chunk out
+      ++next_;
       *progressed = true;
       continue;
     }
@@ -183,8 +194,11 @@ Status GatedStagedRun::advance(bool* done, bool* progressed) {
       *done = true;
       return {};
     }
+    bool published = false;
+    HCL_TRY(g_->tickets.get(next_, &current_, &published));
+    if (!published) return {};
     bool ready = false;
-    HCL_TRY(g_->gate->pollStart(g_->tickets[next_], &ready));
+    HCL_TRY(g_->gate->pollStart(current_, &ready));
     if (!ready) return {};
     net_ = std::make_unique<ScheduleRun>(comm_, comm_.schedule(g_->chunks->chunkArgs(next_)),
                                          g_->chunks->chunkBuffers(next_), spec_);

@@ -12,6 +12,7 @@
 // made (stageOnStream), and the worker only runs each chunk's host collective.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -81,21 +82,50 @@ class StagedRun final : public OpRun {
   std::unique_ptr<ScheduleRun> net_;
 };
 
+// Tickets that a call's stream side (the caller's thread) issues while HCL's
+// worker may already run the call: the worker reads only those published.
+class StreamTickets {
+ public:
+  void reserve(size_t n) { list_.reserve(n); }  // before the first publish: no reallocation after
+  void publish(uint64_t ticket) {
+    list_.push_back(ticket);
+    issued_.store(list_.size(), std::memory_order_release);
+  }
+  void fail(Status why) {
+    failure_ = std::move(why);
+    failed_.store(true, std::memory_order_release);
+  }
+  // Worker: ticket i once published (*ready), or the stream side's failure.
+  Status get(size_t i, uint64_t* ticket, bool* ready) const {
+    *ready = i < issued_.load(std::memory_order_acquire);
+    if (*ready) *ticket = list_[i];
+    else if (failed_.load(std::memory_order_acquire)) return failure_;
+    return {};
+  }
+  uint64_t last() const { return list_.empty() ? 0 : list_.back(); }  // the caller's thread
+
+ private:
+  std::vector<uint64_t> list_;
+  std::atomic<size_t> issued_{0};
+  std::atomic<bool> failed_{false};
+  Status failure_;
+};
+
 // A staged call on a gated stream: its chunks, the gate, and one ticket per
-// chunk, issued when the call was made.
+// chunk.
 struct GatedStaging {
-  StreamGate* gate = nullptr;
+  StreamGate* gate = nullptr;  // set before the first ticket is published
   std::unique_ptr<StagedChunks> chunks;
-  std::vector<uint64_t> tickets;
+  StreamTickets tickets;
 };
 
 // The stream's side of a staged call on a gated stream, put there when the
 // call is made: per chunk, the copy in and a mark (the worker may start the
 // chunk), then, once the worker releases the chunk's ticket, the copy out.
 // The copy in of chunk k follows the copy out of chunk k - slots on the
-// stream, which keeps each slot's chunks apart. Appends to `g.tickets` (one
-// per chunk) as it goes, so a failure part way leaves the issued ones to release.
-Status stageOnStream(GatedStaging& g);
+// stream, which keeps each slot's chunks apart. Publishes each chunk's
+// ticket as it goes; a failure part way is recorded in the tickets.
+void stageOnStream(GatedStaging& g);
 
 class GatedStagedRun final : public OpRun {
  public:
@@ -108,6 +138,7 @@ class GatedStagedRun final : public OpRun {
   std::shared_ptr<GatedStaging> g_;
   ReduceSpec spec_;
   size_t next_ = 0;
+  uint64_t current_ = 0;  // chunk next_'s ticket
   std::unique_ptr<ScheduleRun> net_;
 };
 

@@ -19,15 +19,36 @@ void GatedStream::enqueue(std::function<Status()> job) {
   });
 }
 
+namespace {
+
+// Releases the last ticket once both the job and prepare are done.
+class PreparedEnd {
+ public:
+  void finish(StreamGate& gate, uint64_t last = 0) {
+    std::lock_guard lock(mutex_);
+    if (last) last_ = last;
+    if (++finished_ == 2 && last_) gate.release(last_);
+  }
+
+ private:
+  std::mutex mutex_;
+  int finished_ = 0;
+  uint64_t last_ = 0;
+};
+
+}  // namespace
+
 void GatedStream::enqueuePrepared(const Prepare& prepare, std::function<Status()> job) {
   std::lock_guard lock(order_);
-  uint64_t last = 0;
-  Status prepared = prepare(*gate_, &last);
-  worker_.enqueue([this, prepared, last, job = std::move(job)]() -> Status {
-    Status s = prepared.ok() ? job() : prepared;
-    if (last) gate_->release(last);
+  auto end = std::make_shared<PreparedEnd>();
+  worker_.enqueue([this, end, job = std::move(job)]() -> Status {
+    Status s = job();
+    end->finish(*gate_);
     return s;
   });
+  uint64_t last = 0;
+  prepare(*gate_, &last);
+  end->finish(*gate_, last);
 }
 
 Status GatedStream::synchronize() {

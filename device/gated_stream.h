@@ -21,11 +21,14 @@ class GatedStream final : public Stream {
   Status synchronize() override;
   Status query() override;
 
-  // For a job that puts its own commands on the native stream: `prepare`
-  // runs now, in the caller's thread, and records each ticket it issues in
-  // `lastTicket`; the job runs on the worker, after which the last ticket is
-  // released, also when the job or prepare failed.
-  using Prepare = std::function<Status(StreamGate& gate, uint64_t* lastTicket)>;
+  // For a job that puts its own commands on the native stream: the job is
+  // queued on the worker first, then `prepare` runs in the caller's thread
+  // and records each ticket it issues in `lastTicket`. They overlap on
+  // purpose: with the stream's command queue full, prepare blocks until the
+  // stream moves, which needs the job to release the tickets issued so far.
+  // Prepare's failures reach the job through state the two share. The last
+  // ticket is released once both are done, also when either failed.
+  using Prepare = std::function<void(StreamGate& gate, uint64_t* lastTicket)>;
   void enqueuePrepared(const Prepare& prepare, std::function<Status()> job);
 
  private:

@@ -12,12 +12,22 @@
 
 namespace hcl::sim {
 
-NativeStream::NativeStream() : queue_(std::make_unique<CpuStream>()) {}
+NativeStream::NativeStream(size_t depth) : depth_(depth), queue_(std::make_unique<CpuStream>()) {}
 NativeStream::~NativeStream() = default;
 
 void NativeStream::launch(std::function<void()> task) {
-  queue_->enqueue([task = std::move(task)]() -> Status {
+  {
+    std::unique_lock lock(mutex_);
+    if (depth_ > 0) drained_.wait(lock, [this] { return pending_ < depth_; });
+    ++pending_;
+  }
+  queue_->enqueue([this, task = std::move(task)]() -> Status {
     task();
+    {
+      std::lock_guard lock(mutex_);
+      --pending_;
+    }
+    drained_.notify_all();
     return {};
   });
 }

@@ -160,15 +160,18 @@ TEST_F(DeviceTest, OperationOnNativeStreamIsOrderedAndAsynchronous) {
   for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
 }
 
-// A sequence of collectives on one native stream per rank, the way a
-// framework issues them: nothing waits on the host between the calls.
+// A sequence of collectives and a send/recv exchange on one native stream
+// per rank, the way a framework issues them: nothing waits on the host
+// between the calls. The stream's command queue is shallow, as a GPU
+// runtime's is when full: a call's stream-side commands can only all be
+// issued while HCL's worker already runs the call and releases its chunks.
 TEST_F(DeviceTest, CollectivesInSequenceOnANativeStream) {
-  unsetenv("HCL_STAGE_CHUNK_BYTES");  // the default: several chunks of 1 MiB
+  setenv("HCL_STAGE_CHUNK_BYTES", "65536", 1);  // 64 chunks per 4 MiB call
   auto comms = initOnDevices({"sim:0", "sim:0"});
   const size_t count = 1u << 20;
   auto rc = onThreads(2, [&](int r) -> int {
     hclComm_t comm = comms[static_cast<size_t>(r)];
-    hcl::sim::NativeStream native;
+    hcl::sim::NativeStream native(6);
     hclStream_t stream = nullptr;
     if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
     void *a = nullptr, *b = nullptr;
