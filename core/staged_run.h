@@ -86,10 +86,20 @@ class StagedRun final : public OpRun {
 // worker may already run the call: the worker reads only those published.
 class StreamTickets {
  public:
-  void reserve(size_t n) { list_.reserve(n); }  // before the first publish: no reallocation after
+  // Before the first publish: room for `n` tickets, never moved after.
+  void reserve(size_t n) {
+    list_ = std::make_unique<uint64_t[]>(n);
+    capacity_ = n;
+  }
   void publish(uint64_t ticket) {
-    list_.push_back(ticket);
-    issued_.store(list_.size(), std::memory_order_release);
+    const size_t i = issued_.load(std::memory_order_relaxed);
+    if (i >= capacity_) {
+      fail({hclInternalError, "stream staging issued more tickets than it reserved"});
+      return;
+    }
+    list_[i] = ticket;
+    last_ = ticket;
+    issued_.store(i + 1, std::memory_order_release);
   }
   void fail(Status why) {
     failure_ = std::move(why);
@@ -102,10 +112,12 @@ class StreamTickets {
     else if (failed_.load(std::memory_order_acquire)) return failure_;
     return {};
   }
-  uint64_t last() const { return list_.empty() ? 0 : list_.back(); }  // the caller's thread
+  uint64_t last() const { return last_; }  // the caller's thread
 
  private:
-  std::vector<uint64_t> list_;
+  std::unique_ptr<uint64_t[]> list_;
+  size_t capacity_ = 0;
+  uint64_t last_ = 0;
   std::atomic<size_t> issued_{0};
   std::atomic<bool> failed_{false};
   Status failure_;
