@@ -260,6 +260,7 @@ Status launchP2POnStream(std::vector<PendingOp> ops) {
           if (published) break;
           backoff.pause();
         }
+        HCL_TRY(plan->gate->waitStart(ticket));  // earlier stream work, outside the stall watch
         std::vector<P2PCall> calls;
         RunBuffers buffers;
         for (size_t i = 0; i < ops.size(); ++i) {
@@ -304,7 +305,21 @@ Status launchStagedOnStream(std::vector<PendingOp> ops) {
           if (g->tickets.last()) *last = g->tickets.last();
         }
       },
-      [tasks]() { return runTasks(*tasks); });
+      [tasks, first = staged.front()]() -> Status {
+        // The work queued on the stream before the call may take any time:
+        // waiting for it is not a stalled peer, so it happens before the
+        // executor's watch starts.
+        uint64_t ticket = 0;
+        bool published = false;
+        Backoff backoff;
+        while (true) {
+          HCL_TRY(first->tickets.get(0, &ticket, &published));
+          if (published) break;
+          backoff.pause();
+        }
+        HCL_TRY(first->gate->waitStart(ticket));
+        return runTasks(*tasks);
+      });
   return {};
 }
 
