@@ -253,13 +253,7 @@ Status launchP2POnStream(std::vector<PendingOp> ops) {
       [plan, ops]() -> Status {
         Communicator& comm = *ops.front().comm;
         uint64_t ticket = 0;
-        bool published = false;
-        Backoff backoff;
-        while (true) {
-          HCL_TRY(plan->ticket.get(0, &ticket, &published));
-          if (published) break;
-          backoff.pause();
-        }
+        HCL_TRY(plan->ticket.waitPublished(0, &ticket));
         HCL_TRY(plan->gate->waitStart(ticket));  // earlier stream work, outside the stall watch
         std::vector<P2PCall> calls;
         RunBuffers buffers;
@@ -310,13 +304,7 @@ Status launchStagedOnStream(std::vector<PendingOp> ops) {
         // waiting for it is not a stalled peer, so it happens before the
         // executor's watch starts.
         uint64_t ticket = 0;
-        bool published = false;
-        Backoff backoff;
-        while (true) {
-          HCL_TRY(first->tickets.get(0, &ticket, &published));
-          if (published) break;
-          backoff.pause();
-        }
+        HCL_TRY(first->tickets.waitPublished(0, &ticket));
         HCL_TRY(first->gate->waitStart(ticket));
         return runTasks(*tasks);
       });

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/deadline.h"
+
 namespace hcl {
 
 StagedChunks::StagedChunks(Device& device, StagingArea& area, const CollArgs& base, const void* send, void* recv)
@@ -135,6 +137,16 @@ Status StagedRun::advance(bool* done, bool* progressed) {
     *progressed = true;
   }
   return {};
+}
+
+Status StreamTickets::waitPublished(size_t i, uint64_t* ticket) const {
+  bool published = false;
+  Backoff backoff;
+  while (true) {
+    HCL_TRY(get(i, ticket, &published));
+    if (published) return {};
+    backoff.pause();
+  }
 }
 
 namespace {

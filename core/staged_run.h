@@ -112,6 +112,8 @@ class StreamTickets {
     else if (failed_.load(std::memory_order_acquire)) return failure_;
     return {};
   }
+  // Worker: blocks until ticket i is published (or the stream side failed).
+  Status waitPublished(size_t i, uint64_t* ticket) const;
   uint64_t last() const { return last_; }  // the caller's thread
 
  private:

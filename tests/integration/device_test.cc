@@ -119,9 +119,12 @@ TEST_F(DeviceTest, CommunicatorReportsItsDevice) {
 
 // NCCL's stream semantics on a native stream: the call returns while earlier
 // work on the stream is still pending, runs after it, and later work on the
-// stream sees its result.
+// stream sees its result. The earlier work outlasts the communicator's
+// timeout: waiting for it is not waiting on a stalled peer.
 TEST_F(DeviceTest, OperationOnNativeStreamIsOrderedAndAsynchronous) {
+  setenv("HCL_TIMEOUT_MS", "300", 1);
   auto comms = initOnDevices({"sim:0", "sim:0"});
+  unsetenv("HCL_TIMEOUT_MS");
   const size_t count = 50000;
   auto rc = onThreads(2, [&](int r) -> int {
     hclComm_t comm = comms[static_cast<size_t>(r)];
@@ -144,6 +147,7 @@ TEST_F(DeviceTest, OperationOnNativeStreamIsOrderedAndAsynchronous) {
     if (!(hclStreamQuery(stream) == hclInProgress)) return 4;
     std::vector<float> seen(count, -1.0f);
     native.launch([&] { hclCommMemcpy(comm, seen.data(), buf, count * sizeof(float)); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // past the 300 ms timeout
     go.set_value();
     native.synchronize();
     if (hclStreamSynchronize(stream) != hclSuccess) return 5;
@@ -220,42 +224,6 @@ TEST_F(DeviceTest, CollectivesInSequenceOnANativeStream) {
     hclCommMemFree(comm, mine);
     hclCommMemFree(comm, theirs);
     return hclStreamDestroy(stream) == hclSuccess ? 0 : 8;
-  });
-  EXPECT_EQ(rc, std::vector<int>(2, 0));
-  for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
-}
-
-// Work queued on the stream before a call may run longer than the
-// communicator's timeout: waiting for it is not waiting on a stalled peer.
-TEST_F(DeviceTest, SlowStreamWorkBeforeACallIsNotAStall) {
-  setenv("HCL_TIMEOUT_MS", "300", 1);
-  auto comms = initOnDevices({"sim:0", "sim:0"});
-  unsetenv("HCL_TIMEOUT_MS");
-  const size_t count = 4096;
-  auto rc = onThreads(2, [&](int r) -> int {
-    hclComm_t comm = comms[static_cast<size_t>(r)];
-    hcl::sim::NativeStream native;
-    hclStream_t stream = nullptr;
-    if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
-    void* buf = nullptr;
-    if (hclCommMemAlloc(comm, &buf, count * sizeof(float)) != hclSuccess) return 2;
-    std::vector<float> input(count, static_cast<float>(r + 1)), seen(count, -1.0f);
-    native.launch([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1200));
-      hclCommMemcpy(comm, buf, input.data(), count * sizeof(float));
-    });
-    if (hclAllReduce(buf, buf, count, hclFloat, hclSum, comm, stream) != hclSuccess) return 3;
-    native.launch([&] { hclCommMemcpy(comm, seen.data(), buf, count * sizeof(float)); });
-    native.synchronize();
-    if (hclStreamSynchronize(stream) != hclSuccess) {
-      std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(comm));
-      return 4;
-    }
-    for (float v : seen) {
-      if (v != 3.0f) return 5;
-    }
-    hclCommMemFree(comm, buf);
-    return hclStreamDestroy(stream) == hclSuccess ? 0 : 6;
   });
   EXPECT_EQ(rc, std::vector<int>(2, 0));
   for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
