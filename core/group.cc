@@ -70,48 +70,72 @@ CommTask::Maker collectiveMaker(PendingOp op) {
   return [op = std::move(op)](RunSlot& out) { return makeCollectiveRun(*op.comm, op, out); };
 }
 
+// A launch's point-to-point calls as transfers. Device buffers get pinned
+// stand-ins, laid end to end in one block; host buffers are used as they are.
+struct P2PLayout {
+  static constexpr size_t kHost = SIZE_MAX;
+  std::vector<P2PCall> calls;
+  std::vector<void*> user;      // each call's own buffer
+  std::vector<size_t> standIn;  // its stand-in's offset in the block, or kHost
+  size_t standInBytes = 0;
+};
+
+P2PLayout p2pLayout(Communicator& comm, const std::vector<PendingOp>& ops) {
+  P2PLayout l;
+  for (const PendingOp& op : ops) {
+    P2PCall c;
+    c.isSend = op.isSend;
+    c.peer = op.root;
+    c.bytes = op.count * dataTypeSize(op.type);
+    c.buffer = static_cast<uint32_t>(l.user.size());
+    void* user = op.isSend ? const_cast<void*>(op.send) : op.recv;
+    if (c.bytes > 0 && comm.device().isDeviceMemory(user)) {
+      l.standIn.push_back(l.standInBytes);
+      l.standInBytes += (c.bytes + 63) / 64 * 64;
+    } else {
+      l.standIn.push_back(P2PLayout::kHost);
+    }
+    l.user.push_back(user);
+    l.calls.push_back(c);
+  }
+  return l;
+}
+
+// The buffers the transfers use, with the stand-in block at `base`.
+RunBuffers p2pBuffers(const P2PLayout& l, std::byte* base) {
+  RunBuffers buffers;
+  for (size_t i = 0; i < l.calls.size(); ++i) {
+    buffers.user.push_back(l.standIn[i] == P2PLayout::kHost ? l.user[i] : base + l.standIn[i]);
+  }
+  return buffers;
+}
+
+Status p2pScheduleFor(Communicator& comm, const P2PLayout& l, Schedule& schedule) {
+  std::string error;
+  if (!p2pSchedule(l.calls, comm.rank(), schedule, error)) return invalidUsage(error);
+  return {};
+}
+
 CommTask::Maker p2pMaker(std::vector<PendingOp> ops) {
   return [ops = std::move(ops)](RunSlot& out) -> Status {
     Communicator& comm = *ops.front().comm;
-    std::vector<P2PCall> calls;
-    RunBuffers buffers;
-    // Device buffers are swapped for pinned stand-ins, laid end to end.
-    std::vector<StagedP2PRun::Call> staged;
-    std::vector<size_t> stagedOffset, stagedIndex;
-    size_t stagedBytes = 0;
-    for (const PendingOp& op : ops) {
-      P2PCall c;
-      c.isSend = op.isSend;
-      c.peer = op.root;
-      c.bytes = op.count * dataTypeSize(op.type);
-      c.buffer = static_cast<uint32_t>(buffers.user.size());
-      void* user = op.isSend ? const_cast<void*>(op.send) : op.recv;
-      if (c.bytes > 0 && comm.device().isDeviceMemory(user)) {
-        staged.push_back({user, nullptr, c.bytes, c.isSend});
-        stagedOffset.push_back(stagedBytes);
-        stagedIndex.push_back(buffers.user.size());
-        stagedBytes += (c.bytes + 63) / 64 * 64;
-      }
-      buffers.user.push_back(user);
-      calls.push_back(c);
-    }
+    const P2PLayout layout = p2pLayout(comm, ops);
     Schedule schedule;
-    std::string error;
-    if (!p2pSchedule(calls, comm.rank(), schedule, error)) return invalidUsage(error);
-    ReduceSpec spec;
-    if (staged.empty()) {
-      out.emplaceSchedule(comm, std::move(schedule), std::move(buffers), spec);
+    HCL_TRY(p2pScheduleFor(comm, layout, schedule));
+    if (layout.standInBytes == 0) {
+      out.emplaceSchedule(comm, std::move(schedule), p2pBuffers(layout, nullptr), ReduceSpec{});
       return {};
     }
     StagingArea* area = nullptr;
     HCL_TRY(comm.staging(&area));
     std::byte* base = nullptr;
-    HCL_TRY(area->p2pBuffer(stagedBytes, &base));
-    for (size_t i = 0; i < staged.size(); ++i) {
-      staged[i].host = base + stagedOffset[i];
-      buffers.user[stagedIndex[i]] = staged[i].host;
+    HCL_TRY(area->p2pBuffer(layout.standInBytes, &base));
+    std::vector<StagedP2PRun::Call> staged;
+    for (size_t i = 0; i < layout.calls.size(); ++i) {
+      if (layout.standIn[i] == P2PLayout::kHost) continue;
+      staged.push_back({layout.user[i], base + layout.standIn[i], layout.calls[i].bytes, layout.calls[i].isSend});
     }
-    auto inner = std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), spec);
+    auto inner = std::make_unique<ScheduleRun>(comm, std::move(schedule), p2pBuffers(layout, base), ReduceSpec{});
     auto run = std::make_unique<StagedP2PRun>(*area, std::move(staged), std::move(inner));
     HCL_TRY(run->begin());
     out.set(std::move(run));
@@ -202,39 +226,30 @@ Status launchP2POnStream(std::vector<PendingOp> ops) {
   StagingArea* area = nullptr;
   HCL_TRY(comm.stagingFor(ops.front().stream, &area));
   struct Plan {
-    std::vector<size_t> offset;  // per op: its stand-in's offset, or SIZE_MAX for host memory
-    size_t bytes = 0;
+    P2PLayout layout;
     std::byte* base = nullptr;
     StreamGate* gate = nullptr;
     StreamTickets ticket;  // one; base and gate are set before it is published
   };
   auto plan = std::make_shared<Plan>();
-  for (const PendingOp& op : ops) {
-    const size_t bytes = op.count * dataTypeSize(op.type);
-    const void* user = op.isSend ? op.send : op.recv;
-    if (bytes > 0 && comm.device().isDeviceMemory(user)) {
-      plan->offset.push_back(plan->bytes);
-      plan->bytes += (bytes + 63) / 64 * 64;
-    } else {
-      plan->offset.push_back(SIZE_MAX);
-    }
-  }
+  plan->layout = p2pLayout(comm, ops);
   auto issue = [&](StreamGate& gate, uint64_t* last) -> Status {
+    const P2PLayout& l = plan->layout;
     plan->gate = &gate;
     plan->ticket.reserve(1);
     // Growing frees the old stand-ins, which earlier calls' copies on this
     // stream may still read: let them finish first.
-    if (plan->bytes > 0) {
-      if (!area->p2pFits(plan->bytes)) HCL_TRY(gate.synchronize());
-      HCL_TRY(area->p2pBuffer(plan->bytes, &plan->base));
+    if (l.standInBytes > 0) {
+      if (!area->p2pFits(l.standInBytes)) HCL_TRY(gate.synchronize());
+      HCL_TRY(area->p2pBuffer(l.standInBytes, &plan->base));
     }
-    auto copy = [&](bool toHost) -> Status {
-      for (size_t i = 0; i < ops.size(); ++i) {
-        if (plan->offset[i] == SIZE_MAX || ops[i].isSend != toHost) continue;
-        const size_t bytes = ops[i].count * dataTypeSize(ops[i].type);
-        std::byte* host = plan->base + plan->offset[i];
-        if (toHost) HCL_TRY(gate.copyOnStream(host, bytes, ops[i].send, bytes, bytes, 1));
-        else HCL_TRY(gate.copyOnStream(ops[i].recv, bytes, host, bytes, bytes, 1));
+    auto copy = [&](bool sends) -> Status {
+      for (size_t i = 0; i < l.calls.size(); ++i) {
+        if (l.standIn[i] == P2PLayout::kHost || l.calls[i].isSend != sends) continue;
+        const size_t bytes = l.calls[i].bytes;
+        std::byte* host = plan->base + l.standIn[i];
+        if (sends) HCL_TRY(gate.copyOnStream(host, bytes, l.user[i], bytes, bytes, 1));
+        else HCL_TRY(gate.copyOnStream(l.user[i], bytes, host, bytes, bytes, 1));
       }
       return {};
     };
@@ -250,28 +265,15 @@ Status launchP2POnStream(std::vector<PendingOp> ops) {
       [&](StreamGate& gate, uint64_t* last) {
         if (Status s = issue(gate, last); !s.ok()) plan->ticket.fail(s.withContext("staging on the stream"));
       },
-      [plan, ops]() -> Status {
-        Communicator& comm = *ops.front().comm;
+      [plan, owner = ops.front().comm, call = ops.front().call]() -> Status {
         uint64_t ticket = 0;
         HCL_TRY(plan->ticket.waitPublished(0, &ticket));
         HCL_TRY(plan->gate->waitStart(ticket));  // earlier stream work, outside the stall watch
-        std::vector<P2PCall> calls;
-        RunBuffers buffers;
-        for (size_t i = 0; i < ops.size(); ++i) {
-          P2PCall c;
-          c.isSend = ops[i].isSend;
-          c.peer = ops[i].root;
-          c.bytes = ops[i].count * dataTypeSize(ops[i].type);
-          c.buffer = static_cast<uint32_t>(buffers.user.size());
-          void* user = ops[i].isSend ? const_cast<void*>(ops[i].send) : ops[i].recv;
-          buffers.user.push_back(plan->offset[i] == SIZE_MAX ? user : plan->base + plan->offset[i]);
-          calls.push_back(c);
-        }
         Schedule schedule;
-        std::string error;
-        if (!p2pSchedule(calls, comm.rank(), schedule, error)) return invalidUsage(error);
-        return runSingle(comm, ops.front().call, [&](RunSlot& out) -> Status {
-          auto inner = std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), ReduceSpec{});
+        HCL_TRY(p2pScheduleFor(*owner, plan->layout, schedule));
+        return runSingle(*owner, call, [&](RunSlot& out) -> Status {
+          auto inner = std::make_unique<ScheduleRun>(*owner, std::move(schedule), p2pBuffers(plan->layout, plan->base),
+                                                     ReduceSpec{});
           out.set(std::make_unique<GatedP2PRun>(*plan->gate, ticket, std::move(inner)));
           return {};
         });

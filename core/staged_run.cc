@@ -151,13 +151,13 @@ Status StreamTickets::waitPublished(size_t i, uint64_t* ticket) const {
 
 namespace {
 
-Status issueOnStream(GatedStaging& g, std::vector<uint64_t>& issued) {
+Status issueOnStream(GatedStaging& g) {
   StreamGate& gate = *g.gate;
   const StagedChunks& chunks = *g.chunks;
   const size_t count = chunks.count();
   const size_t slots = static_cast<size_t>(chunks.slots());
   auto copyOut = [&](size_t k) -> Status {
-    HCL_TRY(gate.waitFor(issued[k]));
+    HCL_TRY(gate.waitFor(g.tickets.at(k)));
     if (!chunks.copiesOut()) return {};
     const StagedChunks::Copy c = chunks.copyOut(k);
     return gate.copyOnStream(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.height);
@@ -170,7 +170,6 @@ Status issueOnStream(GatedStaging& g, std::vector<uint64_t>& issued) {
     }
     uint64_t t = 0;
     HCL_TRY(gate.mark(&t));
-    issued.push_back(t);
     g.tickets.publish(t);
   }
   for (size_t k = count > slots ? count - slots : 0; k < count; ++k) HCL_TRY(copyOut(k));
@@ -181,9 +180,7 @@ Status issueOnStream(GatedStaging& g, std::vector<uint64_t>& issued) {
 
 void stageOnStream(GatedStaging& g) {
   g.tickets.reserve(g.chunks->count());
-  std::vector<uint64_t> issued;
-  issued.reserve(g.chunks->count());
-  if (Status s = issueOnStream(g, issued); !s.ok()) g.tickets.fail(s.withContext("staging on the stream"));
+  if (Status s = issueOnStream(g); !s.ok()) g.tickets.fail(s.withContext("staging on the stream"));
 }
 
 GatedStagedRun::GatedStagedRun(Communicator& comm, std::shared_ptr<GatedStaging> staging, ReduceSpec spec)

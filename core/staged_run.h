@@ -98,7 +98,6 @@ class StreamTickets {
       return;
     }
     list_[i] = ticket;
-    last_ = ticket;
     issued_.store(i + 1, std::memory_order_release);
   }
   void fail(Status why) {
@@ -114,12 +113,16 @@ class StreamTickets {
   }
   // Worker: blocks until ticket i is published (or the stream side failed).
   Status waitPublished(size_t i, uint64_t* ticket) const;
-  uint64_t last() const { return last_; }  // the caller's thread
+  // The caller's thread, which publishes: ticket i, and the last one (0: none).
+  uint64_t at(size_t i) const { return list_[i]; }
+  uint64_t last() const {
+    const size_t n = issued_.load(std::memory_order_relaxed);
+    return n ? list_[n - 1] : 0;
+  }
 
  private:
   std::unique_ptr<uint64_t[]> list_;
   size_t capacity_ = 0;
-  uint64_t last_ = 0;
   std::atomic<size_t> issued_{0};
   std::atomic<bool> failed_{false};
   Status failure_;

@@ -146,9 +146,10 @@ Status GpuStreamGate::copyOnStream(void* dst, size_t dstPitch, const void* src, 
 
 gpuEvent_t GpuStreamGate::eventOf(uint64_t ticket) {
   std::lock_guard lock(mutex_);
-  for (auto& h : held_)
-    if (h.ticket == ticket) return h.start;
-  return nullptr;
+  // Tickets are consecutive and released from the front: held_ is indexed by them.
+  if (held_.empty() || ticket < held_.front().ticket) return nullptr;
+  const uint64_t i = ticket - held_.front().ticket;
+  return i < held_.size() ? held_[static_cast<size_t>(i)].start : nullptr;
 }
 
 Status GpuStreamGate::pollStart(uint64_t ticket, bool* done) {
