@@ -28,6 +28,15 @@ PeerInfo describeSelf(int rank, const Device& device) {
   self.vendor = device.vendor();
   self.deviceIndex = device.index();
   self.shmEnabled = !paramBool("HCL_SHM_DISABLE");
+  if (device.kind() != DeviceKind::Cpu) {
+    std::string whyNot;
+    if (paramBool("HCL_IPC_DISABLE")) {
+      whyNot = "HCL_IPC_DISABLE is set";
+    } else {
+      self.ipcCapable = device.ipcSupported(&whyNot);
+    }
+    if (!self.ipcCapable) log::info(log::Init, "rank {}: no device IPC ({}); device buffers stage through host memory", rank, whyNot);
+  }
   return self;
 }
 
@@ -149,6 +158,10 @@ Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16]
   }
   logGpuDirect(comm->device(), transports, peersByKind);
   comm->setTopology(std::move(peers), std::move(links), std::move(transports), std::move(connections));
+  if (comm->ipc()) {
+    log::info(static_cast<log::Subsys>(log::Init | log::P2P), "rank {}: all {} ranks share {} memory by IPC on host {}",
+              rank, nranks, comm->device().vendor(), self.hostId);
+  }
   avoidSpinningWhenOversubscribed(*comm);
   std::vector<const Connection*> linksInUse;
   for (int p = 0; p < nranks; ++p) linksInUse.push_back(p == rank ? nullptr : comm->connection(p));

@@ -21,9 +21,26 @@ Communicator::Communicator(int rank, int nranks, const uint8_t secret[16], uint6
 }
 
 Communicator::~Communicator() {
+  // Streams drain before the peers' memory they may still use is unmapped.
+  ipcAreas_.clear();
+  ipcMappings_.reset();
   // Connections go before the transports that made them.
   connections_.clear();
   transports_.clear();
+}
+
+Status Communicator::ipcAreaFor(const void* stream, IpcArea** out) {
+  std::lock_guard lock(ipcAreasMutex_);
+  auto& area = ipcAreas_[stream];
+  if (!area) {
+    std::unique_ptr<StreamGate> own;
+    if (!stream) HCL_TRY(device_->openPrivateGate(own));
+    auto made = std::make_unique<IpcArea>(*device_, std::move(own));
+    HCL_TRY(made->init());
+    area = std::move(made);
+  }
+  *out = area.get();
+  return {};
 }
 
 Status Communicator::staging(StagingArea** out) {
@@ -106,6 +123,12 @@ void Communicator::setTopology(std::vector<PeerInfo> peers, std::vector<Link> li
                                std::vector<std::unique_ptr<Connection>> connections) {
   peers_ = std::move(peers);
   staged_ = std::any_of(peers_.begin(), peers_.end(), [](const PeerInfo& p) { return p.deviceKind != DeviceKind::Cpu; });
+  const PeerInfo& first = peers_.front();
+  ipc_ = nranks_ <= kIpcMaxRanks && std::all_of(peers_.begin(), peers_.end(), [&](const PeerInfo& p) {
+           return p.ipcCapable && p.deviceKind != DeviceKind::Cpu && p.deviceKind == first.deviceKind &&
+                  p.vendor == first.vendor && p.hostId == first.hostId;
+         });
+  if (ipc_) ipcMappings_ = std::make_unique<IpcPeerMappings>(*device_);
   links_ = std::move(links);
   transports_ = std::move(transports);
   connections_ = std::move(connections);

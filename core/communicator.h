@@ -17,6 +17,7 @@
 #include "core/shared_allocations.h"
 #include "core/status.h"
 #include "core/staging.h"
+#include "core/ipc_area.h"
 #include "device/device.h"
 #include "transports/link.h"
 #include "transports/transport.h"
@@ -49,6 +50,16 @@ class Communicator {
   // True when any rank computes on a GPU: then every rank runs collectives
   // through the host-staged pipeline (core/staged_run.h), so chunks match.
   bool staged() const { return staged_; }
+  // True when every rank is on one host, on devices of one vendor that can
+  // map each other's memory: collectives then take the IPC path
+  // (core/ipc_run.h) instead of staging through host memory.
+  bool ipc() const { return ipc_; }
+  // The IPC path's tables and stand-ins for the calls on one stream (keyed by
+  // the HCL stream), or, with a null key, for calls made without a stream
+  // (the area then owns a gate on a stream of its own).
+  Status ipcAreaFor(const void* stream, IpcArea** out);
+  // Peers' allocations mapped here. Only the holder of the execution mutex uses it.
+  IpcPeerMappings& ipcMappings() { return *ipcMappings_; }
   // The bounce buffers and copy queues, made at the first staged operation.
   Status staging(StagingArea** out);
   // Bounce buffers of the calls on one device-runtime stream (keyed by the
@@ -103,6 +114,10 @@ class Communicator {
   CommSettings settings_;
   Device* device_;
   bool staged_ = false;
+  bool ipc_ = false;
+  std::unique_ptr<IpcPeerMappings> ipcMappings_;
+  std::mutex ipcAreasMutex_;
+  std::map<const void*, std::unique_ptr<IpcArea>> ipcAreas_;
   std::unique_ptr<StagingArea> staging_;
   std::mutex streamStagingMutex_;
   std::map<const void*, std::unique_ptr<StagingArea>> streamStaging_;

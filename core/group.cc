@@ -8,6 +8,7 @@
 
 #include "collectives/algorithms/p2p.h"
 #include "core/executor.h"
+#include "core/ipc_run.h"
 #include "core/staged_run.h"
 #include "device/gated_stream.h"
 
@@ -39,6 +40,11 @@ CollArgs collArgsFor(Communicator& comm, const PendingOp& op) {
   return args;
 }
 
+// Every rank decides alike: from the communicator and the call's shared arguments.
+bool takesIpcPath(const Communicator& comm, const PendingOp& op) {
+  return comm.ipc() && ipcServes(op.kind, op.count, op.spec.kind);
+}
+
 Status makeCollectiveRun(Communicator& comm, const PendingOp& op, RunSlot& out) {
   ReduceSpec spec = op.spec;
   if (op.scalarPointer) {
@@ -55,7 +61,19 @@ Status makeCollectiveRun(Communicator& comm, const PendingOp& op, RunSlot& out) 
     out.set(std::make_unique<GatedStagedRun>(comm, op.gated, spec));
     return {};
   }
+  if (op.ipc) {
+    out.set(std::make_unique<IpcRun>(comm, op.ipc));
+    return {};
+  }
   const CollArgs args = collArgsFor(comm, op);
+  if (takesIpcPath(comm, op)) {
+    // Without a device-runtime stream: the run puts its stream side on a
+    // stream of HCL's own.
+    IpcArea* area = nullptr;
+    HCL_TRY(comm.ipcAreaFor(nullptr, &area));
+    out.set(std::make_unique<IpcRun>(comm, std::make_shared<IpcCall>(args, spec, op.send, op.recv), area));
+    return {};
+  }
   if (comm.staged() && op.count > 0) {
     StagingArea* area = nullptr;
     HCL_TRY(comm.staging(&area));
@@ -281,33 +299,54 @@ Status launchP2POnStream(std::vector<PendingOp> ops) {
   return {};
 }
 
+// Collectives on a gated stream: each is put on the stream as the staged
+// chunk pipeline or, on an IPC communicator, as the IPC path's steps.
 Status launchStagedOnStream(std::vector<PendingOp> ops) {
   Communicator& comm = *ops.front().comm;
   auto& stream = static_cast<GatedStream&>(*ops.front().stream->impl);
   StagingArea* area = nullptr;
-  HCL_TRY(comm.stagingFor(ops.front().stream, &area));
-  std::vector<std::shared_ptr<GatedStaging>> staged;
+  IpcArea* ipcArea = nullptr;
   for (PendingOp& op : ops) {
-    op.gated = std::make_shared<GatedStaging>();
-    op.gated->chunks = std::make_unique<StagedChunks>(comm.device(), *area, collArgsFor(comm, op), op.send, op.recv);
-    staged.push_back(op.gated);
+    if (takesIpcPath(comm, op)) {
+      if (!ipcArea) HCL_TRY(comm.ipcAreaFor(ops.front().stream, &ipcArea));
+      op.ipc = std::make_shared<IpcCall>(collArgsFor(comm, op), op.spec, op.send, op.recv);
+    } else {
+      if (!area) HCL_TRY(comm.stagingFor(ops.front().stream, &area));
+      op.gated = std::make_shared<GatedStaging>();
+      op.gated->chunks = std::make_unique<StagedChunks>(comm.device(), *area, collArgsFor(comm, op), op.send, op.recv);
+    }
+  }
+  // The first call's tickets and gate, kept alive with it.
+  struct First {
+    std::shared_ptr<void> owner;
+    const StreamTickets* tickets = nullptr;
+    StreamGate* const* gate = nullptr;
+  } first;
+  if (ops.front().ipc) {
+    first = {ops.front().ipc, &ops.front().ipc->tickets, &ops.front().ipc->gate};
+  } else {
+    first = {ops.front().gated, &ops.front().gated->tickets, &ops.front().gated->gate};
   }
   auto tasks = std::make_shared<std::vector<std::unique_ptr<CommTask>>>(buildTasks(ops));
   stream.enqueuePrepared(
-      [&staged](StreamGate& gate, uint64_t* last) {
-        for (auto& g : staged) {
-          g->gate = &gate;
-          stageOnStream(*g);
-          if (g->tickets.last()) *last = g->tickets.last();
+      [&](StreamGate& gate, uint64_t* last) {
+        for (PendingOp& op : ops) {
+          if (op.ipc) {
+            issueIpc(comm, *op.ipc, gate, *ipcArea, false, last);
+            continue;
+          }
+          op.gated->gate = &gate;
+          stageOnStream(*op.gated);
+          if (op.gated->tickets.last()) *last = op.gated->tickets.last();
         }
       },
-      [tasks, first = staged.front()]() -> Status {
+      [tasks, first]() -> Status {
         // The work queued on the stream before the call may take any time:
         // waiting for it is not a stalled peer, so it happens before the
         // executor's watch starts.
         uint64_t ticket = 0;
-        HCL_TRY(first->tickets.waitPublished(0, &ticket));
-        HCL_TRY(first->gate->waitStart(ticket));
+        HCL_TRY(first.tickets->waitPublished(0, &ticket));
+        HCL_TRY((*first.gate)->waitStart(ticket));
         return runTasks(*tasks);
       });
   return {};

@@ -12,6 +12,7 @@
 namespace hcl {
 
 struct GatedStaging;  // core/staged_run.h
+struct IpcCall;       // core/ipc_run.h
 
 struct PendingOp {
   const char* call = "";
@@ -31,6 +32,8 @@ struct PendingOp {
   hclStream* stream = nullptr;
   // Set when the call's copies run on its device-runtime stream.
   std::shared_ptr<GatedStaging> gated;
+  // Set when the call takes the IPC path on its device-runtime stream.
+  std::shared_ptr<IpcCall> ipc;
 };
 
 bool inGroup();

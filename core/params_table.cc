@@ -49,6 +49,10 @@ constexpr std::array kParams = {
               "Allow the direct algorithms, which read and write peers' buffers, where every "
               "link can (shared memory with single copy, ranks of one process)",
               nullptr},
+    ParamSpec{"HCL_IPC_DISABLE", Bool, "0",
+              "Stage device buffers through host memory even where every rank is on one host "
+              "with devices of one vendor that could map each other's memory (CUDA/HIP IPC)",
+              "NCCL_P2P_DISABLE"},
     ParamSpec{"HCL_SHM_DISABLE", Bool, "0",
               "Use TCP even between ranks on one host", "NCCL_SHM_DISABLE"},
     ParamSpec{"HCL_SHM_CMA_THRESHOLD", Int, "65536",

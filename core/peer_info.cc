@@ -40,7 +40,7 @@ std::vector<uint8_t> PeerInfo::serialize() const {
   w.put(static_cast<uint8_t>(deviceKind));
   w.putString(vendor);
   w.put<int32_t>(deviceIndex);
-  w.put<uint8_t>(shmEnabled ? 1 : 0);
+  w.put<uint8_t>(static_cast<uint8_t>((shmEnabled ? 1 : 0) | (ipcCapable ? 2 : 0)));
   w.put<uint32_t>(static_cast<uint32_t>(addresses.size()));
   for (const auto& a : addresses) {
     w.putString(a.ifname);
@@ -74,7 +74,8 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
   out.rank = rank;
   out.deviceKind = static_cast<DeviceKind>(kind);
   out.deviceIndex = devIndex;
-  out.shmEnabled = shm != 0;
+  out.shmEnabled = (shm & 1) != 0;
+  out.ipcCapable = (shm & 2) != 0;
   out.addresses.resize(naddr);
   for (auto& a : out.addresses) {
     r.getString(a.ifname);

@@ -36,6 +36,7 @@ struct PeerInfo {
   std::string vendor = "cpu";
   int deviceIndex = -1;
   bool shmEnabled = true;  // false under HCL_SHM_DISABLE=1
+  bool ipcCapable = false;  // its device can share memory with same-vendor peers on the host (IPC)
   std::vector<NetAddress> addresses;
 
   std::vector<uint8_t> serialize() const;

@@ -2,16 +2,18 @@
 
 namespace hcl {
 
-PinnedBuffer::~PinnedBuffer() {
-  if (ptr_) (void)device_->freePinned(ptr_);
-}
+DeviceAllocation::~DeviceAllocation() { release(); }
 
-Status PinnedBuffer::allocate(Device& device, size_t bytes) {
-  if (ptr_) (void)device_->freePinned(ptr_);
+void DeviceAllocation::release() {
+  if (ptr_) (void)(kind_ == Kind::Pinned ? device_->freePinned(ptr_) : device_->freeDevice(ptr_));
   ptr_ = nullptr;
   bytes_ = 0;
+}
+
+Status DeviceAllocation::allocate(Device& device, size_t bytes) {
+  release();
   device_ = &device;
-  HCL_TRY(device.allocPinned(bytes, &ptr_));
+  HCL_TRY(kind_ == Kind::Pinned ? device.allocPinned(bytes, &ptr_) : device.allocDevice(bytes, &ptr_));
   bytes_ = bytes;
   return {};
 }

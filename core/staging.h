@@ -11,17 +11,23 @@
 
 namespace hcl {
 
-class PinnedBuffer {
+// Memory a device allocated, freed with this object: pinned host memory
+// (what the copy engines move fastest) or the device's own.
+class DeviceAllocation {
  public:
-  PinnedBuffer() = default;
-  ~PinnedBuffer();
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  enum class Kind : uint8_t { Pinned, Device };
+  explicit DeviceAllocation(Kind kind) : kind_(kind) {}
+  ~DeviceAllocation();
+  DeviceAllocation(const DeviceAllocation&) = delete;
+  DeviceAllocation& operator=(const DeviceAllocation&) = delete;
+  // Frees what it held, then allocates `bytes`.
   Status allocate(Device& device, size_t bytes);
   std::byte* data() const { return static_cast<std::byte*>(ptr_); }
   size_t size() const { return bytes_; }
 
  private:
+  void release();
+  Kind kind_;
   Device* device_ = nullptr;
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
@@ -45,7 +51,8 @@ class StagingArea {
   Device& device_;
   size_t slotBytes_;
   int slots_;
-  PinnedBuffer in_, out_, p2p_;
+  DeviceAllocation in_{DeviceAllocation::Kind::Pinned}, out_{DeviceAllocation::Kind::Pinned},
+      p2p_{DeviceAllocation::Kind::Pinned};
   std::unique_ptr<CopyQueue> toHost_, toDevice_;
 };
 

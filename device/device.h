@@ -34,6 +34,31 @@ class Stream {
   virtual Status query() = 0;
 };
 
+// The same-vendor IPC path (core/ipc_run.h) moves data between the device
+// buffers of ranks on one host with commands on the caller's stream.
+
+// What another process on the host opens to map an allocation of device
+// memory (cudaIpcMemHandle_t is 64 bytes).
+struct DeviceIpcHandle {
+  uint8_t bytes[64] = {};
+};
+
+inline constexpr int kIpcMaxRanks = 16;
+
+// One command of an IPC collective: every destination gets the sources
+// combined (reduce: `count` elements of the call's type with its operator,
+// the Native form in and out) or the one source copied (copy: `count` bytes).
+struct IpcSegment {
+  enum Op : uint32_t { Copy = 0, Reduce = 1 };
+  uint32_t op = Copy;
+  uint32_t nsrc = 0;
+  uint32_t ndst = 0;
+  uint32_t pad = 0;
+  uint64_t count = 0;
+  const void* src[kIpcMaxRanks] = {};
+  void* dst[kIpcMaxRanks] = {};
+};
+
 // Ties HCL's work to a stream of the device runtime (cudaStream_t,
 // hipStream_t). Tickets are issued and released in increasing order.
 //
@@ -54,6 +79,12 @@ class StreamGate {
   // pinned host memory.
   virtual Status copyOnStream(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
                               size_t height) = 0;
+  // Runs the `n` segments of `table` on the native stream, in its order
+  // (the same-vendor IPC path). The table lives in pinned host memory and is
+  // read when the command runs, not when it is issued: HCL's worker fills in
+  // peers' addresses after the call was made, before it releases the ticket
+  // the stream waits on. A segment with no sources or destinations does nothing.
+  virtual Status segmentsOnStream(const IpcSegment* table, size_t n, const ReduceSpec& spec) = 0;
   // mark() then waitFor() the same ticket: the whole operation runs between.
   Status hold(uint64_t* ticket) {
     HCL_TRY(mark(ticket));
@@ -124,8 +155,28 @@ class Device {
   virtual Status createCopyQueue(std::unique_ptr<CopyQueue>& out) = 0;
   // A gate on a stream of this device's runtime; nullptr is its default stream.
   virtual Status openGate(void* nativeStream, std::unique_ptr<StreamGate>& out) = 0;
+  // A gate on a new native stream that the gate owns and that does not
+  // wait for the runtime's default stream: HCL's own work for calls made
+  // without a stream.
+  virtual Status openPrivateGate(std::unique_ptr<StreamGate>& out) = 0;
   // An HCL-owned stream (hclStreamCreate).
   virtual std::unique_ptr<Stream> createStream() = 0;
+
+  // IPC between processes on one host (CUDA/HIP IPC). Supported: why not
+  // otherwise. Export gives the handle of the allocation holding `ptr` and
+  // ptr's offset in it; open maps a peer's allocation (its base), close
+  // unmaps it.
+  virtual bool ipcSupported(std::string* whyNot) const {
+    *whyNot = "the device has no IPC";
+    return false;
+  }
+  virtual Status ipcExport(const void* ptr, DeviceIpcHandle* handle, uint64_t* offset) {
+    return internalError("ipcExport: the device has no IPC");
+  }
+  virtual Status ipcOpen(const DeviceIpcHandle& handle, void** base) {
+    return internalError("ipcOpen: the device has no IPC");
+  }
+  virtual Status ipcClose(void* base) { return {}; }
 
   virtual GpuDirectSupport gpuDirect() const { return {false, false, "not a GPU"}; }
 };
@@ -151,7 +202,7 @@ Device& cpuDevice();
 
 // The plugin entry point (extern "C" in each plugin). Returns nullptr and
 // fills `error` when the plugin cannot serve, e.g. a different ABI.
-inline constexpr int kDevicePluginAbi = 2;
+inline constexpr int kDevicePluginAbi = 3;
 using DevicePluginEntry = DeviceRuntime* (*)(int abi, char* error, size_t errorLen);
 inline constexpr const char* kDevicePluginSymbol = "hclDeviceRuntimeCreate";
 

@@ -267,7 +267,7 @@ hclResult_t hclCommDescribeLinks(hclComm_t comm, char* buf, size_t size, size_t*
  * "reducescatter", "alltoall", "gather" or "scatter" (any case); bytes: count
  * times the element size, with NCCL's meaning of count for that collective. */
 typedef struct {
-  char algorithm[32];      /* "ring", "tree", "rhd", "rd", "hier", ... */
+  char algorithm[32];      /* "ring", "tree", "rhd", "rd", "hier", ...; "ipc" where the ranks' devices map each other's memory */
   double estimatedUs;      /* the model's estimate; 0 when no table was built */
   char linkClasses[256];   /* link classes carrying its data: "shm,net:wan" */
   char candidates[1024];   /* every allowed algorithm with its estimate */

@@ -61,8 +61,17 @@ extern "C" hclResult_t hclCommGetPlan(hclComm_t comm, const char* collective, si
                                     collective));
   if (!s.ok()) return report(s.withContext("hclCommGetPlan"));
 
-  const Planner& planner = comm->impl->planner();
   *info = hclPlanInfo_t{};
+  if (comm->impl->ipc() && bytes > 0) {
+    // Device buffers of ranks on one host: the devices read and write each
+    // other's memory; the host algorithms are not used.
+    const std::string cls = "ipc:" + comm->impl->device().vendor();
+    copyText(info->algorithm, "ipc");
+    copyText(info->linkClasses, cls);
+    copyText(info->candidates, "ipc");
+    return hclSuccess;
+  }
+  const Planner& planner = comm->impl->planner();
   copyText(info->algorithm, planner.algorithmFor(kind, bytes));
   if (const PlanTable* table = planner.table()) {
     if (const PlanChoice* c = table->find(kind, bytes)) {

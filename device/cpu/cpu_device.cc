@@ -48,6 +48,9 @@ class CpuDevice final : public Device {
   Status openGate(void*, std::unique_ptr<StreamGate>&) override {
     return invalidUsage("the CPU device has no native streams");
   }
+  Status openPrivateGate(std::unique_ptr<StreamGate>&) override {
+    return invalidUsage("the CPU device has no native streams");
+  }
   std::unique_ptr<Stream> createStream() override { return std::make_unique<CpuStream>(); }
 };
 

@@ -55,6 +55,11 @@ inline constexpr gpuError_t gpuErrorInsufficientDriver = hipErrorInsufficientDri
 #define gpuMemsetAsync hipMemsetAsync
 #define gpuMemcpy hipMemcpy
 #define gpuDeviceSynchronize hipDeviceSynchronize
+using gpuIpcMemHandle_t = hipIpcMemHandle_t;
+#define gpuIpcGetMemHandle hipIpcGetMemHandle
+#define gpuIpcOpenMemHandle hipIpcOpenMemHandle
+#define gpuIpcCloseMemHandle hipIpcCloseMemHandle
+#define gpuIpcMemLazyEnablePeerAccess hipIpcMemLazyEnablePeerAccess
 inline int gpuPointerIsDevice(const gpuPointerAttributes& a) { return a.memoryType == hipMemoryTypeDevice; }
 inline int gpuPointerDevice(const gpuPointerAttributes& a) { return a.device; }
 
@@ -111,6 +116,11 @@ inline constexpr gpuError_t gpuErrorInsufficientDriver = cudaErrorInsufficientDr
 #define gpuMemsetAsync cudaMemsetAsync
 #define gpuMemcpy cudaMemcpy
 #define gpuDeviceSynchronize cudaDeviceSynchronize
+using gpuIpcMemHandle_t = cudaIpcMemHandle_t;
+#define gpuIpcGetMemHandle cudaIpcGetMemHandle
+#define gpuIpcOpenMemHandle cudaIpcOpenMemHandle
+#define gpuIpcCloseMemHandle cudaIpcCloseMemHandle
+#define gpuIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
 inline int gpuPointerIsDevice(const gpuPointerAttributes& a) { return a.type == cudaMemoryTypeDevice; }
 inline int gpuPointerDevice(const gpuPointerAttributes& a) { return a.device; }
 

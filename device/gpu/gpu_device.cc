@@ -3,11 +3,17 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstring>
+#include <mutex>
 
 #include "device/gpu/gpu_copy_queue.h"
 #include "device/cpu/cpu_stream.h"
 #include "device/gpu/gpu_kernels.h"
 #include "device/gpu/gpu_status.h"
+
+#ifndef HCL_GPU_HIP
+#include <cuda.h>  // types only: the driver is reached through cudaGetDriverEntryPoint
+#endif
 
 namespace hcl::gpu {
 namespace {
@@ -62,6 +68,52 @@ gpuError_t forEachSafeRange(size_t n, size_t d, size_t s, Fn&& fn) {
   return gpuSuccess;
 }
 
+#ifndef HCL_GPU_HIP
+using GetAddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+GetAddressRangeFn gGetAddressRange = nullptr;
+
+Status cudaAddressRange(const void* ptr, void** base) {
+  CUdeviceptr b = 0;
+  size_t size = 0;
+  if (gGetAddressRange(&b, &size, reinterpret_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS) {
+    return invalidArgument("CUDA: cuMemGetAddressRange: the pointer is not device memory of the current context");
+  }
+  *base = reinterpret_cast<void*>(b);
+  return {};
+}
+#else
+Status hipAddressRange(const void* ptr, void** base) {
+  hipDeviceptr_t b = nullptr;
+  size_t size = 0;
+  HCL_GPU_TRY(hipMemGetAddressRange(&b, &size, const_cast<void*>(ptr)), "hipMemGetAddressRange");
+  *base = b;
+  return {};
+}
+#endif
+
+AddressRangeFn pickAddressRange(std::string* why) {
+#ifdef HCL_GPU_HIP
+  (void)why;
+  return &hipAddressRange;
+#else
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      gGetAddressRange = reinterpret_cast<GetAddressRangeFn>(fn);
+    else
+      (void)cudaGetLastError();
+  });
+  if (!gGetAddressRange) {
+    *why = "the driver has no cuMemGetAddressRange entry point";
+    return nullptr;
+  }
+  return &cudaAddressRange;
+#endif
+}
+
 bool pathExists(const char* path) {
   struct stat st;
   return ::stat(path, &st) == 0;
@@ -75,6 +127,7 @@ Status GpuDevice::create(int index, std::unique_ptr<GpuDevice>& out) {
   HCL_GPU_TRY(gpuStreamCreateWithFlags(&d->stream_, gpuStreamNonBlocking), GPU_FN("StreamCreateWithFlags"));
   HCL_GPU_TRY(preloadKernels(), "loading the plugin's kernels");
   d->gateWait_ = pickGateWaitMethod(index);
+  d->addressRange_ = pickAddressRange(&d->addressRangeWhy_);
   out = std::move(d);
   return {};
 }
@@ -178,6 +231,45 @@ Status GpuDevice::createCopyQueue(std::unique_ptr<CopyQueue>& out) { return GpuC
 
 Status GpuDevice::openGate(void* nativeStream, std::unique_ptr<StreamGate>& out) {
   return GpuStreamGate::open(index_, nativeStream, gateWait_, out);
+}
+
+Status GpuDevice::openPrivateGate(std::unique_ptr<StreamGate>& out) {
+  return GpuStreamGate::openPrivate(index_, gateWait_, out);
+}
+
+bool GpuDevice::ipcSupported(std::string* whyNot) const {
+  if (!addressRange_) {
+    *whyNot = std::string(kRuntimeName) + ": no way to find an allocation's base (" + addressRangeWhy_ + ")";
+    return false;
+  }
+  return true;
+}
+
+Status GpuDevice::ipcExport(const void* ptr, DeviceIpcHandle* handle, uint64_t* offset) {
+  HCL_TRY(bind());
+  void* base = nullptr;
+  HCL_TRY(addressRange_(ptr, &base));
+  gpuIpcMemHandle_t h;
+  HCL_GPU_TRY(gpuIpcGetMemHandle(&h, base), GPU_FN("IpcGetMemHandle"));
+  static_assert(sizeof(h) <= sizeof(handle->bytes));
+  *handle = {};
+  std::memcpy(handle->bytes, &h, sizeof(h));
+  *offset = static_cast<uint64_t>(static_cast<const char*>(ptr) - static_cast<const char*>(base));
+  return {};
+}
+
+Status GpuDevice::ipcOpen(const DeviceIpcHandle& handle, void** base) {
+  HCL_TRY(bind());
+  gpuIpcMemHandle_t h;
+  std::memcpy(&h, handle.bytes, sizeof(h));
+  HCL_GPU_TRY(gpuIpcOpenMemHandle(base, h, gpuIpcMemLazyEnablePeerAccess), GPU_FN("IpcOpenMemHandle"));
+  return {};
+}
+
+Status GpuDevice::ipcClose(void* base) {
+  HCL_TRY(bind());
+  HCL_GPU_TRY(gpuIpcCloseMemHandle(base), GPU_FN("IpcCloseMemHandle"));
+  return {};
 }
 
 std::unique_ptr<Stream> GpuDevice::createStream() {

@@ -8,6 +8,10 @@
 
 namespace hcl::gpu {
 
+// The base of the allocation that holds a pointer (cuMemGetAddressRange,
+// hipMemGetAddressRange).
+using AddressRangeFn = Status (*)(const void* ptr, void** base);
+
 class GpuDevice final : public Device {
  public:
   static Status create(int index, std::unique_ptr<GpuDevice>& out);
@@ -31,7 +35,13 @@ class GpuDevice final : public Device {
 
   Status createCopyQueue(std::unique_ptr<CopyQueue>& out) override;
   Status openGate(void* nativeStream, std::unique_ptr<StreamGate>& out) override;
+  Status openPrivateGate(std::unique_ptr<StreamGate>& out) override;
   std::unique_ptr<Stream> createStream() override;
+
+  bool ipcSupported(std::string* whyNot) const override;
+  Status ipcExport(const void* ptr, DeviceIpcHandle* handle, uint64_t* offset) override;
+  Status ipcOpen(const DeviceIpcHandle& handle, void** base) override;
+  Status ipcClose(void* base) override;
 
   GpuDirectSupport gpuDirect() const override;
 
@@ -43,6 +53,8 @@ class GpuDevice final : public Device {
   const int index_;
   gpuStream_t stream_ = nullptr;  // internal, non-blocking
   GateWaitMethod gateWait_;
+  AddressRangeFn addressRange_ = nullptr;
+  std::string addressRangeWhy_;
 };
 
 }  // namespace hcl::gpu

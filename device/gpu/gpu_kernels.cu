@@ -31,6 +31,44 @@ __global__ void __launch_bounds__(kThreads) convertKernel(void* dst, const void*
     convertElement<Tr>(dst, src, i, p);
 }
 
+// One block row per segment (blockIdx.y). The segment is read from pinned
+// host memory once per block, into shared memory.
+template <class Tr, class Op>
+__global__ void __launch_bounds__(kThreads) segmentKernel(const IpcSegment* table, ElementParams p) {
+  // IpcSegment has default initializers, which __shared__ variables may not.
+  __shared__ uint4 raw[(sizeof(IpcSegment) + 15) / 16];
+  IpcSegment& seg = *reinterpret_cast<IpcSegment*>(raw);
+  if (threadIdx.x == 0) memcpy(raw, &table[blockIdx.y], sizeof(IpcSegment));
+  __syncthreads();
+  if (seg.nsrc == 0 || seg.ndst == 0) return;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  const size_t first = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (seg.op == IpcSegment::Copy) {
+    // Copies move bytes, 16 at a time where every side allows it.
+    uintptr_t bits = uintptr_t(seg.src[0]) | uintptr_t(seg.count);
+    for (uint32_t d = 0; d < seg.ndst; ++d) bits |= uintptr_t(seg.dst[d]);
+    if ((bits & 15) == 0) {
+      const auto* src = static_cast<const uint4*>(seg.src[0]);
+      for (size_t i = first; i < seg.count / 16; i += stride) {
+        const uint4 v = src[i];
+        for (uint32_t d = 0; d < seg.ndst; ++d) static_cast<uint4*>(seg.dst[d])[i] = v;
+      }
+      return;
+    }
+    const auto* src = static_cast<const unsigned char*>(seg.src[0]);
+    for (size_t i = first; i < seg.count; i += stride) {
+      const unsigned char v = src[i];
+      for (uint32_t d = 0; d < seg.ndst; ++d) static_cast<unsigned char*>(seg.dst[d])[i] = v;
+    }
+    return;
+  }
+  for (size_t i = first; i < seg.count; i += stride) {
+    auto acc = loadElement<Tr>(seg.src[0], true, i, p);
+    for (uint32_t s = 1; s < seg.nsrc; ++s) acc = Op::apply(acc, loadElement<Tr>(seg.src[s], true, i, p));
+    for (uint32_t d = 0; d < seg.ndst; ++d) storeElement<Tr>(seg.dst[d], true, i, acc, p);
+  }
+}
+
 __global__ void spinWaitKernel(const volatile uint64_t* flag, uint64_t ticket) {
   while (*flag < ticket) {
 #if defined(HCL_GPU_HIP)
@@ -76,6 +114,33 @@ gpuError_t reduceType(ReduceKind kind, void* dst, const void* a, const void* b, 
     case ReduceKind::Prod: return reduceAs<Tr, OpMul>(dst, a, b, begin, end, p, stream);
     case ReduceKind::Max: return reduceAs<Tr, OpMax>(dst, a, b, begin, end, p, stream);
     case ReduceKind::Min: return reduceAs<Tr, OpMin>(dst, a, b, begin, end, p, stream);
+  }
+#ifdef HCL_GPU_HIP
+  return hipErrorInvalidValue;
+#else
+  return cudaErrorInvalidValue;
+#endif
+}
+
+template <class Tr, class Op>
+gpuError_t segmentsAs(const IpcSegment* table, size_t n, const ElementParams& p, gpuStream_t stream) {
+  // Blocks along x cover the longest segment the caller may have: the
+  // kernel strides, so a fixed width serves every size.
+  const dim3 grid(unsigned(kMaxBlocks / 16), unsigned(n));
+  segmentKernel<Tr, Op><<<grid, kThreads, 0, stream>>>(table, p);
+  return lastLaunchError();
+}
+
+template <class Tr>
+gpuError_t segmentsType(ReduceKind kind, const IpcSegment* table, size_t n, const ElementParams& p,
+                        gpuStream_t stream) {
+  switch (kind) {
+    case ReduceKind::Sum:
+    case ReduceKind::Avg:
+    case ReduceKind::PreMulSum: return segmentsAs<Tr, OpAdd>(table, n, p, stream);
+    case ReduceKind::Prod: return segmentsAs<Tr, OpMul>(table, n, p, stream);
+    case ReduceKind::Max: return segmentsAs<Tr, OpMax>(table, n, p, stream);
+    case ReduceKind::Min: return segmentsAs<Tr, OpMin>(table, n, p, stream);
   }
 #ifdef HCL_GPU_HIP
   return hipErrorInvalidValue;
@@ -140,6 +205,10 @@ gpuError_t preloadKernels() {
       note(loadKernel(reduceKernel<Tr, OpMul>));
       note(loadKernel(reduceKernel<Tr, OpMax>));
       note(loadKernel(reduceKernel<Tr, OpMin>));
+      note(loadKernel(segmentKernel<Tr, OpAdd>));
+      note(loadKernel(segmentKernel<Tr, OpMul>));
+      note(loadKernel(segmentKernel<Tr, OpMax>));
+      note(loadKernel(segmentKernel<Tr, OpMin>));
       return loadKernel(convertKernel<Tr>);
     }));
   note(loadKernel(spinWaitKernel));
@@ -156,6 +225,12 @@ gpuError_t launchConvert(hclDataType_t type, void* dst, const void* src, size_t 
                          const ElementParams& p, gpuStream_t stream) {
   if (end <= begin) return gpuSuccess;
   return withTraits(type, [&]<class Tr>() { return convertAs<Tr>(dst, src, begin, end, p, stream); });
+}
+
+gpuError_t launchSegments(hclDataType_t type, ReduceKind kind, const IpcSegment* table, size_t n,
+                          const ElementParams& p, gpuStream_t stream) {
+  if (n == 0) return gpuSuccess;
+  return withTraits(type, [&]<class Tr>() { return segmentsType<Tr>(kind, table, n, p, stream); });
 }
 
 gpuError_t launchSpinWait(const volatile uint64_t* flag, uint64_t ticket, gpuStream_t stream) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "collectives/reduce/reduce.h"
+#include "device/device.h"
 #include "device/gpu/gpu_api.h"
 #include "device/gpu/gpu_numerics.h"
 
@@ -19,6 +20,11 @@ gpuError_t launchReduce(hclDataType_t type, ReduceKind kind, void* dst, const vo
 // dst[i] = convert(src[i]) for i in [begin, end); src's form is p.aNative.
 gpuError_t launchConvert(hclDataType_t type, void* dst, const void* src, size_t begin, size_t end,
                          const ElementParams& p, gpuStream_t stream);
+
+// Runs the IPC segments of `table` (pinned host memory, read when the
+// kernel runs) on `stream`; see IpcSegment in device/device.h.
+gpuError_t launchSegments(hclDataType_t type, ReduceKind kind, const IpcSegment* table, size_t n,
+                          const ElementParams& p, gpuStream_t stream);
 
 // Loads every kernel of the plugin now. With lazy module loading (CUDA's
 // default) a first launch may wait for the whole context to go idle, which

@@ -89,6 +89,19 @@ Status GpuStreamGate::open(int device, void* nativeStream, const GateWaitMethod&
   return {};
 }
 
+Status GpuStreamGate::openPrivate(int device, const GateWaitMethod& method, std::unique_ptr<StreamGate>& out) {
+  HCL_GPU_TRY(gpuSetDevice(device), GPU_FN("SetDevice"));
+  gpuStream_t stream = nullptr;
+  HCL_GPU_TRY(gpuStreamCreateWithFlags(&stream, gpuStreamNonBlocking), GPU_FN("StreamCreateWithFlags"));
+  Status s = open(device, stream, method, out);
+  if (!s.ok()) {
+    (void)gpuStreamDestroy(stream);
+    return s;
+  }
+  static_cast<GpuStreamGate&>(*out).ownsStream_ = true;
+  return {};
+}
+
 GpuStreamGate::~GpuStreamGate() {
   if (gpuSetDevice(device_) != gpuSuccess) return;
   if (flag_) {
@@ -97,6 +110,7 @@ GpuStreamGate::~GpuStreamGate() {
     (void)gpuStreamSynchronize(stream_);
     (void)gpuFreeHost(flag_);
   }
+  if (ownsStream_) (void)gpuStreamDestroy(stream_);
   for (auto& h : held_) (void)gpuEventDestroy(h.start);
   for (auto ev : freeEvents_) (void)gpuEventDestroy(ev);
 }
@@ -141,6 +155,21 @@ Status GpuStreamGate::copyOnStream(void* dst, size_t dstPitch, const void* src, 
   HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
   HCL_GPU_TRY(gpuMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, height, gpuMemcpyDefault, stream_),
               GPU_FN("Memcpy2DAsync"));
+  return {};
+}
+
+Status GpuStreamGate::segmentsOnStream(const IpcSegment* table, size_t n, const ReduceSpec& spec) {
+  if (n == 0) return {};
+  ElementParams p;
+  p.nranks = spec.nranks;
+  p.divide = spec.kind == ReduceKind::Avg;
+  p.scale = spec.kind == ReduceKind::PreMulSum;
+  p.scalarFloat = spec.scalarFloat;
+  p.scalarInt = spec.scalarInt;
+  p.scalarUint = spec.scalarUint;
+  std::lock_guard lock(mutex_);
+  HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
+  HCL_GPU_TRY(launchSegments(spec.type, spec.kind, table, n, p, stream_), "IPC segment kernel launch");
   return {};
 }
 

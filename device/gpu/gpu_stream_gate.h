@@ -27,12 +27,15 @@ class GpuStreamGate final : public StreamGate {
  public:
   static Status open(int device, void* nativeStream, const GateWaitMethod& method,
                      std::unique_ptr<StreamGate>& out);
+  // A gate on a new non-blocking stream that it destroys with itself.
+  static Status openPrivate(int device, const GateWaitMethod& method, std::unique_ptr<StreamGate>& out);
   ~GpuStreamGate() override;
 
   Status mark(uint64_t* ticket) override;
   Status waitFor(uint64_t ticket) override;
   Status copyOnStream(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
                       size_t height) override;
+  Status segmentsOnStream(const IpcSegment* table, size_t n, const ReduceSpec& spec) override;
   Status pollStart(uint64_t ticket, bool* done) override;
   Status waitStart(uint64_t ticket) override;
   void release(uint64_t ticket) override;
@@ -51,7 +54,8 @@ class GpuStreamGate final : public StreamGate {
   };
 
   const int device_;
-  const gpuStream_t stream_;  // the user's; never destroyed here
+  const gpuStream_t stream_;  // the user's (never destroyed here), or the gate's own
+  bool ownsStream_ = false;
   const GateWaitMethod method_;
   uint64_t* flag_ = nullptr;  // pinned, mapped; host view
   void* devFlag_ = nullptr;   // device view of flag_

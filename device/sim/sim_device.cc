@@ -45,6 +45,7 @@ class SimDevice final : public Device {
 
   Status allocDevice(size_t bytes, void** ptr) override {
     *ptr = memory_.allocate(bytes);
+    if (!*ptr) return systemError(fmt::format("sim device: cannot allocate {} bytes", bytes));
     return {};
   }
   Status freeDevice(void* ptr) override {
@@ -65,7 +66,18 @@ class SimDevice final : public Device {
     out = makeGate(*s, memory_);
     return {};
   }
+  Status openPrivateGate(std::unique_ptr<StreamGate>& out) override {
+    out = makeOwningGate(std::make_unique<NativeStream>(), memory_);
+    return {};
+  }
   std::unique_ptr<Stream> createStream() override { return std::make_unique<CpuStream>(); }
+
+  bool ipcSupported(std::string* whyNot) const override { return canOpenPeerHandles(whyNot); }
+  Status ipcExport(const void* ptr, DeviceIpcHandle* handle, uint64_t* offset) override {
+    return memory_.exportHandle(ptr, handle, offset);
+  }
+  Status ipcOpen(const DeviceIpcHandle& handle, void** base) override { return memory_.openHandle(handle, base); }
+  Status ipcClose(void* base) override { return memory_.closeHandle(base); }
   GpuDirectSupport gpuDirect() const override { return {false, false, "the sim device has no NIC access"}; }
 
  private:

@@ -11,5 +11,7 @@ namespace hcl::sim {
 
 std::unique_ptr<CopyQueue> makeCopyQueue(const MemoryMap& memory);
 std::unique_ptr<StreamGate> makeGate(NativeStream& stream, const MemoryMap& memory);
+// A gate that owns its stream.
+std::unique_ptr<StreamGate> makeOwningGate(std::unique_ptr<NativeStream> stream, const MemoryMap& memory);
 
 }  // namespace hcl::sim

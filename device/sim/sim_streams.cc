@@ -1,5 +1,7 @@
 // The sim device's native streams, its copy engine and its stream gates.
 #include <chrono>
+#include <cstring>
+#include <vector>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -109,10 +111,42 @@ class SimCopyQueue final : public CopyQueue {
   CpuStream engine_;  // last: its worker stops before the members above go
 };
 
+// One segment of an IPC collective; every pointer is sim device memory
+// (this device's, or a peer's mapped here).
+void runSegment(const IpcSegment& seg, const ReduceSpec& spec) {
+  if (seg.nsrc == 0 || seg.ndst == 0) return;
+  if (seg.op == IpcSegment::Copy) {
+    for (uint32_t d = 0; d < seg.ndst; ++d) {
+      if (seg.dst[d] != seg.src[0]) std::memmove(seg.dst[d], seg.src[0], seg.count);
+    }
+    return;
+  }
+  const size_t n = seg.count;
+  std::vector<std::byte> in(n * formElementSize(spec.type, Form::Native));
+  std::vector<std::byte> acc(n * formElementSize(spec.type, Form::Acc));
+  std::vector<std::byte> out(in.size());
+  auto load = [&](uint32_t s) { transfer(in.data(), false, seg.src[s], true, in.size()); };
+  load(0);
+  if (seg.nsrc == 1) {
+    convert(out.data(), Form::Native, in.data(), Form::Native, n, spec);
+  } else {
+    convert(acc.data(), Form::Acc, in.data(), Form::Native, n, spec);
+    for (uint32_t s = 1; s < seg.nsrc; ++s) {
+      load(s);
+      const bool last = s + 1 == seg.nsrc;
+      reduce(last ? out.data() : acc.data(), last ? Form::Native : Form::Acc, acc.data(), Form::Acc, in.data(),
+             Form::Native, n, spec);
+    }
+  }
+  for (uint32_t d = 0; d < seg.ndst; ++d) transfer(seg.dst[d], true, out.data(), false, out.size());
+}
+
 class SimGate final : public StreamGate {
  public:
   SimGate(NativeStream& stream, const MemoryMap& memory)
       : stream_(stream), memory_(memory), state_(std::make_shared<State>()) {}
+  SimGate(std::unique_ptr<NativeStream> owned, const MemoryMap& memory)
+      : owned_(std::move(owned)), stream_(*owned_), memory_(memory), state_(std::make_shared<State>()) {}
   ~SimGate() override { state_->released.raise(UINT64_MAX); }
 
   Status mark(uint64_t* ticket) override {
@@ -133,6 +167,12 @@ class SimGate final : public StreamGate {
         transfer(static_cast<std::byte*>(dst) + row * dstPitch, dstDevice,
                  static_cast<const std::byte*>(src) + row * srcPitch, srcDevice, width);
       }
+    });
+    return {};
+  }
+  Status segmentsOnStream(const IpcSegment* table, size_t n, const ReduceSpec& spec) override {
+    stream_.launch([=] {
+      for (size_t i = 0; i < n; ++i) runSegment(table[i], spec);
     });
     return {};
   }
@@ -159,6 +199,7 @@ class SimGate final : public StreamGate {
     Progress started;
     Progress released;
   };
+  std::unique_ptr<NativeStream> owned_;  // first: destroyed after the gate has let its stream go
   NativeStream& stream_;
   const MemoryMap& memory_;
   std::shared_ptr<State> state_;
@@ -171,6 +212,10 @@ std::unique_ptr<CopyQueue> makeCopyQueue(const MemoryMap& memory) { return std::
 
 std::unique_ptr<StreamGate> makeGate(NativeStream& stream, const MemoryMap& memory) {
   return std::make_unique<SimGate>(stream, memory);
+}
+
+std::unique_ptr<StreamGate> makeOwningGate(std::unique_ptr<NativeStream> stream, const MemoryMap& memory) {
+  return std::make_unique<SimGate>(std::move(stream), memory);
 }
 
 }  // namespace hcl::sim

@@ -15,6 +15,7 @@
 #include "collective_checks.h"
 #include "multiprocess.h"
 #include "device/sim/sim_device.h"
+#include "device/sim/sim_memory.h"
 #include "hcl.h"
 
 namespace {
@@ -117,13 +118,34 @@ TEST_F(DeviceTest, CommunicatorReportsItsDevice) {
   for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
 }
 
+// The two ways device buffers move between sim ranks of one host: the IPC
+// path (the default there) and staging through host memory (HCL_IPC_DISABLE).
+class DevicePathTest : public DeviceTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  bool ipc() const { return GetParam(); }
+  std::vector<hclComm_t> initOnPath(const std::vector<std::string>& devices) {
+    if (!ipc()) setenv("HCL_IPC_DISABLE", "1", 1);
+    auto comms = initOnDevices(devices);
+    unsetenv("HCL_IPC_DISABLE");
+    for (hclComm_t c : comms) {
+      hclPlanInfo_t plan;
+      EXPECT_EQ(hclCommGetPlan(c, "allreduce", 4096, &plan), hclSuccess);
+      EXPECT_EQ(std::string(plan.algorithm) == "ipc", ipc()) << plan.algorithm;
+    }
+    return comms;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Paths, DevicePathTest, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "Ipc" : "Staged"; });
+
 // NCCL's stream semantics on a native stream: the call returns while earlier
 // work on the stream is still pending, runs after it, and later work on the
 // stream sees its result. The earlier work outlasts the communicator's
 // timeout: waiting for it is not waiting on a stalled peer.
-TEST_F(DeviceTest, OperationOnNativeStreamIsOrderedAndAsynchronous) {
+TEST_P(DevicePathTest, OperationOnNativeStreamIsOrderedAndAsynchronous) {
   setenv("HCL_TIMEOUT_MS", "300", 1);
-  auto comms = initOnDevices({"sim:0", "sim:0"});
+  auto comms = initOnPath({"sim:0", "sim:0"});
   unsetenv("HCL_TIMEOUT_MS");
   const size_t count = 50000;
   auto rc = onThreads(2, [&](int r) -> int {
@@ -169,9 +191,9 @@ TEST_F(DeviceTest, OperationOnNativeStreamIsOrderedAndAsynchronous) {
 // between the calls. The stream's command queue is shallow, as a GPU
 // runtime's is when full: a call's stream-side commands can only all be
 // issued while HCL's worker already runs the call and releases its chunks.
-TEST_F(DeviceTest, CollectivesInSequenceOnANativeStream) {
+TEST_P(DevicePathTest, CollectivesInSequenceOnANativeStream) {
   setenv("HCL_STAGE_CHUNK_BYTES", "65536", 1);  // 64 chunks per 4 MiB call
-  auto comms = initOnDevices({"sim:0", "sim:0"});
+  auto comms = initOnPath({"sim:0", "sim:0"});
   const size_t count = 1u << 20;
   auto rc = onThreads(2, [&](int r) -> int {
     hclComm_t comm = comms[static_cast<size_t>(r)];
@@ -227,6 +249,98 @@ TEST_F(DeviceTest, CollectivesInSequenceOnANativeStream) {
   });
   EXPECT_EQ(rc, std::vector<int>(2, 0));
   for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+}
+
+// Sim ranks of one host map each other's memory: every collective runs on
+// the devices (plan "ipc"), with device buffers and with host buffers (which
+// get device stand-ins), whichever sim device each rank is on.
+TEST_F(DeviceTest, SimRanksOfOneHostShareMemoryByIpc) {
+  const std::vector<std::string> devices{"sim:0", "sim:1", "sim:0"};
+  auto comms = initOnDevices(devices);
+  for (hclComm_t c : comms) {
+    hclPlanInfo_t plan;
+    ASSERT_EQ(hclCommGetPlan(c, "alltoall", 1 << 20, &plan), hclSuccess);
+    EXPECT_STREQ(plan.algorithm, "ipc");
+    EXPECT_STREQ(plan.linkClasses, "ipc:sim");
+  }
+  for (bool device : {true, false}) {
+    hcltest::CheckConfig cfg;
+    cfg.counts = {0, 1, 7, 3001};
+    cfg.bigCounts = {40000};
+    cfg.deviceMemory = device;
+    auto rc = onThreads(3, [&](int r) { return hcltest::checkAllCollectives(comms[static_cast<size_t>(r)], cfg); });
+    EXPECT_EQ(rc, std::vector<int>(3, 0)) << (device ? "device buffers" : "host buffers");
+  }
+  for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+}
+
+// The same with ranks as processes: each maps its peers' allocations
+// (pidfd_getfd of the sim's memfds, where CUDA would use cudaIpcOpenMemHandle).
+// The handshakes go over shared memory, or TCP with HCL_SHM_DISABLE.
+TEST_F(DeviceTest, IpcBetweenRanksAsProcesses) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "TSan cannot follow threads started after fork in a multi-threaded process";
+#endif
+  std::string whyNot;
+  if (!hcl::sim::canOpenPeerHandles(&whyNot)) GTEST_SKIP() << "sim IPC between processes is not allowed here: " << whyNot;
+  for (bool tcp : {false, true}) {
+    hcltest::EnvList env{{"HCL_TIMEOUT_MS", "60000"}, {"HCL_COMM_ID", "127.0.0.1:" + std::to_string(hcltest::freeLoopbackPort())}};
+    if (tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
+    auto results = hcltest::runProcesses(
+        3,
+        [&](int rank) {
+          RANK_HCL(hclSetDevice(rank == 1 ? "sim:1" : "sim:0"));
+          hclUniqueId id;
+          RANK_HCL(hclGetUniqueId(&id));
+          hclComm_t comm = nullptr;
+          RANK_HCL(hclCommInitRank(&comm, 3, id, rank));
+          hclPlanInfo_t plan;
+          RANK_HCL(hclCommGetPlan(comm, "allreduce", 4096, &plan));
+          RANK_CHECK(std::string(plan.algorithm) == "ipc", "rank %d plans %s, want ipc", rank, plan.algorithm);
+          hcltest::CheckConfig cfg;
+          cfg.counts = {1, 3001};
+          cfg.bigCounts = {20000};
+          cfg.deviceMemory = true;
+          const int rc = hcltest::checkAllCollectives(comm, cfg);
+          RANK_HCL(hclCommDestroy(comm));
+          return rc;
+        },
+        300, env);
+    EXPECT_EQ(hcltest::describeFailures(results), "") << (tcp ? "tcp" : "shm");
+  }
+}
+
+// A rank that dies between calls: the survivors' next IPC call fails within
+// the timeout instead of waiting for its handshake forever.
+TEST_F(DeviceTest, IpcCallFailsWhenAPeerDies) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "TSan cannot follow threads started after fork in a multi-threaded process";
+#endif
+  std::string whyNot;
+  if (!hcl::sim::canOpenPeerHandles(&whyNot)) GTEST_SKIP() << "sim IPC between processes is not allowed here: " << whyNot;
+  hcltest::EnvList env{{"HCL_TIMEOUT_MS", "3000"}, {"HCL_COMM_ID", "127.0.0.1:" + std::to_string(hcltest::freeLoopbackPort())}};
+  auto results = hcltest::runProcesses(
+      3,
+      [&](int rank) {
+        RANK_HCL(hclSetDevice("sim:0"));
+        hclUniqueId id;
+        RANK_HCL(hclGetUniqueId(&id));
+        hclComm_t comm = nullptr;
+        RANK_HCL(hclCommInitRank(&comm, 3, id, rank));
+        void* buf = nullptr;
+        RANK_HCL(hclCommMemAlloc(comm, &buf, 4096 * sizeof(float)));
+        RANK_HCL(hclAllReduce(buf, buf, 4096, hclFloat, hclSum, comm, nullptr));
+        if (rank == 2) _exit(0);  // gone without a word
+        const hclResult_t r = hclAllReduce(buf, buf, 4096, hclFloat, hclSum, comm, nullptr);
+        RANK_CHECK(r != hclSuccess, "rank %d: allreduce with a dead peer succeeded", rank);
+        const std::string text = hclGetLastError(comm);
+        RANK_CHECK(text.find("hclAllReduce") != std::string::npos, "rank %d: error text '%s' does not name the call",
+                   rank, text.c_str());
+        hclCommAbort(comm);
+        return 0;
+      },
+      60, env);
+  EXPECT_EQ(hcltest::describeFailures(results), "");
 }
 
 TEST(DeviceChoice, BadDeviceTextNamesCallAndValue) {

@@ -1,0 +1,213 @@
+#include "core/ipc_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace hcl {
+namespace {
+
+size_t roundUp64(size_t v) { return (v + 63) / 64 * 64; }
+
+// How many table rows a call's kernel runs: alltoall has one per rank.
+size_t segmentRows(const CollArgs& a) { return a.kind == CollKind::AlltoAll ? static_cast<size_t>(a.nranks) : 1; }
+
+Status describe(Device& dev, const void* p, bool touched, IpcBufferEntry& e) {
+  e = IpcBufferEntry{};
+  if (!touched) return {};
+  e.present = 1;
+  e.address = reinterpret_cast<uintptr_t>(p);
+  return dev.ipcExport(p, &e.handle, &e.offset);
+}
+
+Status issueSteps(Communicator& comm, IpcCall& call, StreamGate& gate, IpcArea& area, bool markEnd, uint64_t* last) {
+  Device& dev = comm.device();
+  const IpcBufferUse use = ipcBufferUse(call.args);
+  // Host buffers get device stand-ins; so does an in-place alltoall's input,
+  // which peers overwrite while this rank may still read it.
+  const bool sendStandIn = use.send && (!dev.isDeviceMemory(call.send) ||
+                                        (call.args.kind == CollKind::AlltoAll && call.args.inPlace));
+  const bool recvStandIn = use.recv && !dev.isDeviceMemory(call.recv);
+  const size_t recvAt = sendStandIn ? roundUp64(use.sendBytes) : 0;
+  const size_t total = recvAt + (recvStandIn ? use.recvBytes : 0);
+  std::byte* base = nullptr;
+  if (total > 0) {
+    if (!area.standInsFit(total)) HCL_TRY(gate.synchronize());
+    HCL_TRY(area.standIns(total, &base));
+  }
+  const void* send = sendStandIn ? base : call.send;
+  void* recv = recvStandIn ? base + recvAt : call.recv;
+  if (sendStandIn) HCL_TRY(gate.copyOnStream(base, use.sendBytes, call.send, use.sendBytes, use.sendBytes, 1));
+  HCL_TRY(describe(dev, send, use.send, call.self.send).withContext("exporting the send buffer"));
+  HCL_TRY(describe(dev, recv, use.recv, call.self.recv).withContext("exporting the receive buffer"));
+  HCL_TRY(area.takeTable([&comm] { return comm.failure(); }, &call.tableSlot, &call.table));
+  uint64_t t = 0;
+  HCL_TRY(gate.mark(&t));
+  *last = t;
+  HCL_TRY(gate.waitFor(t));
+  call.tickets.publish(t);
+  HCL_TRY(gate.segmentsOnStream(call.table, segmentRows(call.args), call.spec));
+  HCL_TRY(gate.mark(&t));
+  *last = t;
+  HCL_TRY(gate.waitFor(t));
+  call.tickets.publish(t);
+  if (recvStandIn) HCL_TRY(gate.copyOnStream(call.recv, use.recvBytes, recv, use.recvBytes, use.recvBytes, 1));
+  if (markEnd) {
+    HCL_TRY(gate.mark(&t));
+    *last = t;
+    call.tickets.publish(t);
+  }
+  return {};
+}
+
+}  // namespace
+
+void issueIpc(Communicator& comm, IpcCall& call, StreamGate& gate, IpcArea& area, bool markEnd, uint64_t* last) {
+  call.gate = &gate;
+  call.area = &area;
+  call.waitsForEnd = markEnd;
+  call.tickets.reserve(3);
+  if (Status s = issueSteps(comm, call, gate, area, markEnd, last); !s.ok()) {
+    call.tickets.fail(s.withContext("IPC path, on the stream"));
+  }
+}
+
+IpcRun::IpcRun(Communicator& comm, std::shared_ptr<IpcCall> call, IpcArea* ownArea)
+    : comm_(comm), call_(std::move(call)), ownArea_(ownArea), phase_(ownArea ? Phase::Issue : Phase::Inputs) {}
+
+IpcRun::~IpcRun() {
+  if (!call_->gate) return;
+  // Every ticket must be released, also when the call failed part way;
+  // release() covers every ticket up to the one given.
+  uint64_t last = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    uint64_t t = 0;
+    bool ready = false;
+    if (call_->tickets.get(i, &t, &ready).ok() && ready) last = t;
+  }
+  if (last) call_->gate->release(last);
+  // A table whose kernel may still run later stays taken, so no other call
+  // writes into it meanwhile.
+  if (kernelDone_ && call_->table) call_->area->freeTable(call_->tableSlot);
+}
+
+void IpcRun::startMessages(bool entries) {
+  // With entries: this rank's IpcEntry to every peer and theirs back.
+  // Without: an empty "done" message each way.
+  const int n = comm_.nranks(), r = comm_.rank();
+  if (entries) entries_ = std::make_unique<IpcEntry[]>(static_cast<size_t>(n));
+  Schedule s;
+  s.tag = static_cast<uint32_t>(call_->args.kind);
+  s.algorithm = "ipc";
+  ScheduleBuilder b(s);
+  RunBuffers buffers;
+  buffers.user.push_back(&call_->self);
+  for (int p = 0; p < n; ++p) buffers.user.push_back(&entries_[static_cast<size_t>(p)]);
+  const size_t bytes = entries ? sizeof(IpcEntry) : 0;
+  for (int p = 0; p < n; ++p) {
+    if (p == r) continue;
+    b.send(p, userAt(0), bytes);
+    b.recv(p, userAt(static_cast<uint32_t>(1 + p)), bytes);
+  }
+  messages_ = std::make_unique<ScheduleRun>(comm_, std::move(s), std::move(buffers), ReduceSpec{});
+}
+
+Status IpcRun::mapPeersAndFill() {
+  const int n = comm_.nranks(), r = comm_.rank();
+  const uint64_t token = comm_.peers()[static_cast<size_t>(r)].processToken;
+  std::vector<const void*> send(static_cast<size_t>(n));
+  std::vector<void*> recv(static_cast<size_t>(n));
+  for (int p = 0; p < n; ++p) {
+    const IpcEntry& e = p == r ? call_->self : entries_[static_cast<size_t>(p)];
+    CollArgs theirs = call_->args;
+    theirs.rank = p;
+    const IpcBufferUse use = ipcBufferUse(theirs);
+    auto reach = [&](const IpcBufferEntry& b, bool needed, const char* what, void** out) -> Status {
+      *out = nullptr;
+      if (!needed) return {};
+      if (!b.present) {
+        return invalidUsage(fmt::format("rank {}: rank {} gave no {} buffer for {} (do the ranks agree on the root?)",
+                                        r, p, what, collKindName(call_->args.kind)));
+      }
+      if (p == r || comm_.peers()[static_cast<size_t>(p)].processToken == token) {
+        *out = reinterpret_cast<void*>(b.address);  // same process: the address is valid here
+        return {};
+      }
+      void* base = nullptr;
+      HCL_TRY(comm_.ipcMappings().open(p, b.handle, &base));
+      *out = static_cast<std::byte*>(base) + b.offset;
+      return {};
+    };
+    void* s = nullptr;
+    HCL_TRY(reach(e.send, use.send, "send", &s));
+    send[static_cast<size_t>(p)] = s;
+    HCL_TRY(reach(e.recv, use.recv, "receive", &recv[static_cast<size_t>(p)]));
+  }
+  ipcSegments(call_->args, send, recv, call_->table);
+  return {};
+}
+
+Status IpcRun::advance(bool* done, bool* progressed) {
+  *done = false;
+  IpcCall& c = *call_;
+  auto reached = [&](size_t i, bool* yes) -> Status {
+    *yes = false;
+    bool published = false;
+    HCL_TRY(c.tickets.get(i, &ticket_[i], &published));
+    if (published) HCL_TRY(c.gate->pollStart(ticket_[i], yes));
+    return {};
+  };
+  bool yes = false, finished = false;
+  switch (phase_) {
+    case Phase::Issue: {
+      uint64_t last = 0;
+      issueIpc(comm_, c, *ownArea_->ownGate(), *ownArea_, true, &last);
+      phase_ = Phase::Inputs;
+      *progressed = true;
+      [[fallthrough]];
+    }
+    case Phase::Inputs:
+      HCL_TRY(reached(0, &yes));
+      if (!yes) return {};
+      startMessages(true);
+      phase_ = Phase::Exchange;
+      *progressed = true;
+      [[fallthrough]];
+    case Phase::Exchange:
+      HCL_TRY(messages_->advance(&finished, progressed));
+      if (!finished) return {};
+      HCL_TRY(mapPeersAndFill());
+      c.gate->release(ticket_[0]);
+      phase_ = Phase::Compute;
+      *progressed = true;
+      [[fallthrough]];
+    case Phase::Compute:
+      HCL_TRY(reached(1, &yes));
+      if (!yes) return {};
+      kernelDone_ = true;
+      startMessages(false);
+      phase_ = Phase::Finish;
+      *progressed = true;
+      [[fallthrough]];
+    case Phase::Finish:
+      HCL_TRY(messages_->advance(&finished, progressed));
+      if (!finished) return {};
+      c.gate->release(ticket_[1]);
+      phase_ = c.waitsForEnd ? Phase::End : Phase::Done;
+      *progressed = true;
+      if (phase_ == Phase::Done) break;
+      [[fallthrough]];
+    case Phase::End:
+      HCL_TRY(reached(2, &yes));
+      if (!yes) return {};
+      c.gate->release(ticket_[2]);
+      phase_ = Phase::Done;
+      *progressed = true;
+      break;
+    case Phase::Done: break;
+  }
+  *done = true;
+  return {};
+}
+
+}  // namespace hcl
