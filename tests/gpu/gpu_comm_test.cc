@@ -45,6 +45,12 @@ std::string whyUnavailable(const std::string& device) {
   return why;
 }
 
+struct Options {
+  bool tcp = false;          // handshakes and host data over TCP instead of shared memory
+  bool stage = false;        // HCL_IPC_DISABLE: device buffers through host memory
+  bool hostBuffers = false;  // GPU ranks pass host memory
+};
+
 class GpuComm : public testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -52,15 +58,16 @@ class GpuComm : public testing::TestWithParam<const char*> {
     if (!why.empty()) GTEST_SKIP() << "no usable " << GetParam() << " device: " << why;
   }
 
-  // Runs every collective with ranks as processes on `devices`, over shared
-  // memory or TCP; returns the failures described, or "".
-  static std::string runEveryCollective(const std::vector<std::string>& devices, bool tcp) {
+  // Runs every collective with ranks as processes on `devices`; `ipc`: whether
+  // the communicator must plan the IPC path. Returns the failures described, or "".
+  static std::string runEveryCollective(const std::vector<std::string>& devices, bool ipc, Options o = {}) {
     const int n = static_cast<int>(devices.size());
     hclUniqueId id;
     if (hclGetUniqueId(&id) != hclSuccess) return std::string("hclGetUniqueId: ") + hclGetLastError(nullptr);
     // Small chunks: many pipeline steps at small sizes, every row split.
     hcltest::EnvList env{{"HCL_TIMEOUT_MS", "120000"}, {"HCL_STAGE_CHUNK_BYTES", "8192"}};
-    if (tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
+    if (o.tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
+    if (o.stage) env.push_back({"HCL_IPC_DISABLE", "1"});
     auto results = hcltest::runProcesses(
         n,
         [&](int rank) {
@@ -72,10 +79,14 @@ class GpuComm : public testing::TestWithParam<const char*> {
           RANK_HCL(hclCommGetDevice(comm, name, sizeof name));
           const std::string kind = device.substr(0, device.find(':'));
           RANK_CHECK(std::string(name).rfind(kind, 0) == 0, "rank %d runs on %s, want %s", rank, name, device.c_str());
+          hclPlanInfo_t plan;
+          RANK_HCL(hclCommGetPlan(comm, "allreduce", 1 << 20, &plan));
+          RANK_CHECK((std::string(plan.algorithm) == "ipc") == ipc, "rank %d plans %s (IPC expected: %d)", rank,
+                     plan.algorithm, int(ipc));
           hcltest::CheckConfig cfg;
           cfg.counts = {0, 1, 7, 3001};
           cfg.bigCounts = {40000};
-          cfg.deviceMemory = kind != "cpu";
+          cfg.deviceMemory = kind != "cpu" && !o.hostBuffers;
           const int rc = hcltest::checkAllCollectives(comm, cfg);
           RANK_HCL(hclCommDestroy(comm));
           return rc;
@@ -85,19 +96,29 @@ class GpuComm : public testing::TestWithParam<const char*> {
   }
 };
 
+// Ranks on one GPU share memory by the runtime's IPC; also with host
+// buffers (device stand-ins), and staged through host memory on request.
 TEST_P(GpuComm, TwoRanksShareOneGpu) {
   const std::string gpu = std::string(GetParam()) + ":0";
-  EXPECT_EQ(runEveryCollective({gpu, gpu}, false), "");
+  EXPECT_EQ(runEveryCollective({gpu, gpu}, true), "") << "ipc";
+  EXPECT_EQ(runEveryCollective({gpu, gpu}, true, {.hostBuffers = true}), "") << "ipc, host buffers";
+  EXPECT_EQ(runEveryCollective({gpu, gpu}, false, {.stage = true}), "") << "staged";
 }
 
 TEST_P(GpuComm, FourRanksShareOneGpuOverShmAndTcp) {
   const std::string gpu = std::string(GetParam()) + ":0";
-  for (bool tcp : {false, true}) EXPECT_EQ(runEveryCollective({gpu, gpu, gpu, gpu}, tcp), "") << (tcp ? "tcp" : "shm");
+  for (bool tcp : {false, true}) {
+    EXPECT_EQ(runEveryCollective({gpu, gpu, gpu, gpu}, true, {.tcp = tcp}), "") << (tcp ? "tcp" : "shm");
+    EXPECT_EQ(runEveryCollective({gpu, gpu, gpu, gpu}, false, {.tcp = tcp, .stage = true}), "")
+        << (tcp ? "tcp, staged" : "shm, staged");
+  }
 }
 
 TEST_P(GpuComm, GpuAndCpuRanksMixOverShmAndTcp) {
   const std::string gpu = std::string(GetParam()) + ":0";
-  for (bool tcp : {false, true}) EXPECT_EQ(runEveryCollective({"cpu", gpu, gpu, "cpu"}, tcp), "") << (tcp ? "tcp" : "shm");
+  for (bool tcp : {false, true}) {
+    EXPECT_EQ(runEveryCollective({"cpu", gpu, gpu, "cpu"}, false, {.tcp = tcp}), "") << (tcp ? "tcp" : "shm");
+  }
 }
 
 TEST_P(GpuComm, CommunicatorReportsTheGpu) {
