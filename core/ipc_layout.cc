@@ -50,6 +50,20 @@ IpcBufferUse ipcBufferUse(const CollArgs& a) {
   return u;
 }
 
+size_t ipcSegmentRows(const CollArgs& a) { return a.kind == CollKind::AlltoAll ? static_cast<size_t>(a.nranks) : 1; }
+
+size_t ipcSegmentWidth(const CollArgs& a) {
+  const size_t shard = (a.count + static_cast<size_t>(a.nranks) - 1) / static_cast<size_t>(a.nranks);
+  const size_t es = dataTypeSize(a.type);
+  switch (a.kind) {
+    case CollKind::AllReduce:
+    case CollKind::Reduce: return shard;
+    case CollKind::ReduceScatter: return a.count;
+    case CollKind::Broadcast: return shard * es / 16 + 1;
+    default: return a.count * es / 16 + 1;
+  }
+}
+
 size_t ipcSegments(const CollArgs& a, const std::vector<const void*>& send, const std::vector<void*>& recv,
                    IpcSegment* out) {
   const int n = a.nranks, r = a.rank;

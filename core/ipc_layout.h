@@ -38,6 +38,11 @@ struct IpcEntry {
   IpcBufferEntry send, recv;
 };
 
+// How many table rows rank args.rank's kernel runs, and the most work items
+// in any of them (elements to reduce, or 16-byte pieces to copy).
+size_t ipcSegmentRows(const CollArgs& args);
+size_t ipcSegmentWidth(const CollArgs& args);
+
 // The segments rank args.rank runs, with every rank's send and receive
 // buffers as reachable here (null where a rank's buffer is not touched).
 // Fills `out` (room for kIpcMaxRanks) and returns how many.

@@ -9,9 +9,6 @@ namespace {
 
 size_t roundUp64(size_t v) { return (v + 63) / 64 * 64; }
 
-// How many table rows a call's kernel runs: alltoall has one per rank.
-size_t segmentRows(const CollArgs& a) { return a.kind == CollKind::AlltoAll ? static_cast<size_t>(a.nranks) : 1; }
-
 Status describe(Device& dev, const void* p, bool touched, IpcBufferEntry& e) {
   e = IpcBufferEntry{};
   if (!touched) return {};
@@ -23,11 +20,16 @@ Status describe(Device& dev, const void* p, bool touched, IpcBufferEntry& e) {
 Status issueSteps(Communicator& comm, IpcCall& call, StreamGate& gate, IpcArea& area, bool markEnd, uint64_t* last) {
   Device& dev = comm.device();
   const IpcBufferUse use = ipcBufferUse(call.args);
-  // Host buffers get device stand-ins; so does an in-place alltoall's input,
-  // which peers overwrite while this rank may still read it.
-  const bool sendStandIn = use.send && (!dev.isDeviceMemory(call.send) ||
+  // Buffers the device cannot export (host memory, memory the runtime
+  // cannot share, such as virtual-memory-API allocations) get device
+  // stand-ins; so does an in-place alltoall's input, which peers overwrite
+  // while this rank may still read it.
+  auto exported = [&](const void* p, bool touched, IpcBufferEntry& e) {
+    return dev.isDeviceMemory(p) && describe(dev, p, touched, e).ok();
+  };
+  const bool sendStandIn = use.send && (!exported(call.send, true, call.self.send) ||
                                         (call.args.kind == CollKind::AlltoAll && call.args.inPlace));
-  const bool recvStandIn = use.recv && !dev.isDeviceMemory(call.recv);
+  const bool recvStandIn = use.recv && !exported(call.recv, true, call.self.recv);
   const size_t recvAt = sendStandIn ? roundUp64(use.sendBytes) : 0;
   const size_t total = recvAt + (recvStandIn ? use.recvBytes : 0);
   std::byte* base = nullptr;
@@ -35,18 +37,21 @@ Status issueSteps(Communicator& comm, IpcCall& call, StreamGate& gate, IpcArea& 
     if (!area.standInsFit(total)) HCL_TRY(gate.synchronize());
     HCL_TRY(area.standIns(total, &base));
   }
-  const void* send = sendStandIn ? base : call.send;
-  void* recv = recvStandIn ? base + recvAt : call.recv;
   if (sendStandIn) HCL_TRY(gate.copyOnStream(base, use.sendBytes, call.send, use.sendBytes, use.sendBytes, 1));
-  HCL_TRY(describe(dev, send, use.send, call.self.send).withContext("exporting the send buffer"));
-  HCL_TRY(describe(dev, recv, use.recv, call.self.recv).withContext("exporting the receive buffer"));
+  if (sendStandIn || !use.send) {
+    HCL_TRY(describe(dev, base, use.send, call.self.send).withContext("exporting the send stand-in"));
+  }
+  void* recv = recvStandIn ? base + recvAt : call.recv;
+  if (recvStandIn || !use.recv) {
+    HCL_TRY(describe(dev, recv, use.recv, call.self.recv).withContext("exporting the receive stand-in"));
+  }
   HCL_TRY(area.takeTable([&comm] { return comm.failure(); }, &call.tableSlot, &call.table));
   uint64_t t = 0;
   HCL_TRY(gate.mark(&t));
   *last = t;
   HCL_TRY(gate.waitFor(t));
   call.tickets.publish(t);
-  HCL_TRY(gate.segmentsOnStream(call.table, segmentRows(call.args), call.spec));
+  HCL_TRY(gate.segmentsOnStream(call.table, ipcSegmentRows(call.args), ipcSegmentWidth(call.args), call.spec));
   HCL_TRY(gate.mark(&t));
   *last = t;
   HCL_TRY(gate.waitFor(t));

@@ -84,7 +84,9 @@ class StreamGate {
   // read when the command runs, not when it is issued: HCL's worker fills in
   // peers' addresses after the call was made, before it releases the ticket
   // the stream waits on. A segment with no sources or destinations does nothing.
-  virtual Status segmentsOnStream(const IpcSegment* table, size_t n, const ReduceSpec& spec) = 0;
+  // `width`: the most work items any segment has (elements to reduce, or
+  // 16-byte pieces to copy), for sizing the launch.
+  virtual Status segmentsOnStream(const IpcSegment* table, size_t n, size_t width, const ReduceSpec& spec) = 0;
   // mark() then waitFor() the same ticket: the whole operation runs between.
   Status hold(uint64_t* ticket) {
     HCL_TRY(mark(ticket));

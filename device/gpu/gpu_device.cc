@@ -250,7 +250,10 @@ Status GpuDevice::ipcExport(const void* ptr, DeviceIpcHandle* handle, uint64_t* 
   void* base = nullptr;
   HCL_TRY(addressRange_(ptr, &base));
   gpuIpcMemHandle_t h;
-  HCL_GPU_TRY(gpuIpcGetMemHandle(&h, base), GPU_FN("IpcGetMemHandle"));
+  if (gpuError_t err = gpuIpcGetMemHandle(&h, base); err != gpuSuccess) {
+    (void)gpuGetLastError();  // not sticky; a later launch check must not see it
+    return check(err, GPU_FN("IpcGetMemHandle"));
+  }
   static_assert(sizeof(h) <= sizeof(handle->bytes));
   *handle = {};
   std::memcpy(handle->bytes, &h, sizeof(h));

@@ -123,24 +123,24 @@ gpuError_t reduceType(ReduceKind kind, void* dst, const void* a, const void* b, 
 }
 
 template <class Tr, class Op>
-gpuError_t segmentsAs(const IpcSegment* table, size_t n, const ElementParams& p, gpuStream_t stream) {
-  // Blocks along x cover the longest segment the caller may have: the
-  // kernel strides, so a fixed width serves every size.
-  const dim3 grid(unsigned(kMaxBlocks / 16), unsigned(n));
+gpuError_t segmentsAs(const IpcSegment* table, size_t n, size_t width, const ElementParams& p,
+                      gpuStream_t stream) {
+  // Blocks along x cover the widest segment; the kernel strides beyond.
+  const dim3 grid(blocksFor(width == 0 ? 1 : width), unsigned(n));
   segmentKernel<Tr, Op><<<grid, kThreads, 0, stream>>>(table, p);
   return lastLaunchError();
 }
 
 template <class Tr>
-gpuError_t segmentsType(ReduceKind kind, const IpcSegment* table, size_t n, const ElementParams& p,
+gpuError_t segmentsType(ReduceKind kind, const IpcSegment* table, size_t n, size_t width, const ElementParams& p,
                         gpuStream_t stream) {
   switch (kind) {
     case ReduceKind::Sum:
     case ReduceKind::Avg:
-    case ReduceKind::PreMulSum: return segmentsAs<Tr, OpAdd>(table, n, p, stream);
-    case ReduceKind::Prod: return segmentsAs<Tr, OpMul>(table, n, p, stream);
-    case ReduceKind::Max: return segmentsAs<Tr, OpMax>(table, n, p, stream);
-    case ReduceKind::Min: return segmentsAs<Tr, OpMin>(table, n, p, stream);
+    case ReduceKind::PreMulSum: return segmentsAs<Tr, OpAdd>(table, n, width, p, stream);
+    case ReduceKind::Prod: return segmentsAs<Tr, OpMul>(table, n, width, p, stream);
+    case ReduceKind::Max: return segmentsAs<Tr, OpMax>(table, n, width, p, stream);
+    case ReduceKind::Min: return segmentsAs<Tr, OpMin>(table, n, width, p, stream);
   }
 #ifdef HCL_GPU_HIP
   return hipErrorInvalidValue;
@@ -227,10 +227,10 @@ gpuError_t launchConvert(hclDataType_t type, void* dst, const void* src, size_t 
   return withTraits(type, [&]<class Tr>() { return convertAs<Tr>(dst, src, begin, end, p, stream); });
 }
 
-gpuError_t launchSegments(hclDataType_t type, ReduceKind kind, const IpcSegment* table, size_t n,
+gpuError_t launchSegments(hclDataType_t type, ReduceKind kind, const IpcSegment* table, size_t n, size_t width,
                           const ElementParams& p, gpuStream_t stream) {
   if (n == 0) return gpuSuccess;
-  return withTraits(type, [&]<class Tr>() { return segmentsType<Tr>(kind, table, n, p, stream); });
+  return withTraits(type, [&]<class Tr>() { return segmentsType<Tr>(kind, table, n, width, p, stream); });
 }
 
 gpuError_t launchSpinWait(const volatile uint64_t* flag, uint64_t ticket, gpuStream_t stream) {

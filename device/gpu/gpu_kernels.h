@@ -23,7 +23,7 @@ gpuError_t launchConvert(hclDataType_t type, void* dst, const void* src, size_t 
 
 // Runs the IPC segments of `table` (pinned host memory, read when the
 // kernel runs) on `stream`; see IpcSegment in device/device.h.
-gpuError_t launchSegments(hclDataType_t type, ReduceKind kind, const IpcSegment* table, size_t n,
+gpuError_t launchSegments(hclDataType_t type, ReduceKind kind, const IpcSegment* table, size_t n, size_t width,
                           const ElementParams& p, gpuStream_t stream);
 
 // Loads every kernel of the plugin now. With lazy module loading (CUDA's

@@ -158,7 +158,7 @@ Status GpuStreamGate::copyOnStream(void* dst, size_t dstPitch, const void* src, 
   return {};
 }
 
-Status GpuStreamGate::segmentsOnStream(const IpcSegment* table, size_t n, const ReduceSpec& spec) {
+Status GpuStreamGate::segmentsOnStream(const IpcSegment* table, size_t n, size_t width, const ReduceSpec& spec) {
   if (n == 0) return {};
   ElementParams p;
   p.nranks = spec.nranks;
@@ -169,7 +169,7 @@ Status GpuStreamGate::segmentsOnStream(const IpcSegment* table, size_t n, const 
   p.scalarUint = spec.scalarUint;
   std::lock_guard lock(mutex_);
   HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
-  HCL_GPU_TRY(launchSegments(spec.type, spec.kind, table, n, p, stream_), "IPC segment kernel launch");
+  HCL_GPU_TRY(launchSegments(spec.type, spec.kind, table, n, width, p, stream_), "IPC segment kernel launch");
   return {};
 }
 

@@ -35,7 +35,7 @@ class GpuStreamGate final : public StreamGate {
   Status waitFor(uint64_t ticket) override;
   Status copyOnStream(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
                       size_t height) override;
-  Status segmentsOnStream(const IpcSegment* table, size_t n, const ReduceSpec& spec) override;
+  Status segmentsOnStream(const IpcSegment* table, size_t n, size_t width, const ReduceSpec& spec) override;
   Status pollStart(uint64_t ticket, bool* done) override;
   Status waitStart(uint64_t ticket) override;
   void release(uint64_t ticket) override;

@@ -170,7 +170,7 @@ class SimGate final : public StreamGate {
     });
     return {};
   }
-  Status segmentsOnStream(const IpcSegment* table, size_t n, const ReduceSpec& spec) override {
+  Status segmentsOnStream(const IpcSegment* table, size_t n, size_t, const ReduceSpec& spec) override {
     stream_.launch([=] {
       for (size_t i = 0; i < n; ++i) runSegment(table[i], spec);
     });
