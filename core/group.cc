@@ -316,17 +316,6 @@ Status launchStagedOnStream(std::vector<PendingOp> ops) {
       op.gated->chunks = std::make_unique<StagedChunks>(comm.device(), *area, collArgsFor(comm, op), op.send, op.recv);
     }
   }
-  // The first call's tickets and gate, kept alive with it.
-  struct First {
-    std::shared_ptr<void> owner;
-    const StreamTickets* tickets = nullptr;
-    StreamGate* const* gate = nullptr;
-  } first;
-  if (ops.front().ipc) {
-    first = {ops.front().ipc, &ops.front().ipc->tickets, &ops.front().ipc->gate};
-  } else {
-    first = {ops.front().gated, &ops.front().gated->tickets, &ops.front().gated->gate};
-  }
   auto tasks = std::make_shared<std::vector<std::unique_ptr<CommTask>>>(buildTasks(ops));
   stream.enqueuePrepared(
       [&](StreamGate& gate, uint64_t* last) {
@@ -340,13 +329,14 @@ Status launchStagedOnStream(std::vector<PendingOp> ops) {
           if (op.gated->tickets.last()) *last = op.gated->tickets.last();
         }
       },
-      [tasks, first]() -> Status {
+      [tasks, ipc = ops.front().ipc, gated = ops.front().gated]() -> Status {
         // The work queued on the stream before the call may take any time:
         // waiting for it is not a stalled peer, so it happens before the
-        // executor's watch starts.
+        // executor's watch starts. The gate is set before the first ticket
+        // is published.
         uint64_t ticket = 0;
-        HCL_TRY(first.tickets->waitPublished(0, &ticket));
-        HCL_TRY((*first.gate)->waitStart(ticket));
+        HCL_TRY((ipc ? ipc->tickets : gated->tickets).waitPublished(0, &ticket));
+        HCL_TRY((ipc ? ipc->gate : gated->gate)->waitStart(ticket));
         return runTasks(*tasks);
       });
   return {};

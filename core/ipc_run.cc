@@ -38,13 +38,9 @@ Status issueSteps(Communicator& comm, IpcCall& call, StreamGate& gate, IpcArea& 
     HCL_TRY(area.standIns(total, &base));
   }
   if (sendStandIn) HCL_TRY(gate.copyOnStream(base, use.sendBytes, call.send, use.sendBytes, use.sendBytes, 1));
-  if (sendStandIn || !use.send) {
-    HCL_TRY(describe(dev, base, use.send, call.self.send).withContext("exporting the send stand-in"));
-  }
+  if (sendStandIn) HCL_TRY(describe(dev, base, true, call.self.send).withContext("exporting the send stand-in"));
   void* recv = recvStandIn ? base + recvAt : call.recv;
-  if (recvStandIn || !use.recv) {
-    HCL_TRY(describe(dev, recv, use.recv, call.self.recv).withContext("exporting the receive stand-in"));
-  }
+  if (recvStandIn) HCL_TRY(describe(dev, recv, true, call.self.recv).withContext("exporting the receive stand-in"));
   HCL_TRY(area.takeTable([&comm] { return comm.failure(); }, &call.tableSlot, &call.table));
   uint64_t t = 0;
   HCL_TRY(gate.mark(&t));

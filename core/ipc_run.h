@@ -37,7 +37,7 @@ struct IpcCall {
   // Set when the stream side is issued.
   StreamGate* gate = nullptr;
   IpcArea* area = nullptr;
-  IpcEntry self;  // this rank's buffers as peers reach them
+  IpcEntry self;  // this rank's buffers as peers reach them (zero: not touched)
   IpcSegment* table = nullptr;
   size_t tableSlot = 0;
   bool waitsForEnd = false;  // t2 marked (calls without a stream)
@@ -50,8 +50,8 @@ void issueIpc(Communicator& comm, IpcCall& call, StreamGate& gate, IpcArea& area
 
 class IpcRun final : public OpRun {
  public:
-  // `issueHere`: the call was made without a stream; the run issues its
-  // stream side on `area`'s own gate when it starts.
+  // `ownArea`: the call was made without a stream; the run issues its
+  // stream side on that area's own gate when it starts.
   IpcRun(Communicator& comm, std::shared_ptr<IpcCall> call, IpcArea* ownArea = nullptr);
   ~IpcRun() override;
   Status advance(bool* done, bool* progressed) override;

@@ -104,16 +104,17 @@ gpuError_t reduceAs(void* dst, const void* a, const void* b, size_t begin, size_
   return lastLaunchError();
 }
 
-template <class Tr>
-gpuError_t reduceType(ReduceKind kind, void* dst, const void* a, const void* b, size_t begin,
-                      size_t end, const ElementParams& p, gpuStream_t stream) {
+// Calls fn.template operator()<Op>() for the element operator of `kind`
+// (Avg and PreMulSum add; their extra steps are in ElementParams).
+template <class Fn>
+gpuError_t withOp(ReduceKind kind, Fn&& fn) {
   switch (kind) {
     case ReduceKind::Sum:
     case ReduceKind::Avg:
-    case ReduceKind::PreMulSum: return reduceAs<Tr, OpAdd>(dst, a, b, begin, end, p, stream);
-    case ReduceKind::Prod: return reduceAs<Tr, OpMul>(dst, a, b, begin, end, p, stream);
-    case ReduceKind::Max: return reduceAs<Tr, OpMax>(dst, a, b, begin, end, p, stream);
-    case ReduceKind::Min: return reduceAs<Tr, OpMin>(dst, a, b, begin, end, p, stream);
+    case ReduceKind::PreMulSum: return fn.template operator()<OpAdd>();
+    case ReduceKind::Prod: return fn.template operator()<OpMul>();
+    case ReduceKind::Max: return fn.template operator()<OpMax>();
+    case ReduceKind::Min: return fn.template operator()<OpMin>();
   }
 #ifdef HCL_GPU_HIP
   return hipErrorInvalidValue;
@@ -129,24 +130,6 @@ gpuError_t segmentsAs(const IpcSegment* table, size_t n, size_t width, const Ele
   const dim3 grid(blocksFor(width == 0 ? 1 : width), unsigned(n));
   segmentKernel<Tr, Op><<<grid, kThreads, 0, stream>>>(table, p);
   return lastLaunchError();
-}
-
-template <class Tr>
-gpuError_t segmentsType(ReduceKind kind, const IpcSegment* table, size_t n, size_t width, const ElementParams& p,
-                        gpuStream_t stream) {
-  switch (kind) {
-    case ReduceKind::Sum:
-    case ReduceKind::Avg:
-    case ReduceKind::PreMulSum: return segmentsAs<Tr, OpAdd>(table, n, width, p, stream);
-    case ReduceKind::Prod: return segmentsAs<Tr, OpMul>(table, n, width, p, stream);
-    case ReduceKind::Max: return segmentsAs<Tr, OpMax>(table, n, width, p, stream);
-    case ReduceKind::Min: return segmentsAs<Tr, OpMin>(table, n, width, p, stream);
-  }
-#ifdef HCL_GPU_HIP
-  return hipErrorInvalidValue;
-#else
-  return cudaErrorInvalidValue;
-#endif
 }
 
 template <class Tr>
@@ -218,7 +201,9 @@ gpuError_t preloadKernels() {
 gpuError_t launchReduce(hclDataType_t type, ReduceKind kind, void* dst, const void* a, const void* b,
                         size_t begin, size_t end, const ElementParams& p, gpuStream_t stream) {
   if (end <= begin) return gpuSuccess;
-  return withTraits(type, [&]<class Tr>() { return reduceType<Tr>(kind, dst, a, b, begin, end, p, stream); });
+  return withTraits(type, [&]<class Tr>() {
+    return withOp(kind, [&]<class Op>() { return reduceAs<Tr, Op>(dst, a, b, begin, end, p, stream); });
+  });
 }
 
 gpuError_t launchConvert(hclDataType_t type, void* dst, const void* src, size_t begin, size_t end,
@@ -230,7 +215,9 @@ gpuError_t launchConvert(hclDataType_t type, void* dst, const void* src, size_t 
 gpuError_t launchSegments(hclDataType_t type, ReduceKind kind, const IpcSegment* table, size_t n, size_t width,
                           const ElementParams& p, gpuStream_t stream) {
   if (n == 0) return gpuSuccess;
-  return withTraits(type, [&]<class Tr>() { return segmentsType<Tr>(kind, table, n, width, p, stream); });
+  return withTraits(type, [&]<class Tr>() {
+    return withOp(kind, [&]<class Op>() { return segmentsAs<Tr, Op>(table, n, width, p, stream); });
+  });
 }
 
 gpuError_t launchSpinWait(const volatile uint64_t* flag, uint64_t ticket, gpuStream_t stream) {
