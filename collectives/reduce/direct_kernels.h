@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "collectives/reduce/isa_clones.h"
 #include "collectives/reduce/reduce_kernels.h"
 #include "collectives/reduce/reduce_ops.h"
 
@@ -39,17 +40,17 @@ struct DirectLoop {
     return r;
   }
 
-  static void disjoint(T* __restrict d, const T* __restrict a, const T* __restrict b, size_t n,
+  HCL_ISA_CLONES static void disjoint(T* __restrict d, const T* __restrict a, const T* __restrict b, size_t n,
                        S s, D nr) {
     for (size_t i = 0; i < n; ++i) d[i] = element(a[i], b[i], s, nr);
   }
-  static void intoA(T* __restrict io, const T* __restrict b, size_t n, S s, D nr) {
+  HCL_ISA_CLONES static void intoA(T* __restrict io, const T* __restrict b, size_t n, S s, D nr) {
     for (size_t i = 0; i < n; ++i) io[i] = element(io[i], b[i], s, nr);
   }
-  static void intoB(T* __restrict io, const T* __restrict a, size_t n, S s, D nr) {
+  HCL_ISA_CLONES static void intoB(T* __restrict io, const T* __restrict a, size_t n, S s, D nr) {
     for (size_t i = 0; i < n; ++i) io[i] = element(a[i], io[i], s, nr);
   }
-  static void intoBoth(T* __restrict io, size_t n, S s, D nr) {
+  HCL_ISA_CLONES static void intoBoth(T* __restrict io, size_t n, S s, D nr) {
     for (size_t i = 0; i < n; ++i) io[i] = element(io[i], io[i], s, nr);
   }
 
@@ -75,10 +76,10 @@ struct DirectUnaryLoop {
     if constexpr (Divide) x = reduce_ops::divide(x, n);
     return x;
   }
-  static void disjoint(T* __restrict d, const T* __restrict src, size_t n, S s, D nr) {
+  HCL_ISA_CLONES static void disjoint(T* __restrict d, const T* __restrict src, size_t n, S s, D nr) {
     for (size_t i = 0; i < n; ++i) d[i] = element(src[i], s, nr);
   }
-  static void inPlace(T* __restrict io, size_t n, S s, D nr) {
+  HCL_ISA_CLONES static void inPlace(T* __restrict io, size_t n, S s, D nr) {
     for (size_t i = 0; i < n; ++i) io[i] = element(io[i], s, nr);
   }
   static void run(T* d, const T* src, size_t n, const DirectParams<T>& p) {

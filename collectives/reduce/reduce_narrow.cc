@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "collectives/reduce/float_arrays.h"
+#include "collectives/reduce/isa_clones.h"
 #include "collectives/reduce/reduce_kernels.h"
 #include "collectives/reduce/reduce_ops.h"
 
@@ -32,6 +33,14 @@ NarrowParams makeParams(const ReduceSpec& spec) {
           static_cast<float>(spec.nranks < 1 ? 1 : spec.nranks)};
 }
 
+HCL_ISA_CLONES void multiplyBy(float* __restrict x, size_t n, float s) {
+  for (size_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+HCL_ISA_CLONES void divideBy(float* __restrict x, size_t n, float d) {
+  for (size_t i = 0; i < n; ++i) x[i] /= d;
+}
+
 const uint8_t* bytes(const void* p) { return static_cast<const uint8_t*>(p); }
 uint8_t* bytes(void* p) { return static_cast<uint8_t*>(p); }
 
@@ -40,10 +49,7 @@ const float* loadChunk(const void* src, Form form, size_t off, size_t len, float
                        const NarrowParams& p) {
   if (form == Form::Acc) return static_cast<const float*>(src) + off;
   widenToFloat(p.type, bytes(src) + off * p.nativeSize, buf, len);
-  if (p.scaleNative) {
-    const float s = p.scalar;
-    for (size_t i = 0; i < len; ++i) buf[i] *= s;
-  }
+  if (p.scaleNative) multiplyBy(buf, len, p.scalar);
   return buf;
 }
 
@@ -53,15 +59,12 @@ void storeChunk(void* dst, Form form, size_t off, size_t len, float* res, const 
     std::memcpy(static_cast<float*>(dst) + off, res, len * sizeof(float));
     return;
   }
-  if (p.divideOnStore) {
-    const float n = p.nranks;
-    for (size_t i = 0; i < len; ++i) res[i] /= n;
-  }
+  if (p.divideOnStore) divideBy(res, len, p.nranks);
   narrowFromFloat(p.type, res, bytes(dst) + off * p.nativeSize, len);
 }
 
 template <class Op>
-void combine(float* __restrict out, const float* __restrict x, const float* __restrict y,
+HCL_ISA_CLONES void combine(float* __restrict out, const float* __restrict x, const float* __restrict y,
              size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = Op::apply(x[i], y[i]);
 }

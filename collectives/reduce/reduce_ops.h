@@ -102,10 +102,17 @@ using Divisor = std::conditional_t<std::is_floating_point_v<T>, T,
                                    std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
 
 // Floats divide in the accumulator type; integers divide the wrapped sum,
-// truncating toward zero.
+// truncating toward zero. Integers of up to 32 bits divide in fp64, which
+// vectorizes where integer division does not, and is exact: the quotient of
+// |x| < 2^32 by n is at least 1/n away from the next integer, far more than
+// half a unit in the last place of a 53-bit mantissa, so truncating the
+// correctly rounded fp64 quotient gives the integer quotient.
 template <class T>
 T divide(T x, Divisor<T> n) {
-  return T(Divisor<T>(x) / n);
+  if constexpr (std::is_integral_v<T> && sizeof(T) <= 4)
+    return T(static_cast<int64_t>(static_cast<double>(x) / static_cast<double>(n)));
+  else
+    return T(Divisor<T>(x) / n);
 }
 
 }  // namespace hcl::reduce_ops

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/reduce/reduce.h"
@@ -16,7 +17,33 @@ namespace {
 constexpr size_t kBytes = 8u << 20;  // out of the 2 MiB-per-core L2, like real messages
 
 void fill(std::vector<std::byte>& v) {
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::byte>((i * 7 + 3) & 0x3f);  // small finite values
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::byte>((i * 7 + 3) & 0x3f);
+}
+
+// Values like a training job's: floats in [1, 2) and small integers. Byte
+// patterns would make most floats tiny, so a product underflows into
+// subnormals and measures the CPU's microcode assists instead of the kernel.
+void fillValues(std::vector<std::byte>& v, hclDataType_t type, size_t count) {
+  if (!hcl::isFloatType(type)) {
+    std::vector<std::byte> small(count * hcl::dataTypeSize(type));
+    for (size_t i = 0; i < count; ++i) small[i * hcl::dataTypeSize(type)] = static_cast<std::byte>(1 + i % 3);
+    v = std::move(small);
+    return;
+  }
+  const auto value = [](size_t i) { return 1.0 + static_cast<double>(i % 61) / 64.0; };
+  if (type == hclFloat64) {
+    for (size_t i = 0; i < count; ++i) reinterpret_cast<double*>(v.data())[i] = value(i);
+    return;
+  }
+  std::vector<float> f(count);
+  for (size_t i = 0; i < count; ++i) f[i] = static_cast<float>(value(i));
+  if (type == hclFloat32) {
+    std::memcpy(v.data(), f.data(), count * sizeof(float));
+    return;
+  }
+  hcl::ReduceSpec spec;
+  spec.type = type;
+  hcl::convert(v.data(), hcl::Form::Native, f.data(), hcl::Form::Acc, count, spec);  // fp32 accumulates the narrow types
 }
 
 void BM_Memcpy(benchmark::State& state) {
@@ -35,7 +62,7 @@ void BM_Reduce(benchmark::State& state, hclDataType_t type, hcl::ReduceKind kind
   const size_t es = hcl::dataTypeSize(type), as = hcl::accumulatorSize(type);
   const size_t count = kBytes / es;
   std::vector<std::byte> partial(count * as), input(count * es), out(count * std::max(es, as));
-  fill(input);
+  fillValues(input, type, count);
   hcl::ReduceSpec spec;
   spec.type = type;
   spec.kind = kind;

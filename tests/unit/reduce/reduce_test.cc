@@ -384,6 +384,33 @@ TEST(ReduceIntegers, AvgTruncatesTheWrappedSumTowardZero) {
             (std::vector<int8_t>{-64, 63}));
 }
 
+// Avg of types up to 32 bits divides in fp64 (reduce_ops.h): check it against
+// integer division at the edges of each type and for divisors from 1 to 2^31-1.
+template <class T>
+void expectAvgMatchesIntegerDivision(hclDataType_t t) {
+  std::vector<T> values{std::numeric_limits<T>::min(), std::numeric_limits<T>::max(), T(0), T(1), T(-1),
+                        T(std::numeric_limits<T>::max() - 1), T(std::numeric_limits<T>::min() + 1)};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) values.push_back(static_cast<T>(rng()));
+  const std::vector<T> zeros(values.size(), T(0));
+  for (int n : {1, 2, 3, 5, 7, 10, 64, 127, 255, 1000, 65535, 1 << 24, (1 << 24) + 1, 2147483646, 2147483647}) {
+    ReduceSpec spec;
+    spec.nranks = n;
+    const std::vector<T> got = reduceNative<T>(t, ReduceKind::Avg, values, zeros, spec);
+    for (size_t i = 0; i < values.size(); ++i) {
+      const T want = static_cast<T>(static_cast<int64_t>(values[i]) / n);
+      ASSERT_EQ(got[i], want) << dataTypeName(t) << " " << +values[i] << " / " << n;
+    }
+  }
+}
+
+TEST(ReduceIntegers, AvgEqualsIntegerDivisionForEveryWidthUpTo32Bits) {
+  expectAvgMatchesIntegerDivision<int8_t>(hclInt8);
+  expectAvgMatchesIntegerDivision<uint8_t>(hclUint8);
+  expectAvgMatchesIntegerDivision<int32_t>(hclInt32);
+  expectAvgMatchesIntegerDivision<uint32_t>(hclUint32);
+}
+
 TEST(ReduceIntegers, AvgOverManyRanksWithAccPartials) {
   // 4 ranks: ((r0 + r1) + r2) + r3, the last step finalizing into Native.
   ReduceSpec spec;
