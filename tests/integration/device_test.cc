@@ -74,9 +74,10 @@ TEST_F(DeviceTest, MixedRanksAsProcessesOverShmAndTcp) {
   GTEST_SKIP() << "TSan cannot follow threads started after fork in a multi-threaded process";
 #endif
   for (bool tcp : {false, true}) {
-    hclUniqueId id;
-    ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
-    hcltest::EnvList env{{"HCL_TIMEOUT_MS", "60000"}};
+    // Rank 0 runs the bootstrap root (HCL_COMM_ID), so the parent forks with
+    // no threads: a root thread in the parent could hold a lock (ASan's
+    // allocator's, for one) at the fork, and the child would wait on it forever.
+    hcltest::EnvList env{{"HCL_TIMEOUT_MS", "60000"}, {"HCL_COMM_ID", "127.0.0.1:" + std::to_string(hcltest::freeLoopbackPort())}};
     if (tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
     const char* devices[] = {"cpu", "sim:0", "sim:1", "cpu"};
     auto results = hcltest::runProcesses(
@@ -85,6 +86,8 @@ TEST_F(DeviceTest, MixedRanksAsProcessesOverShmAndTcp) {
           // The thread's choice, not HCL_DEVICE: a forked child inherits the
           // parent thread's hclSetDevice choice, which would win over the variable.
           RANK_HCL(hclSetDevice(devices[rank]));
+          hclUniqueId id;
+          RANK_HCL(hclGetUniqueId(&id));
           hclComm_t comm = nullptr;
           RANK_HCL(hclCommInitRank(&comm, 4, id, rank));
           char name[32];

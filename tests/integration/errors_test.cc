@@ -165,13 +165,14 @@ class KilledRank : public ::testing::TestWithParam<bool> {};
 
 TEST_P(KilledRank, SurvivorsGetAnErrorNamingThePeer) {
   const bool tcp = GetParam();
-  hclUniqueId id;
-  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
-  hcltest::EnvList env{{"HCL_TIMEOUT_MS", "4000"}};
+  // Rank 0 runs the bootstrap root, so the parent forks with no threads.
+  hcltest::EnvList env{{"HCL_TIMEOUT_MS", "4000"}, {"HCL_COMM_ID", "127.0.0.1:" + std::to_string(hcltest::freeLoopbackPort())}};
   if (tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
   auto results = hcltest::runProcesses(
       3,
       [&](int rank) {
+        hclUniqueId id;
+        RANK_HCL(hclGetUniqueId(&id));
         hclComm_t comm;
         RANK_HCL(hclCommInitRank(&comm, 3, id, rank));
         std::vector<float> v(1 << 20, 1.0f);

@@ -42,8 +42,11 @@ std::vector<hclComm_t> initAll(int n) {
 }
 
 void destroyAll(std::vector<hclComm_t>& comms) {
-  for (hclComm_t c : comms)
-    if (c) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+  for (hclComm_t c : comms) {
+    if (c) {
+      EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+    }
+  }
 }
 
 TEST(GetPlan, EveryRankReportsTheSameChoiceOverLocalLinks) {
@@ -137,13 +140,16 @@ TEST(Probe, MeasuredCostsReachThePlan) {
 // between them. The plan sees the hosts as groups; with hier forced (on rank
 // 0, whose table every rank follows) every collective is still exact.
 TEST(Hierarchy, EmulatedHostsGroupAndHierIsExactOverRealTransports) {
-  hclUniqueId id;
-  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  // Rank 0 runs the bootstrap root, so the parent forks with no threads.
+  const hcltest::EnvList env{{"HCL_TIMEOUT_MS", "60000"},
+                             {"HCL_COMM_ID", "127.0.0.1:" + std::to_string(hcltest::freeLoopbackPort())}};
   auto results = hcltest::runProcesses(
       4,
       [&](int rank) {
         setenv("HCL_HOSTID", rank < 2 ? "emulated-host-a" : "emulated-host-b", 1);
         if (rank == 0) setenv("HCL_ALGO", "hier", 1);
+        hclUniqueId id;
+        RANK_HCL(hclGetUniqueId(&id));
         hclComm_t comm = nullptr;
         RANK_HCL(hclCommInitRank(&comm, 4, id, rank));
         hclPlanInfo_t info{};
@@ -162,7 +168,7 @@ TEST(Hierarchy, EmulatedHostsGroupAndHierIsExactOverRealTransports) {
         RANK_HCL(hclCommDestroy(comm));
         return rc;
       },
-      400, {{"HCL_TIMEOUT_MS", "60000"}});
+      400, env);
   EXPECT_EQ(hcltest::describeFailures(results), "");
 }
 
