@@ -7,7 +7,10 @@
 // multiply into an add.
 #pragma once
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(HCL_NO_ISA_CLONES)
+// Not under TSan: GCC instruments the resolver it generates, and the loader
+// runs resolvers before TSan has set up the thread, which crashes at load.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(HCL_NO_ISA_CLONES)
 #define HCL_ISA_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define HCL_ISA_CLONES
