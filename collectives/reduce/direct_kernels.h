@@ -40,8 +40,8 @@ struct DirectLoop {
     return r;
   }
 
-  HCL_ISA_CLONES static void disjoint(T* __restrict d, const T* __restrict a, const T* __restrict b, size_t n,
-                       S s, D nr) {
+  HCL_ISA_CLONES static void disjoint(T* __restrict d, const T* __restrict a, const T* __restrict b, size_t n, S s,
+                                      D nr) {
     for (size_t i = 0; i < n; ++i) d[i] = element(a[i], b[i], s, nr);
   }
   HCL_ISA_CLONES static void intoA(T* __restrict io, const T* __restrict b, size_t n, S s, D nr) {

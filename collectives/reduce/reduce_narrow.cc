@@ -64,8 +64,7 @@ void storeChunk(void* dst, Form form, size_t off, size_t len, float* res, const 
 }
 
 template <class Op>
-HCL_ISA_CLONES void combine(float* __restrict out, const float* __restrict x, const float* __restrict y,
-             size_t n) {
+HCL_ISA_CLONES void combine(float* __restrict out, const float* __restrict x, const float* __restrict y, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = Op::apply(x[i], y[i]);
 }
 
