@@ -42,22 +42,21 @@ Status issueSteps(Communicator& comm, IpcCall& call, StreamGate& gate, IpcArea& 
   void* recv = recvStandIn ? base + recvAt : call.recv;
   if (recvStandIn) HCL_TRY(describe(dev, recv, true, call.self.recv).withContext("exporting the receive stand-in"));
   HCL_TRY(area.takeTable([&comm] { return comm.failure(); }, &call.tableSlot, &call.table));
-  uint64_t t = 0;
-  HCL_TRY(gate.mark(&t));
-  *last = t;
-  HCL_TRY(gate.waitFor(t));
-  call.tickets.publish(t);
-  HCL_TRY(gate.segmentsOnStream(call.table, ipcSegmentRows(call.args), ipcSegmentWidth(call.args), call.spec));
-  HCL_TRY(gate.mark(&t));
-  *last = t;
-  HCL_TRY(gate.waitFor(t));
-  call.tickets.publish(t);
-  if (recvStandIn) HCL_TRY(gate.copyOnStream(call.recv, use.recvBytes, recv, use.recvBytes, use.recvBytes, 1));
-  if (markEnd) {
+  // A ticket the worker sees once the stream reaches it; with `wait`, the
+  // stream then stops until the worker releases it.
+  auto ticket = [&](bool wait) -> Status {
+    uint64_t t = 0;
     HCL_TRY(gate.mark(&t));
     *last = t;
+    if (wait) HCL_TRY(gate.waitFor(t));
     call.tickets.publish(t);
-  }
+    return {};
+  };
+  HCL_TRY(ticket(true));
+  HCL_TRY(gate.segmentsOnStream(call.table, ipcSegmentRows(call.args), ipcSegmentWidth(call.args), call.spec));
+  HCL_TRY(ticket(true));
+  if (recvStandIn) HCL_TRY(gate.copyOnStream(call.recv, use.recvBytes, recv, use.recvBytes, use.recvBytes, 1));
+  if (markEnd) HCL_TRY(ticket(false));
   return {};
 }
 

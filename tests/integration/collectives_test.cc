@@ -24,12 +24,10 @@ class Collectives : public ::testing::TestWithParam<Config> {};
 TEST_P(Collectives, EveryCollectiveEveryType) {
   const Config c = GetParam();
   // Rank 0 runs the bootstrap root (HCL_COMM_ID), so the parent forks with no threads.
-  const int port = hcltest::freeLoopbackPort();
-  ASSERT_GT(port, 0);
   hcltest::CheckConfig cfg;
   cfg.bigForEveryType = c.nranks == 3 && !c.tcp;
   cfg.sharedMemory = c.shared;
-  hcltest::EnvList env{{"HCL_TIMEOUT_MS", "60000"}, {"HCL_COMM_ID", "127.0.0.1:" + std::to_string(port)}};
+  hcltest::EnvList env = hcltest::rank0RootEnv("60000");
   // Over TCP small allreduces use ring too, so both algorithms meet both transports.
   if (c.tcp) {
     env.push_back({"HCL_SHM_DISABLE", "1"});

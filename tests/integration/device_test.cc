@@ -46,6 +46,18 @@ std::vector<int> onThreads(int n, const std::function<int(int)>& fn) {
   return rc;
 }
 
+// In a rank process: every collective at a few sizes, then the communicator
+// destroyed; 0 when all went right.
+int checkAllAndDestroy(hclComm_t comm, bool deviceMemory) {
+  hcltest::CheckConfig cfg;
+  cfg.counts = {1, 3001};
+  cfg.bigCounts = {20000};
+  cfg.deviceMemory = deviceMemory;
+  const int rc = hcltest::checkAllCollectives(comm, cfg);
+  RANK_HCL(hclCommDestroy(comm));
+  return rc;
+}
+
 class DeviceTest : public ::testing::Test {
  protected:
   void SetUp() override { setenv("HCL_STAGE_CHUNK_BYTES", "8192", 1); }  // many chunks at small sizes
@@ -77,7 +89,7 @@ TEST_F(DeviceTest, MixedRanksAsProcessesOverShmAndTcp) {
     // Rank 0 runs the bootstrap root (HCL_COMM_ID), so the parent forks with
     // no threads: a root thread in the parent could hold a lock (ASan's
     // allocator's, for one) at the fork, and the child would wait on it forever.
-    hcltest::EnvList env{{"HCL_TIMEOUT_MS", "60000"}, {"HCL_COMM_ID", "127.0.0.1:" + std::to_string(hcltest::freeLoopbackPort())}};
+    hcltest::EnvList env = hcltest::rank0RootEnv("60000");
     if (tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
     const char* devices[] = {"cpu", "sim:0", "sim:1", "cpu"};
     auto results = hcltest::runProcesses(
@@ -93,13 +105,7 @@ TEST_F(DeviceTest, MixedRanksAsProcessesOverShmAndTcp) {
           char name[32];
           RANK_HCL(hclCommGetDevice(comm, name, sizeof name));
           RANK_CHECK(std::string(name) == devices[rank], "rank %d runs on %s, want %s", rank, name, devices[rank]);
-          hcltest::CheckConfig cfg;
-          cfg.counts = {1, 3001};
-          cfg.bigCounts = {20000};
-          cfg.deviceMemory = std::string(devices[rank]) != "cpu";
-          const int rc = hcltest::checkAllCollectives(comm, cfg);
-          RANK_HCL(hclCommDestroy(comm));
-          return rc;
+          return checkAllAndDestroy(comm, std::string(devices[rank]) != "cpu");
         },
         300, env);
     EXPECT_EQ(hcltest::describeFailures(results), "") << (tcp ? "tcp" : "shm");
@@ -287,7 +293,7 @@ TEST_F(DeviceTest, IpcBetweenRanksAsProcesses) {
   std::string whyNot;
   if (!hcl::sim::canOpenPeerHandles(&whyNot)) GTEST_SKIP() << "sim IPC between processes is not allowed here: " << whyNot;
   for (bool tcp : {false, true}) {
-    hcltest::EnvList env{{"HCL_TIMEOUT_MS", "60000"}, {"HCL_COMM_ID", "127.0.0.1:" + std::to_string(hcltest::freeLoopbackPort())}};
+    hcltest::EnvList env = hcltest::rank0RootEnv("60000");
     if (tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
     auto results = hcltest::runProcesses(
         3,
@@ -300,13 +306,7 @@ TEST_F(DeviceTest, IpcBetweenRanksAsProcesses) {
           hclPlanInfo_t plan;
           RANK_HCL(hclCommGetPlan(comm, "allreduce", 4096, &plan));
           RANK_CHECK(std::string(plan.algorithm) == "ipc", "rank %d plans %s, want ipc", rank, plan.algorithm);
-          hcltest::CheckConfig cfg;
-          cfg.counts = {1, 3001};
-          cfg.bigCounts = {20000};
-          cfg.deviceMemory = true;
-          const int rc = hcltest::checkAllCollectives(comm, cfg);
-          RANK_HCL(hclCommDestroy(comm));
-          return rc;
+          return checkAllAndDestroy(comm, true);
         },
         300, env);
     EXPECT_EQ(hcltest::describeFailures(results), "") << (tcp ? "tcp" : "shm");
@@ -321,7 +321,7 @@ TEST_F(DeviceTest, IpcCallFailsWhenAPeerDies) {
 #endif
   std::string whyNot;
   if (!hcl::sim::canOpenPeerHandles(&whyNot)) GTEST_SKIP() << "sim IPC between processes is not allowed here: " << whyNot;
-  hcltest::EnvList env{{"HCL_TIMEOUT_MS", "3000"}, {"HCL_COMM_ID", "127.0.0.1:" + std::to_string(hcltest::freeLoopbackPort())}};
+  const hcltest::EnvList env = hcltest::rank0RootEnv("3000");
   auto results = hcltest::runProcesses(
       3,
       [&](int rank) {

@@ -169,7 +169,7 @@ TEST_P(KilledRank, SurvivorsGetAnErrorNamingThePeer) {
 #endif
   const bool tcp = GetParam();
   // Rank 0 runs the bootstrap root, so the parent forks with no threads.
-  hcltest::EnvList env{{"HCL_TIMEOUT_MS", "4000"}, {"HCL_COMM_ID", "127.0.0.1:" + std::to_string(hcltest::freeLoopbackPort())}};
+  hcltest::EnvList env = hcltest::rank0RootEnv("4000");
   if (tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
   auto results = hcltest::runProcesses(
       3,

@@ -94,6 +94,12 @@ inline int freeLoopbackPort() {
   return port;
 }
 
+// The environment of ranks that start their own bootstrap root: rank 0 runs
+// it at HCL_COMM_ID, so each rank calls hclGetUniqueId itself after the fork.
+inline EnvList rank0RootEnv(const std::string& timeoutMs) {
+  return {{"HCL_TIMEOUT_MS", timeoutMs}, {"HCL_COMM_ID", "127.0.0.1:" + std::to_string(freeLoopbackPort())}};
+}
+
 inline std::string describeFailures(const std::vector<ProcessResult>& results) {
   std::string out;
   for (const auto& r : results) {

@@ -141,8 +141,7 @@ TEST(Probe, MeasuredCostsReachThePlan) {
 // 0, whose table every rank follows) every collective is still exact.
 TEST(Hierarchy, EmulatedHostsGroupAndHierIsExactOverRealTransports) {
   // Rank 0 runs the bootstrap root, so the parent forks with no threads.
-  const hcltest::EnvList env{{"HCL_TIMEOUT_MS", "60000"},
-                             {"HCL_COMM_ID", "127.0.0.1:" + std::to_string(hcltest::freeLoopbackPort())}};
+  const hcltest::EnvList env = hcltest::rank0RootEnv("60000");
   auto results = hcltest::runProcesses(
       4,
       [&](int rank) {
