@@ -55,7 +55,7 @@ def parse_args(argv):
                     help="seconds of timed calls per size at most (default 1), but at least --min-iters calls; "
                          "the count comes from the slowest rank's warm-up")
     ap.add_argument("--min-iters", type=int, default=3)
-    ap.add_argument("--max-iters", type=int, default=1000)
+    ap.add_argument("--max-iters", type=int, default=20000)
     ap.add_argument("--timeout", type=float, default=300, help="seconds per process launch (default 300)")
     ap.add_argument("--latency-max", default="4K", help="largest size in the time table (default 4K)")
     ap.add_argument("--markdown", help="also write the report to this markdown file")

@@ -102,7 +102,7 @@ static inline int sweep_parse_args(int argc, char** argv, sweep_options* o) {
   o->budgetBytes = 512u << 20;
   o->minIters = 3;
   o->timeBudget = 1.0;
-  o->maxIters = 1000;
+  o->maxIters = 20000;
   o->alloc = "malloc";
   int c;
   optind = 1;
