@@ -9,6 +9,7 @@
 #include "collectives/algorithms/p2p.h"
 #include "core/executor.h"
 #include "core/ipc_run.h"
+#include "core/staged_layout.h"
 #include "core/staged_run.h"
 #include "device/gated_stream.h"
 
@@ -235,6 +236,41 @@ bool stagesOnStream(const std::vector<PendingOp>& ops) {
   return dynamic_cast<GatedStream*>(ops.front().stream->impl.get()) != nullptr;
 }
 
+// What a launch that stages whole buffers on a gated stream around one ticket
+// shares between the caller's thread (the stream side) and the worker.
+struct StandInTicket {
+  std::byte* base = nullptr;  // the pinned block of stand-ins
+  StreamGate* gate = nullptr;
+  StreamTickets ticket;  // one; base and gate are set before it is published
+
+  // The stream side, before its copies in: a block of `bytes`. Growing frees
+  // the old stand-ins, which earlier calls' copies on this stream may still
+  // read: those finish first.
+  Status open(StagingArea& area, StreamGate& g, size_t bytes) {
+    gate = &g;
+    ticket.reserve(1);
+    if (bytes == 0) return {};
+    if (!area.p2pFits(bytes)) HCL_TRY(g.synchronize());
+    return area.p2pBuffer(bytes, &base);
+  }
+  // After the copies in: the ticket, which the stream waits for before its
+  // copies out.
+  Status markAndWait(uint64_t* last) {
+    uint64_t t = 0;
+    HCL_TRY(gate->mark(&t));
+    *last = t;
+    HCL_TRY(gate->waitFor(t));
+    ticket.publish(t);
+    return {};
+  }
+  // The worker: the ticket, once the stream has reached it. Waiting for the
+  // work queued before is outside the stall watch.
+  Status awaitStart(uint64_t* t) const {
+    HCL_TRY(ticket.waitPublished(0, t));
+    return gate->waitStart(*t);
+  }
+};
+
 // Point-to-point calls on a gated stream: device buffers are swapped for
 // pinned stand-ins laid end to end in the stream's staging area, copied on
 // the stream around one ticket.
@@ -243,24 +279,14 @@ Status launchP2POnStream(std::vector<PendingOp> ops) {
   auto& stream = static_cast<GatedStream&>(*ops.front().stream->impl);
   StagingArea* area = nullptr;
   HCL_TRY(comm.stagingFor(ops.front().stream, &area));
-  struct Plan {
+  struct Plan : StandInTicket {
     P2PLayout layout;
-    std::byte* base = nullptr;
-    StreamGate* gate = nullptr;
-    StreamTickets ticket;  // one; base and gate are set before it is published
   };
   auto plan = std::make_shared<Plan>();
   plan->layout = p2pLayout(comm, ops);
   auto issue = [&](StreamGate& gate, uint64_t* last) -> Status {
     const P2PLayout& l = plan->layout;
-    plan->gate = &gate;
-    plan->ticket.reserve(1);
-    // Growing frees the old stand-ins, which earlier calls' copies on this
-    // stream may still read: let them finish first.
-    if (l.standInBytes > 0) {
-      if (!area->p2pFits(l.standInBytes)) HCL_TRY(gate.synchronize());
-      HCL_TRY(area->p2pBuffer(l.standInBytes, &plan->base));
-    }
+    HCL_TRY(plan->open(*area, gate, l.standInBytes));
     auto copy = [&](bool sends) -> Status {
       for (size_t i = 0; i < l.calls.size(); ++i) {
         if (l.standIn[i] == P2PLayout::kHost || l.calls[i].isSend != sends) continue;
@@ -272,11 +298,7 @@ Status launchP2POnStream(std::vector<PendingOp> ops) {
       return {};
     };
     HCL_TRY(copy(true));
-    uint64_t t = 0;
-    HCL_TRY(gate.mark(&t));
-    *last = t;
-    HCL_TRY(gate.waitFor(t));
-    plan->ticket.publish(t);
+    HCL_TRY(plan->markAndWait(last));
     return copy(false);
   };
   stream.enqueuePrepared(
@@ -285,8 +307,7 @@ Status launchP2POnStream(std::vector<PendingOp> ops) {
       },
       [plan, owner = ops.front().comm, call = ops.front().call]() -> Status {
         uint64_t ticket = 0;
-        HCL_TRY(plan->ticket.waitPublished(0, &ticket));
-        HCL_TRY(plan->gate->waitStart(ticket));  // earlier stream work, outside the stall watch
+        HCL_TRY(plan->awaitStart(&ticket));
         Schedule schedule;
         HCL_TRY(p2pScheduleFor(*owner, plan->layout, schedule));
         return runSingle(*owner, call, [&](RunSlot& out) -> Status {
@@ -342,12 +363,121 @@ Status launchStagedOnStream(std::vector<PendingOp> ops) {
   return {};
 }
 
+// A group that the two launches above do not take, on one gated stream:
+// collectives mixed with send/recv, of one staged communicator, none on the
+// IPC path.
+bool groupStagesOnStream(const std::vector<PendingOp>& ops) {
+  const PendingOp& first = ops.front();
+  if (!first.stream || !dynamic_cast<GatedStream*>(first.stream->impl.get())) return false;
+  for (const PendingOp& op : ops) {
+    if (op.comm != first.comm || op.stream != first.stream || !op.comm->staged()) return false;
+    if (op.kind != CollKind::SendRecv && takesIpcPath(*op.comm, op)) return false;
+  }
+  return true;
+}
+
+// Where a group's device buffers stand in pinned memory: whole buffers, laid
+// end to end. `in` is copied there before the group runs, `out` back after.
+struct GroupStandIns {
+  static constexpr size_t kUser = SIZE_MAX;
+  struct Copy {
+    void* user;
+    size_t offset, bytes;
+  };
+  std::vector<Copy> in, out;
+  std::vector<size_t> send, recv;  // per op: its stand-ins' offsets, or kUser
+  size_t bytes = 0;
+};
+
+GroupStandIns groupStandIns(Communicator& comm, const std::vector<PendingOp>& ops) {
+  GroupStandIns g;
+  Device& device = comm.device();
+  auto place = [&](const void* user, size_t bytes) -> size_t {
+    if (bytes == 0 || !device.isDeviceMemory(user)) return GroupStandIns::kUser;
+    const size_t offset = g.bytes;
+    g.bytes += (bytes + 63) / 64 * 64;
+    return offset;
+  };
+  for (const PendingOp& op : ops) {
+    const size_t elem = dataTypeSize(op.type);
+    size_t inBytes = 0, outBytes = 0;
+    if (op.kind == CollKind::SendRecv) {
+      (op.isSend ? inBytes : outBytes) = op.count * elem;
+    } else {
+      const StageLayout l = stageLayout(op.kind, comm.rank(), comm.nranks(), op.root);
+      inBytes = l.readsInput ? l.inBlocks * op.count * elem : 0;
+      outBytes = l.writesOutput ? l.outBlocks * op.count * elem : 0;
+    }
+    size_t send = GroupStandIns::kUser, recv = GroupStandIns::kUser;
+    if (op.kind != CollKind::SendRecv && op.send == op.recv) {  // in place: one stand-in
+      send = recv = place(op.recv, std::max(inBytes, outBytes));
+    } else {
+      if (op.kind != CollKind::SendRecv || op.isSend) send = place(op.send, inBytes);
+      if (op.kind != CollKind::SendRecv || !op.isSend) recv = place(op.recv, outBytes);
+    }
+    if (send != GroupStandIns::kUser && inBytes > 0) g.in.push_back({const_cast<void*>(op.send), send, inBytes});
+    if (recv != GroupStandIns::kUser && outBytes > 0) g.out.push_back({op.recv, recv, outBytes});
+    g.send.push_back(send);
+    g.recv.push_back(recv);
+  }
+  return g;
+}
+
+// A group mixing collectives with send/recv on one gated stream. The stream
+// copies the group's device inputs to pinned stand-ins, marks one ticket and
+// waits for it, then copies the device outputs back; in between, the worker
+// runs the whole group on the stand-ins, as host buffers. Nothing overlaps
+// the copies, but the worker never copies on a device queue while the native
+// stream waits for it (docs/devices.md).
+Status launchGroupOnStream(std::vector<PendingOp> ops) {
+  Communicator& comm = *ops.front().comm;
+  auto& stream = static_cast<GatedStream&>(*ops.front().stream->impl);
+  StagingArea* area = nullptr;
+  HCL_TRY(comm.stagingFor(ops.front().stream, &area));
+  struct Plan : StandInTicket {
+    std::vector<PendingOp> ops;
+    GroupStandIns standIns;
+  };
+  auto plan = std::make_shared<Plan>();
+  plan->standIns = groupStandIns(comm, ops);
+  plan->ops = std::move(ops);
+  auto issue = [&](StreamGate& gate, uint64_t* last) -> Status {
+    const GroupStandIns& g = plan->standIns;
+    HCL_TRY(plan->open(*area, gate, g.bytes));
+    for (const GroupStandIns::Copy& c : g.in)
+      HCL_TRY(gate.copyOnStream(plan->base + c.offset, c.bytes, c.user, c.bytes, c.bytes, 1));
+    HCL_TRY(plan->markAndWait(last));
+    for (const GroupStandIns::Copy& c : g.out)
+      HCL_TRY(gate.copyOnStream(c.user, c.bytes, plan->base + c.offset, c.bytes, c.bytes, 1));
+    return {};
+  };
+  stream.enqueuePrepared(
+      [&](StreamGate& gate, uint64_t* last) {
+        if (Status s = issue(gate, last); !s.ok()) plan->ticket.fail(s.withContext("staging on the stream"));
+      },
+      [plan]() -> Status {
+        uint64_t ticket = 0;
+        HCL_TRY(plan->awaitStart(&ticket));
+        std::vector<PendingOp> ops = plan->ops;
+        const GroupStandIns& g = plan->standIns;
+        for (size_t i = 0; i < ops.size(); ++i) {
+          ops[i].stream = nullptr;
+          if (g.send[i] != GroupStandIns::kUser) ops[i].send = plan->base + g.send[i];
+          if (g.recv[i] != GroupStandIns::kUser) ops[i].recv = plan->base + g.recv[i];
+        }
+        auto tasks = buildTasks(ops);
+        return runTasks(tasks);
+      });
+  return {};
+}
+
 Status launch(std::vector<PendingOp> ops) {
   if (ops.empty()) return {};
   if (stagesOnStream(ops)) {
     if (ops.front().kind == CollKind::SendRecv) return launchP2POnStream(std::move(ops));
     return launchStagedOnStream(std::move(ops));
   }
+  if (groupStagesOnStream(ops)) return launchGroupOnStream(std::move(ops));
   std::vector<hclStream*> streams;
   bool anyNullStream = false;
   for (const PendingOp& op : ops) {

@@ -85,6 +85,10 @@ constexpr std::array kParams = {
     ParamSpec{"HCL_STAGE_SLOTS", Int, "3", "Bounce-buffer slots of the host-staged pipeline", nullptr},
     ParamSpec{"HCL_SIM_COPY_GBPS", Int, "0",
               "Copy-engine rate of the sim test device in GB/s (0: as fast as memcpy)", nullptr},
+    ParamSpec{"HCL_SIM_SHARED_QUEUE", Bool, "0",
+              "Sim test device: copies wait while any native stream of the device is stopped on a wait, as on a "
+              "GPU whose streams share one hardware queue",
+              nullptr},
     ParamSpec{"HCL_COMM_BLOCKING", Bool, "1", "Accepted for NCCL compatibility; every call completes before it returns, so none returns hclInProgress", "NCCL_COMM_BLOCKING"},
 };
 

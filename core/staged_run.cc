@@ -20,6 +20,8 @@ StagedChunks::StagedChunks(Device& device, StagingArea& area, const CollArgs& ba
   copyOut_ = layout_.writesOutput && (layout_.outBlocks > 1 || device.isDeviceMemory(recv));
   // An in-place call on staged memory keeps one copy of the data, in the out slot.
   shareSlot_ = send == recv && copyIn_ && copyOut_ && layout_.inBlocks == layout_.outBlocks;
+  hostIn_ = !device.isDeviceMemory(send);
+  hostOut_ = !device.isDeviceMemory(recv);
 }
 
 size_t StagedChunks::chunkElems(size_t k) const { return std::min(width_, base_.count - k * width_); }
@@ -60,7 +62,12 @@ RunBuffers StagedChunks::chunkBuffers(size_t k) const { return RunBuffers{inPtr(
 
 StagedRun::StagedRun(Communicator& comm, StagingArea& area, CollArgs base, const void* send, void* recv,
                      ReduceSpec spec)
-    : comm_(comm), area_(area), spec_(spec), chunks_(comm.device(), area, base, send, recv) {
+    : comm_(comm),
+      area_(area),
+      spec_(spec),
+      chunks_(comm.device(), area, base, send, recv),
+      inQueue_(chunks_.hostIn() ? area.hostCopies() : area.toHost()),
+      outQueue_(chunks_.hostOut() ? area.hostCopies() : area.toDevice()) {
   inTicket_.assign(chunks_.count(), 0);
   outTicket_.assign(chunks_.count(), 0);
 }
@@ -74,15 +81,15 @@ Status StagedRun::slotFree(size_t k, bool* free) {
     *free = false;
     return {};
   }
-  if (outTicket_[prev]) HCL_TRY(area_.toDevice().poll(outTicket_[prev], free));
+  if (outTicket_[prev]) HCL_TRY(outQueue_.poll(outTicket_[prev], free));
   return {};
 }
 
 Status StagedRun::stageIn(size_t k) {
   if (!chunks_.copiesIn()) return {};
   const StagedChunks::Copy c = chunks_.copyIn(k);
-  HCL_TRY(area_.toHost().copy2D(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.height));
-  return area_.toHost().mark(&inTicket_[k]);
+  HCL_TRY(inQueue_.copy2D(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.height));
+  return inQueue_.mark(&inTicket_[k]);
 }
 
 Status StagedRun::startNet(size_t k) {
@@ -93,8 +100,8 @@ Status StagedRun::startNet(size_t k) {
 Status StagedRun::stageOut(size_t k) {
   if (!chunks_.copiesOut()) return {};
   const StagedChunks::Copy c = chunks_.copyOut(k);
-  HCL_TRY(area_.toDevice().copy2D(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.height));
-  return area_.toDevice().mark(&outTicket_[k]);
+  HCL_TRY(outQueue_.copy2D(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.height));
+  return outQueue_.mark(&outTicket_[k]);
 }
 
 Status StagedRun::advance(bool* done, bool* progressed) {
@@ -120,7 +127,7 @@ Status StagedRun::advance(bool* done, bool* progressed) {
       moved = true;
     } else if (nextNet_ < nextIn_) {
       bool ready = true;
-      if (inTicket_[nextNet_]) HCL_TRY(area_.toHost().poll(inTicket_[nextNet_], &ready));
+      if (inTicket_[nextNet_]) HCL_TRY(inQueue_.poll(inTicket_[nextNet_], &ready));
       if (ready) {
         HCL_TRY(startNet(nextNet_));
         moved = true;
@@ -128,7 +135,7 @@ Status StagedRun::advance(bool* done, bool* progressed) {
     } else if (nextNet_ == count) {
       // Done once the last copy back has landed (they complete in order).
       bool landed = true;
-      if (count > 0 && outTicket_[count - 1]) HCL_TRY(area_.toDevice().poll(outTicket_[count - 1], &landed));
+      if (count > 0 && outTicket_[count - 1]) HCL_TRY(outQueue_.poll(outTicket_[count - 1], &landed));
       *done = landed;
       if (landed) *progressed = true;
       return {};

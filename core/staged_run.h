@@ -40,6 +40,9 @@ class StagedChunks {
   int slots() const { return area_.slots(); }
   bool copiesIn() const { return copyIn_; }
   bool copiesOut() const { return copyOut_; }
+  // The copy stays in host memory (a host buffer with several blocks).
+  bool hostIn() const { return hostIn_; }
+  bool hostOut() const { return hostOut_; }
   Copy copyIn(size_t k) const;   // device -> host, when copiesIn()
   Copy copyOut(size_t k) const;  // host -> device, when copiesOut()
   CollArgs chunkArgs(size_t k) const;
@@ -58,7 +61,7 @@ class StagedChunks {
   size_t elem_;
   size_t width_;
   size_t chunks_;
-  bool copyIn_, copyOut_, shareSlot_;
+  bool copyIn_, copyOut_, shareSlot_, hostIn_, hostOut_;
 };
 
 class StagedRun final : public OpRun {
@@ -77,6 +80,8 @@ class StagedRun final : public OpRun {
   StagingArea& area_;
   ReduceSpec spec_;
   StagedChunks chunks_;
+  CopyQueue& inQueue_;   // the copies in, and their tickets
+  CopyQueue& outQueue_;  // the copies out
   std::vector<uint64_t> inTicket_, outTicket_;  // 0: nothing to wait for
   size_t nextIn_ = 0, nextNet_ = 0;
   std::unique_ptr<ScheduleRun> net_;

@@ -27,6 +27,7 @@ Status StagingArea::init() {
   HCL_TRY(out_.allocate(device_, total).withContext("staging buffers"));
   HCL_TRY(device_.createCopyQueue(toHost_));
   HCL_TRY(device_.createCopyQueue(toDevice_));
+  if (device_.kind() != DeviceKind::Cpu) HCL_TRY(cpuDevice().createCopyQueue(hostCopies_));
   return {};
 }
 

@@ -43,6 +43,9 @@ class StagingArea {
   std::byte* out(int slot) const { return out_.data() + static_cast<size_t>(slot) * slotBytes_; }
   CopyQueue& toHost() { return *toHost_; }
   CopyQueue& toDevice() { return *toDevice_; }
+  // For copies between host buffers: a CPU thread's, never the device's, so
+  // they run even while a native stream holds the device's queues.
+  CopyQueue& hostCopies() { return hostCopies_ ? *hostCopies_ : *toHost_; }
   // Pinned memory for point-to-point staging, at least `bytes` (grows).
   Status p2pBuffer(size_t bytes, std::byte** out);
   bool p2pFits(size_t bytes) const { return p2p_.size() >= bytes; }
@@ -54,6 +57,7 @@ class StagingArea {
   DeviceAllocation in_{DeviceAllocation::Kind::Pinned}, out_{DeviceAllocation::Kind::Pinned},
       p2p_{DeviceAllocation::Kind::Pinned};
   std::unique_ptr<CopyQueue> toHost_, toDevice_;
+  std::unique_ptr<CopyQueue> hostCopies_;  // null on the CPU device: toHost_ is one
 };
 
 }  // namespace hcl

@@ -58,16 +58,16 @@ class SimDevice final : public Device {
   Status freePinned(void* ptr) override { return cpuDevice().freePinned(ptr); }
 
   Status createCopyQueue(std::unique_ptr<CopyQueue>& out) override {
-    out = makeCopyQueue(memory_);
+    out = makeCopyQueue(memory_, hardware_);
     return {};
   }
   Status openGate(void* nativeStream, std::unique_ptr<StreamGate>& out) override {
     NativeStream* s = nativeStream ? static_cast<NativeStream*>(nativeStream) : &defaultStream();
-    out = makeGate(*s, memory_);
+    out = makeGate(*s, memory_, hardware_);
     return {};
   }
   Status openPrivateGate(std::unique_ptr<StreamGate>& out) override {
-    out = makeOwningGate(std::make_unique<NativeStream>(), memory_);
+    out = makeOwningGate(std::make_unique<NativeStream>(), memory_, hardware_);
     return {};
   }
   std::unique_ptr<Stream> createStream() override { return std::make_unique<CpuStream>(); }
@@ -93,6 +93,7 @@ class SimDevice final : public Device {
 
   int index_;
   MemoryMap& memory_;
+  HardwareQueue hardware_;
   std::once_flag defaultOnce_;
   std::unique_ptr<NativeStream> default_;
 };

@@ -1,7 +1,9 @@
 // Pieces of the sim device shared between its files.
 #pragma once
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 
 #include "device/device.h"
 #include "device/sim/sim_device.h"
@@ -9,9 +11,27 @@
 
 namespace hcl::sim {
 
-std::unique_ptr<CopyQueue> makeCopyQueue(const MemoryMap& memory);
-std::unique_ptr<StreamGate> makeGate(NativeStream& stream, const MemoryMap& memory);
+// What the streams of one sim device share. A GPU whose streams share one
+// hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1) runs no other stream's copy
+// while a stream is stopped on a memory wait; with HCL_SIM_SHARED_QUEUE=1 the
+// sim device's gates and copy queues behave so, to catch designs that copy
+// on a device queue while a native stream waits for them.
+class HardwareQueue {
+ public:
+  void stop();    // a native stream starts waiting
+  void resume();  // and stops
+  void waitUntilFlowing();  // a copy about to start
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable resumed_;
+  int stopped_ = 0;
+};
+
+std::unique_ptr<CopyQueue> makeCopyQueue(const MemoryMap& memory, HardwareQueue& hardware);
+std::unique_ptr<StreamGate> makeGate(NativeStream& stream, const MemoryMap& memory, HardwareQueue& hardware);
 // A gate that owns its stream.
-std::unique_ptr<StreamGate> makeOwningGate(std::unique_ptr<NativeStream> stream, const MemoryMap& memory);
+std::unique_ptr<StreamGate> makeOwningGate(std::unique_ptr<NativeStream> stream, const MemoryMap& memory,
+                                           HardwareQueue& hardware);
 
 }  // namespace hcl::sim

@@ -63,9 +63,32 @@ struct Progress {
   }
 };
 
+}  // namespace
+
+void HardwareQueue::stop() {
+  std::lock_guard lock(mutex_);
+  ++stopped_;
+}
+
+void HardwareQueue::resume() {
+  {
+    std::lock_guard lock(mutex_);
+    --stopped_;
+  }
+  resumed_.notify_all();
+}
+
+void HardwareQueue::waitUntilFlowing() {
+  std::unique_lock lock(mutex_);
+  resumed_.wait(lock, [this] { return stopped_ == 0; });
+}
+
+namespace {
+
 class SimCopyQueue final : public CopyQueue {
  public:
-  explicit SimCopyQueue(const MemoryMap& memory) : memory_(memory) {
+  SimCopyQueue(const MemoryMap& memory, HardwareQueue& hardware)
+      : memory_(memory), hardware_(paramBool("HCL_SIM_SHARED_QUEUE") ? &hardware : nullptr) {
     const int64_t gbps = paramInt("HCL_SIM_COPY_GBPS");
     bytesPerUs_ = gbps > 0 ? static_cast<double>(gbps) * 1000.0 : 0.0;
   }
@@ -75,6 +98,7 @@ class SimCopyQueue final : public CopyQueue {
                 size_t height) override {
     const bool dstDevice = memory_.contains(dst), srcDevice = memory_.contains(src);
     engine_.enqueue([=, this]() -> Status {
+      if (hardware_) hardware_->waitUntilFlowing();
       const auto start = std::chrono::steady_clock::now();
       for (size_t row = 0; row < height; ++row) {
         transfer(static_cast<std::byte*>(dst) + row * dstPitch, dstDevice,
@@ -105,6 +129,7 @@ class SimCopyQueue final : public CopyQueue {
 
  private:
   const MemoryMap& memory_;
+  HardwareQueue* hardware_;  // null: copies do not wait for stopped streams
   double bytesPerUs_ = 0;
   uint64_t issued_ = 0;
   Progress done_;
@@ -143,10 +168,10 @@ void runSegment(const IpcSegment& seg, const ReduceSpec& spec) {
 
 class SimGate final : public StreamGate {
  public:
-  SimGate(NativeStream& stream, const MemoryMap& memory)
-      : stream_(stream), memory_(memory), state_(std::make_shared<State>()) {}
-  SimGate(std::unique_ptr<NativeStream> owned, const MemoryMap& memory)
-      : owned_(std::move(owned)), stream_(*owned_), memory_(memory), state_(std::make_shared<State>()) {}
+  SimGate(NativeStream& stream, const MemoryMap& memory, HardwareQueue& hardware)
+      : stream_(stream), memory_(memory), state_(makeState(hardware)) {}
+  SimGate(std::unique_ptr<NativeStream> owned, const MemoryMap& memory, HardwareQueue& hardware)
+      : owned_(std::move(owned)), stream_(*owned_), memory_(memory), state_(makeState(hardware)) {}
   ~SimGate() override { state_->released.raise(UINT64_MAX); }
 
   Status mark(uint64_t* ticket) override {
@@ -156,7 +181,11 @@ class SimGate final : public StreamGate {
     return {};
   }
   Status waitFor(uint64_t ticket) override {
-    stream_.launch([state = state_, ticket] { state->released.waitFor(ticket); });
+    stream_.launch([state = state_, ticket] {
+      if (state->hardware) state->hardware->stop();
+      state->released.waitFor(ticket);
+      if (state->hardware) state->hardware->resume();
+    });
     return {};
   }
   Status copyOnStream(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
@@ -198,7 +227,13 @@ class SimGate final : public StreamGate {
   struct State {
     Progress started;
     Progress released;
+    HardwareQueue* hardware = nullptr;  // set: a wait stops the device's copies
   };
+  static std::shared_ptr<State> makeState(HardwareQueue& hardware) {
+    auto state = std::make_shared<State>();
+    if (paramBool("HCL_SIM_SHARED_QUEUE")) state->hardware = &hardware;
+    return state;
+  }
   std::unique_ptr<NativeStream> owned_;  // first: destroyed after the gate has let its stream go
   NativeStream& stream_;
   const MemoryMap& memory_;
@@ -208,14 +243,17 @@ class SimGate final : public StreamGate {
 
 }  // namespace
 
-std::unique_ptr<CopyQueue> makeCopyQueue(const MemoryMap& memory) { return std::make_unique<SimCopyQueue>(memory); }
-
-std::unique_ptr<StreamGate> makeGate(NativeStream& stream, const MemoryMap& memory) {
-  return std::make_unique<SimGate>(stream, memory);
+std::unique_ptr<CopyQueue> makeCopyQueue(const MemoryMap& memory, HardwareQueue& hardware) {
+  return std::make_unique<SimCopyQueue>(memory, hardware);
 }
 
-std::unique_ptr<StreamGate> makeOwningGate(std::unique_ptr<NativeStream> stream, const MemoryMap& memory) {
-  return std::make_unique<SimGate>(std::move(stream), memory);
+std::unique_ptr<StreamGate> makeGate(NativeStream& stream, const MemoryMap& memory, HardwareQueue& hardware) {
+  return std::make_unique<SimGate>(stream, memory, hardware);
+}
+
+std::unique_ptr<StreamGate> makeOwningGate(std::unique_ptr<NativeStream> stream, const MemoryMap& memory,
+                                           HardwareQueue& hardware) {
+  return std::make_unique<SimGate>(std::move(stream), memory, hardware);
 }
 
 }  // namespace hcl::sim

@@ -260,6 +260,80 @@ TEST_P(DevicePathTest, CollectivesInSequenceOnANativeStream) {
   for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
 }
 
+// A group that mixes collectives with send/recv, on one native stream per
+// rank, on a device whose streams share one hardware queue: while the stream
+// is stopped waiting for HCL's worker, the device starts no other copy. A
+// worker that copied on a queue of its own then would never finish, and the
+// stream would wait for it forever; the copies must be on the stream.
+TEST_F(DeviceTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
+  setenv("HCL_SIM_SHARED_QUEUE", "1", 1);
+  setenv("HCL_IPC_DISABLE", "1", 1);
+  setenv("HCL_TIMEOUT_MS", "10000", 1);
+  auto comms = initOnDevices({"sim:0", "sim:0"});
+  unsetenv("HCL_IPC_DISABLE");
+  unsetenv("HCL_TIMEOUT_MS");
+  const size_t count = 20000, p2pCount = 1000;
+  auto rc = onThreads(2, [&](int r) -> int {
+    hclComm_t comm = comms[static_cast<size_t>(r)];
+    hcl::sim::NativeStream native;
+    hclStream_t stream = nullptr;
+    if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
+    void *sum = nullptr, *gathered = nullptr, *mine = nullptr, *theirs = nullptr;
+    if (hclCommMemAlloc(comm, &sum, count * sizeof(float)) != hclSuccess ||
+        hclCommMemAlloc(comm, &gathered, 2 * count * sizeof(float)) != hclSuccess ||
+        hclCommMemAlloc(comm, &mine, p2pCount * sizeof(float)) != hclSuccess ||
+        hclCommMemAlloc(comm, &theirs, p2pCount * sizeof(float)) != hclSuccess) {
+      return 2;
+    }
+    std::vector<float> input(count), tag(p2pCount, static_cast<float>(r + 10));
+    for (size_t i = 0; i < count; ++i) input[i] = static_cast<float>(r * 100000 + i);
+    native.launch([&] {
+      hclCommMemcpy(comm, sum, input.data(), count * sizeof(float));
+      hclCommMemcpy(comm, mine, tag.data(), p2pCount * sizeof(float));
+    });
+    if (hclGroupStart() != hclSuccess) return 3;
+    if (hclAllGather(sum, gathered, count, hclFloat, comm, stream) != hclSuccess) return 4;
+    if (hclAllReduce(sum, sum, count, hclFloat, hclSum, comm, stream) != hclSuccess) return 5;
+    if (hclSend(mine, p2pCount, hclFloat, 1 - r, comm, stream) != hclSuccess) return 6;
+    if (hclRecv(theirs, p2pCount, hclFloat, 1 - r, comm, stream) != hclSuccess) return 7;
+    if (hclGroupEnd() != hclSuccess) {
+      std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(comm));
+      return 8;
+    }
+    std::vector<float> seenSum(count, -1.0f), seenGathered(2 * count, -1.0f), seenP2P(p2pCount, -1.0f);
+    native.launch([&] {
+      hclCommMemcpy(comm, seenSum.data(), sum, count * sizeof(float));
+      hclCommMemcpy(comm, seenGathered.data(), gathered, 2 * count * sizeof(float));
+      hclCommMemcpy(comm, seenP2P.data(), theirs, p2pCount * sizeof(float));
+    });
+    native.synchronize();
+    if (hclStreamSynchronize(stream) != hclSuccess) {
+      std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(comm));
+      return 9;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      const float want = static_cast<float>(100000 + 2 * i);
+      const float g0 = static_cast<float>(i), g1 = static_cast<float>(100000 + i);
+      if (seenSum[i] != want || seenGathered[i] != g0 || seenGathered[count + i] != g1) {
+        std::fprintf(stderr, "rank %d element %zu: allreduce %f (want %f), allgather %f, %f (want %f, %f)\n", r, i,
+                     seenSum[i], want, seenGathered[i], seenGathered[count + i], g0, g1);
+        return 10;
+      }
+    }
+    for (float v : seenP2P) {
+      if (v != static_cast<float>(11 - r)) {
+        std::fprintf(stderr, "rank %d received %f from its peer, want %d\n", r, v, 11 - r);
+        return 11;
+      }
+    }
+    for (void* p : {sum, gathered, mine, theirs}) hclCommMemFree(comm, p);
+    return hclStreamDestroy(stream) == hclSuccess ? 0 : 12;
+  });
+  unsetenv("HCL_SIM_SHARED_QUEUE");
+  EXPECT_EQ(rc, std::vector<int>(2, 0));
+  for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+}
+
 // Sim ranks of one host map each other's memory: every collective runs on
 // the devices (plan "ipc"), with device buffers and with host buffers (which
 // get device stand-ins), whichever sim device each rank is on.
