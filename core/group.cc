@@ -223,101 +223,16 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
   return {};
 }
 
-// Whether a launch's copies can run on its device-runtime stream: staged
-// calls of one communicator, all collectives (so that the worker finishes
-// their chunks, and releases their tickets, in the order they were issued)
-// or all point-to-point.
+// Whether a launch's collectives can be put on its device-runtime stream as
+// their chunk pipelines: staged collectives of one communicator (so that the
+// worker finishes their chunks, and releases their tickets, in the order
+// they were issued).
 bool stagesOnStream(const std::vector<PendingOp>& ops) {
-  const bool p2p = ops.front().kind == CollKind::SendRecv;
   for (const PendingOp& op : ops) {
     if (op.comm != ops.front().comm || op.stream != ops.front().stream || !op.stream) return false;
-    if ((op.kind == CollKind::SendRecv) != p2p || !op.comm->staged() || (!p2p && op.count == 0)) return false;
+    if (op.kind == CollKind::SendRecv || !op.comm->staged() || op.count == 0) return false;
   }
   return dynamic_cast<GatedStream*>(ops.front().stream->impl.get()) != nullptr;
-}
-
-// What a launch that stages whole buffers on a gated stream around one ticket
-// shares between the caller's thread (the stream side) and the worker.
-struct StandInTicket {
-  std::byte* base = nullptr;  // the pinned block of stand-ins
-  StreamGate* gate = nullptr;
-  StreamTickets ticket;  // one; base and gate are set before it is published
-
-  // The stream side, before its copies in: a block of `bytes`. Growing frees
-  // the old stand-ins, which earlier calls' copies on this stream may still
-  // read: those finish first.
-  Status open(StagingArea& area, StreamGate& g, size_t bytes) {
-    gate = &g;
-    ticket.reserve(1);
-    if (bytes == 0) return {};
-    if (!area.p2pFits(bytes)) HCL_TRY(g.synchronize());
-    return area.p2pBuffer(bytes, &base);
-  }
-  // After the copies in: the ticket, which the stream waits for before its
-  // copies out.
-  Status markAndWait(uint64_t* last) {
-    uint64_t t = 0;
-    HCL_TRY(gate->mark(&t));
-    *last = t;
-    HCL_TRY(gate->waitFor(t));
-    ticket.publish(t);
-    return {};
-  }
-  // The worker: the ticket, once the stream has reached it. Waiting for the
-  // work queued before is outside the stall watch.
-  Status awaitStart(uint64_t* t) const {
-    HCL_TRY(ticket.waitPublished(0, t));
-    return gate->waitStart(*t);
-  }
-};
-
-// Point-to-point calls on a gated stream: device buffers are swapped for
-// pinned stand-ins laid end to end in the stream's staging area, copied on
-// the stream around one ticket.
-Status launchP2POnStream(std::vector<PendingOp> ops) {
-  Communicator& comm = *ops.front().comm;
-  auto& stream = static_cast<GatedStream&>(*ops.front().stream->impl);
-  StagingArea* area = nullptr;
-  HCL_TRY(comm.stagingFor(ops.front().stream, &area));
-  struct Plan : StandInTicket {
-    P2PLayout layout;
-  };
-  auto plan = std::make_shared<Plan>();
-  plan->layout = p2pLayout(comm, ops);
-  auto issue = [&](StreamGate& gate, uint64_t* last) -> Status {
-    const P2PLayout& l = plan->layout;
-    HCL_TRY(plan->open(*area, gate, l.standInBytes));
-    auto copy = [&](bool sends) -> Status {
-      for (size_t i = 0; i < l.calls.size(); ++i) {
-        if (l.standIn[i] == P2PLayout::kHost || l.calls[i].isSend != sends) continue;
-        const size_t bytes = l.calls[i].bytes;
-        std::byte* host = plan->base + l.standIn[i];
-        if (sends) HCL_TRY(gate.copyOnStream(host, bytes, l.user[i], bytes, bytes, 1));
-        else HCL_TRY(gate.copyOnStream(l.user[i], bytes, host, bytes, bytes, 1));
-      }
-      return {};
-    };
-    HCL_TRY(copy(true));
-    HCL_TRY(plan->markAndWait(last));
-    return copy(false);
-  };
-  stream.enqueuePrepared(
-      [&](StreamGate& gate, uint64_t* last) {
-        if (Status s = issue(gate, last); !s.ok()) plan->ticket.fail(s.withContext("staging on the stream"));
-      },
-      [plan, owner = ops.front().comm, call = ops.front().call]() -> Status {
-        uint64_t ticket = 0;
-        HCL_TRY(plan->awaitStart(&ticket));
-        Schedule schedule;
-        HCL_TRY(p2pScheduleFor(*owner, plan->layout, schedule));
-        return runSingle(*owner, call, [&](RunSlot& out) -> Status {
-          auto inner = std::make_unique<ScheduleRun>(*owner, std::move(schedule), p2pBuffers(plan->layout, plan->base),
-                                                     ReduceSpec{});
-          out.set(std::make_unique<GatedP2PRun>(*plan->gate, ticket, std::move(inner)));
-          return {};
-        });
-      });
-  return {};
 }
 
 // Collectives on a gated stream: each is put on the stream as the staged
@@ -363,9 +278,8 @@ Status launchStagedOnStream(std::vector<PendingOp> ops) {
   return {};
 }
 
-// A group that the two launches above do not take, on one gated stream:
-// collectives mixed with send/recv, of one staged communicator, none on the
-// IPC path.
+// The other launches on one gated stream: send/recv, alone or mixed with
+// collectives, of one staged communicator, no collective on the IPC path.
 bool groupStagesOnStream(const std::vector<PendingOp>& ops) {
   const PendingOp& first = ops.front();
   if (!first.stream || !dynamic_cast<GatedStream*>(first.stream->impl.get())) return false;
@@ -423,30 +337,44 @@ GroupStandIns groupStandIns(Communicator& comm, const std::vector<PendingOp>& op
   return g;
 }
 
-// A group mixing collectives with send/recv on one gated stream. The stream
-// copies the group's device inputs to pinned stand-ins, marks one ticket and
-// waits for it, then copies the device outputs back; in between, the worker
-// runs the whole group on the stand-ins, as host buffers. Nothing overlaps
-// the copies, but the worker never copies on a device queue while the native
-// stream waits for it (docs/devices.md).
+// Send/recv calls, alone or mixed with collectives, on one gated stream. The
+// stream copies the launch's device inputs to pinned stand-ins, marks one
+// ticket and waits for it, then copies the device outputs back; in between,
+// the worker runs the whole launch on the stand-ins, as host buffers. Nothing
+// overlaps the copies, but the worker never copies on a device queue while
+// the native stream waits for it (docs/devices.md).
 Status launchGroupOnStream(std::vector<PendingOp> ops) {
   Communicator& comm = *ops.front().comm;
   auto& stream = static_cast<GatedStream&>(*ops.front().stream->impl);
   StagingArea* area = nullptr;
   HCL_TRY(comm.stagingFor(ops.front().stream, &area));
-  struct Plan : StandInTicket {
+  struct Plan {
     std::vector<PendingOp> ops;
     GroupStandIns standIns;
+    std::byte* base = nullptr;  // the pinned block of stand-ins
+    StreamGate* gate = nullptr;
+    StreamTickets ticket;  // one; base and gate are set before it is published
   };
   auto plan = std::make_shared<Plan>();
   plan->standIns = groupStandIns(comm, ops);
   plan->ops = std::move(ops);
   auto issue = [&](StreamGate& gate, uint64_t* last) -> Status {
     const GroupStandIns& g = plan->standIns;
-    HCL_TRY(plan->open(*area, gate, g.bytes));
+    plan->gate = &gate;
+    plan->ticket.reserve(1);
+    // Growing frees the old stand-ins, which earlier calls' copies on this
+    // stream may still read: let them finish first.
+    if (g.bytes > 0) {
+      if (!area->p2pFits(g.bytes)) HCL_TRY(gate.synchronize());
+      HCL_TRY(area->p2pBuffer(g.bytes, &plan->base));
+    }
     for (const GroupStandIns::Copy& c : g.in)
       HCL_TRY(gate.copyOnStream(plan->base + c.offset, c.bytes, c.user, c.bytes, c.bytes, 1));
-    HCL_TRY(plan->markAndWait(last));
+    uint64_t t = 0;
+    HCL_TRY(gate.mark(&t));
+    *last = t;
+    HCL_TRY(gate.waitFor(t));
+    plan->ticket.publish(t);
     for (const GroupStandIns::Copy& c : g.out)
       HCL_TRY(gate.copyOnStream(c.user, c.bytes, plan->base + c.offset, c.bytes, c.bytes, 1));
     return {};
@@ -456,8 +384,11 @@ Status launchGroupOnStream(std::vector<PendingOp> ops) {
         if (Status s = issue(gate, last); !s.ok()) plan->ticket.fail(s.withContext("staging on the stream"));
       },
       [plan]() -> Status {
+        // The work queued on the stream before the launch is waited for
+        // outside the executor's stall watch.
         uint64_t ticket = 0;
-        HCL_TRY(plan->awaitStart(&ticket));
+        HCL_TRY(plan->ticket.waitPublished(0, &ticket));
+        HCL_TRY(plan->gate->waitStart(ticket));
         std::vector<PendingOp> ops = plan->ops;
         const GroupStandIns& g = plan->standIns;
         for (size_t i = 0; i < ops.size(); ++i) {
@@ -473,10 +404,7 @@ Status launchGroupOnStream(std::vector<PendingOp> ops) {
 
 Status launch(std::vector<PendingOp> ops) {
   if (ops.empty()) return {};
-  if (stagesOnStream(ops)) {
-    if (ops.front().kind == CollKind::SendRecv) return launchP2POnStream(std::move(ops));
-    return launchStagedOnStream(std::move(ops));
-  }
+  if (stagesOnStream(ops)) return launchStagedOnStream(std::move(ops));
   if (groupStagesOnStream(ops)) return launchGroupOnStream(std::move(ops));
   std::vector<hclStream*> streams;
   bool anyNullStream = false;

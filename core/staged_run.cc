@@ -15,13 +15,13 @@ StagedChunks::StagedChunks(Device& device, StagingArea& area, const CollArgs& ba
       elem_(dataTypeSize(base.type)),
       width_(stageChunkWidth(layout_, elem_, area.slotBytes())),
       chunks_(stageChunkCount(base.count, width_)) {
-  // Host memory in one row is used in place; anything else goes through a slot.
-  copyIn_ = layout_.readsInput && (layout_.inBlocks > 1 || device.isDeviceMemory(send));
-  copyOut_ = layout_.writesOutput && (layout_.outBlocks > 1 || device.isDeviceMemory(recv));
-  // An in-place call on staged memory keeps one copy of the data, in the out slot.
-  shareSlot_ = send == recv && copyIn_ && copyOut_ && layout_.inBlocks == layout_.outBlocks;
   hostIn_ = !device.isDeviceMemory(send);
   hostOut_ = !device.isDeviceMemory(recv);
+  // Host memory in one row is used in place; anything else goes through a slot.
+  copyIn_ = layout_.readsInput && (layout_.inBlocks > 1 || !hostIn_);
+  copyOut_ = layout_.writesOutput && (layout_.outBlocks > 1 || !hostOut_);
+  // An in-place call on staged memory keeps one copy of the data, in the out slot.
+  shareSlot_ = send == recv && copyIn_ && copyOut_ && layout_.inBlocks == layout_.outBlocks;
 }
 
 size_t StagedChunks::chunkElems(size_t k) const { return std::min(width_, base_.count - k * width_); }
@@ -220,16 +220,6 @@ Status GatedStagedRun::advance(bool* done, bool* progressed) {
                                          g_->chunks->chunkBuffers(next_), spec_);
     *progressed = true;
   }
-}
-
-Status GatedP2PRun::advance(bool* done, bool* progressed) {
-  *done = false;
-  if (!started_) {
-    HCL_TRY(gate_.pollStart(ticket_, &started_));
-    if (!started_) return {};
-    *progressed = true;
-  }
-  return inner_->advance(done, progressed);
 }
 
 StagedP2PRun::StagedP2PRun(StagingArea& area, std::vector<Call> calls, std::unique_ptr<ScheduleRun> inner)

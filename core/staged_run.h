@@ -164,23 +164,6 @@ class GatedStagedRun final : public OpRun {
   std::unique_ptr<ScheduleRun> net_;
 };
 
-// Point-to-point calls on a gated stream: the stream copies the sends' device
-// buffers to pinned stand-ins before `ticket` and the receives' back after
-// it; the worker runs the transfers between.
-class GatedP2PRun final : public OpRun {
- public:
-  GatedP2PRun(StreamGate& gate, uint64_t ticket, std::unique_ptr<ScheduleRun> inner)
-      : gate_(gate), ticket_(ticket), inner_(std::move(inner)) {}
-  Status advance(bool* done, bool* progressed) override;
-  int waitingOn() const override { return inner_->waitingOn(); }
-
- private:
-  StreamGate& gate_;
-  uint64_t ticket_;
-  bool started_ = false;
-  std::unique_ptr<ScheduleRun> inner_;
-};
-
 // Point-to-point calls whose buffers are device memory: sends are copied to
 // pinned memory first, receives land there and are copied back at the end.
 class StagedP2PRun final : public OpRun {
