@@ -264,13 +264,12 @@ TEST_P(DevicePathTest, CollectivesInSequenceOnANativeStream) {
 // rank, on a device whose streams share one hardware queue: while the stream
 // is stopped waiting for HCL's worker, the device starts no other copy. A
 // worker that copied on a queue of its own then would never finish, and the
-// stream would wait for it forever; the copies must be on the stream.
-TEST_F(DeviceTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
+// stream would wait for it forever; the copies must be on the stream. On the
+// IPC path the collectives run on the device and the send/recv staged.
+TEST_P(DevicePathTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
   setenv("HCL_SIM_SHARED_QUEUE", "1", 1);
-  setenv("HCL_IPC_DISABLE", "1", 1);
   setenv("HCL_TIMEOUT_MS", "10000", 1);
-  auto comms = initOnDevices({"sim:0", "sim:0"});
-  unsetenv("HCL_IPC_DISABLE");
+  auto comms = initOnPath({"sim:0", "sim:0"});
   unsetenv("HCL_TIMEOUT_MS");
   const size_t count = 20000, p2pCount = 1000;
   auto rc = onThreads(2, [&](int r) -> int {
@@ -332,6 +331,94 @@ TEST_F(DeviceTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
   unsetenv("HCL_SIM_SHARED_QUEUE");
   EXPECT_EQ(rc, std::vector<int>(2, 0));
   for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+}
+
+// One group over two native streams and two communicators per rank, on a
+// device whose streams share one hardware queue: an allreduce on stream 1, a
+// send/recv exchange on stream 2 (both on communicator A), and a broadcast
+// of communicator B, whose HCL stream wraps native stream 1 as well. The
+// launch is ordered on both native streams; neither may wait for a ticket
+// issued behind the other's wait.
+TEST_P(DevicePathTest, GroupOverTwoStreamsAndTwoCommunicatorsWithOneHardwareQueue) {
+  setenv("HCL_SIM_SHARED_QUEUE", "1", 1);
+  setenv("HCL_TIMEOUT_MS", "10000", 1);
+  auto commsA = initOnPath({"sim:0", "sim:0"});
+  auto commsB = initOnPath({"sim:0", "sim:0"});
+  unsetenv("HCL_TIMEOUT_MS");
+  const size_t count = 30000, p2pCount = 1500;
+  auto rc = onThreads(2, [&](int r) -> int {
+    hclComm_t a = commsA[static_cast<size_t>(r)], b = commsB[static_cast<size_t>(r)];
+    hcl::sim::NativeStream native1(8), native2(8);
+    hclStream_t a1 = nullptr, a2 = nullptr, b1 = nullptr;
+    if (hclCommWrapStream(a, &native1, &a1) != hclSuccess || hclCommWrapStream(a, &native2, &a2) != hclSuccess ||
+        hclCommWrapStream(b, &native1, &b1) != hclSuccess) {
+      return 1;
+    }
+    void *sum = nullptr, *bcast = nullptr, *mine = nullptr, *theirs = nullptr;
+    if (hclCommMemAlloc(a, &sum, count * sizeof(float)) != hclSuccess ||
+        hclCommMemAlloc(b, &bcast, count * sizeof(float)) != hclSuccess ||
+        hclCommMemAlloc(a, &mine, p2pCount * sizeof(float)) != hclSuccess ||
+        hclCommMemAlloc(a, &theirs, p2pCount * sizeof(float)) != hclSuccess) {
+      return 2;
+    }
+    std::vector<float> input(count), root(count), tag(p2pCount, static_cast<float>(r + 10));
+    for (size_t i = 0; i < count; ++i) {
+      input[i] = static_cast<float>(r * 100000 + i);
+      root[i] = static_cast<float>(r == 1 ? 7 * i : 0);
+    }
+    native1.launch([&] {
+      hclCommMemcpy(a, sum, input.data(), count * sizeof(float));
+      hclCommMemcpy(b, bcast, root.data(), count * sizeof(float));
+    });
+    native2.launch([&] { hclCommMemcpy(a, mine, tag.data(), p2pCount * sizeof(float)); });
+    if (hclGroupStart() != hclSuccess) return 3;
+    if (hclAllReduce(sum, sum, count, hclFloat, hclSum, a, a1) != hclSuccess) return 4;
+    if (hclSend(mine, p2pCount, hclFloat, 1 - r, a, a2) != hclSuccess) return 5;
+    if (hclRecv(theirs, p2pCount, hclFloat, 1 - r, a, a2) != hclSuccess) return 6;
+    if (hclBcast(bcast, count, hclFloat, 1, b, b1) != hclSuccess) return 7;
+    if (hclGroupEnd() != hclSuccess) {
+      std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(a));
+      return 8;
+    }
+    std::vector<float> seenSum(count, -1.0f), seenBcast(count, -1.0f), seenP2P(p2pCount, -1.0f);
+    native1.launch([&] {
+      hclCommMemcpy(a, seenSum.data(), sum, count * sizeof(float));
+      hclCommMemcpy(b, seenBcast.data(), bcast, count * sizeof(float));
+    });
+    native2.launch([&] { hclCommMemcpy(a, seenP2P.data(), theirs, p2pCount * sizeof(float)); });
+    native1.synchronize();
+    native2.synchronize();
+    for (hclStream_t s : {a1, a2, b1}) {
+      if (hclStreamSynchronize(s) != hclSuccess) {
+        std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(a));
+        return 9;
+      }
+    }
+    for (size_t i = 0; i < count; ++i) {
+      const float want = static_cast<float>(100000 + 2 * i), wantRoot = static_cast<float>(7 * i);
+      if (seenSum[i] != want || seenBcast[i] != wantRoot) {
+        std::fprintf(stderr, "rank %d element %zu: allreduce %f (want %f), broadcast %f (want %f)\n", r, i,
+                     seenSum[i], want, seenBcast[i], wantRoot);
+        return 10;
+      }
+    }
+    for (float v : seenP2P) {
+      if (v != static_cast<float>(11 - r)) {
+        std::fprintf(stderr, "rank %d received %f from its peer, want %d\n", r, v, 11 - r);
+        return 11;
+      }
+    }
+    for (void* p : {sum, mine, theirs}) hclCommMemFree(a, p);
+    hclCommMemFree(b, bcast);
+    for (hclStream_t s : {a1, a2, b1}) {
+      if (hclStreamDestroy(s) != hclSuccess) return 12;
+    }
+    return 0;
+  });
+  unsetenv("HCL_SIM_SHARED_QUEUE");
+  EXPECT_EQ(rc, std::vector<int>(2, 0));
+  for (hclComm_t c : commsA) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+  for (hclComm_t c : commsB) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
 }
 
 // Sim ranks of one host map each other's memory: every collective runs on

@@ -1,0 +1,177 @@
+#include "core/group_tasks.h"
+
+#include <algorithm>
+
+#include "collectives/algorithms/p2p.h"
+#include "core/ipc_run.h"
+#include "core/staged_run.h"
+
+namespace hcl {
+namespace {
+
+CommTask::Maker collectiveMaker(PendingOp op) {
+  return [op = std::move(op)](RunSlot& out) { return makeCollectiveRun(*op.comm, op, out); };
+}
+
+// A launch's point-to-point calls as transfers. Device buffers get pinned
+// stand-ins, laid end to end in one block; host buffers are used as they are.
+struct P2PLayout {
+  static constexpr size_t kHost = SIZE_MAX;
+  std::vector<P2PCall> calls;
+  std::vector<void*> user;      // each call's own buffer
+  std::vector<size_t> standIn;  // its stand-in's offset in the block, or kHost
+  size_t standInBytes = 0;
+};
+
+P2PLayout p2pLayout(Communicator& comm, const std::vector<PendingOp>& ops) {
+  P2PLayout l;
+  for (const PendingOp& op : ops) {
+    P2PCall c;
+    c.isSend = op.isSend;
+    c.peer = op.root;
+    c.bytes = op.count * dataTypeSize(op.type);
+    c.buffer = static_cast<uint32_t>(l.user.size());
+    void* user = op.isSend ? const_cast<void*>(op.send) : op.recv;
+    if (c.bytes > 0 && comm.device().isDeviceMemory(user)) {
+      l.standIn.push_back(l.standInBytes);
+      l.standInBytes += (c.bytes + 63) / 64 * 64;
+    } else {
+      l.standIn.push_back(P2PLayout::kHost);
+    }
+    l.user.push_back(user);
+    l.calls.push_back(c);
+  }
+  return l;
+}
+
+// The buffers the transfers use, with the stand-in block at `base`.
+RunBuffers p2pBuffers(const P2PLayout& l, std::byte* base) {
+  RunBuffers buffers;
+  for (size_t i = 0; i < l.calls.size(); ++i) {
+    buffers.user.push_back(l.standIn[i] == P2PLayout::kHost ? l.user[i] : base + l.standIn[i]);
+  }
+  return buffers;
+}
+
+Status p2pScheduleFor(Communicator& comm, const P2PLayout& l, Schedule& schedule) {
+  std::string error;
+  if (!p2pSchedule(l.calls, comm.rank(), schedule, error)) return invalidUsage(error);
+  return {};
+}
+
+CommTask::Maker p2pMaker(std::vector<PendingOp> ops) {
+  return [ops = std::move(ops)](RunSlot& out) -> Status {
+    Communicator& comm = *ops.front().comm;
+    const P2PLayout layout = p2pLayout(comm, ops);
+    Schedule schedule;
+    HCL_TRY(p2pScheduleFor(comm, layout, schedule));
+    if (layout.standInBytes == 0) {
+      out.emplaceSchedule(comm, std::move(schedule), p2pBuffers(layout, nullptr), ReduceSpec{});
+      return {};
+    }
+    StagingArea* area = nullptr;
+    HCL_TRY(comm.staging(&area));
+    std::byte* base = nullptr;
+    HCL_TRY(area->p2pBuffer(layout.standInBytes, &base));
+    std::vector<StagedP2PRun::Call> staged;
+    for (size_t i = 0; i < layout.calls.size(); ++i) {
+      if (layout.standIn[i] == P2PLayout::kHost) continue;
+      staged.push_back({layout.user[i], base + layout.standIn[i], layout.calls[i].bytes, layout.calls[i].isSend});
+    }
+    auto inner = std::make_unique<ScheduleRun>(comm, std::move(schedule), p2pBuffers(layout, base), ReduceSpec{});
+    auto run = std::make_unique<StagedP2PRun>(*area, std::move(staged), std::move(inner));
+    HCL_TRY(run->begin());
+    out.set(std::move(run));
+    return {};
+  };
+}
+
+}  // namespace
+
+CollArgs collArgsFor(Communicator& comm, const PendingOp& op) {
+  CollArgs args;
+  args.kind = op.kind;
+  args.rank = comm.rank();
+  args.nranks = comm.nranks();
+  args.count = op.count;
+  args.type = op.type;
+  args.loadIsIdentity =
+      accumulatorSize(op.type) == dataTypeSize(op.type) && op.spec.kind != ReduceKind::PreMulSum;
+  args.rankDependentLoad = op.spec.kind == ReduceKind::PreMulSum;
+  args.root = op.root;
+  args.inPlace = op.send == op.recv;
+  args.chunkBytes = comm.settings().chunkBytes;
+  return args;
+}
+
+bool takesIpcPath(const Communicator& comm, const PendingOp& op) {
+  return comm.ipc() && ipcServes(op.kind, op.count, op.spec.kind);
+}
+
+Status makeCollectiveRun(Communicator& comm, const PendingOp& op, RunSlot& out) {
+  ReduceSpec spec = op.spec;
+  if (op.scalarPointer) {
+    // A scalar in device memory (hclScalarDevice on a GPU) is read through the device.
+    uint64_t scalar = 0;
+    const void* from = op.scalarPointer;
+    if (comm.device().isDeviceMemory(from)) {
+      HCL_TRY(comm.device().copy(&scalar, from, dataTypeSize(op.type)));
+      from = &scalar;
+    }
+    readScalar(op.type, from, spec.scalarFloat, spec.scalarInt, spec.scalarUint);
+  }
+  if (op.gated) {
+    out.set(std::make_unique<GatedStagedRun>(comm, op.gated, spec));
+    return {};
+  }
+  if (op.ipc) {
+    out.set(std::make_unique<IpcRun>(comm, op.ipc));
+    return {};
+  }
+  const CollArgs args = collArgsFor(comm, op);
+  if (takesIpcPath(comm, op)) {
+    // Without a device-runtime stream: the run puts its stream side on a
+    // stream of HCL's own.
+    IpcArea* area = nullptr;
+    HCL_TRY(comm.ipcAreaFor(nullptr, &area));
+    out.set(std::make_unique<IpcRun>(comm, std::make_shared<IpcCall>(args, spec, op.send, op.recv), area));
+    return {};
+  }
+  if (comm.staged() && op.count > 0) {
+    StagingArea* area = nullptr;
+    HCL_TRY(comm.staging(&area));
+    out.set(std::make_unique<StagedRun>(comm, *area, args, op.send, op.recv, spec));
+    return {};
+  }
+  out.emplaceSchedule(comm, comm.schedule(args), RunBuffers{op.send, op.recv, {}}, spec);
+  return {};
+}
+
+std::vector<std::unique_ptr<CommTask>> buildTasks(std::vector<PendingOp>& ops) {
+  std::vector<Communicator*> order;
+  for (const PendingOp& op : ops) {
+    if (std::find(order.begin(), order.end(), op.comm.get()) == order.end()) order.push_back(op.comm.get());
+  }
+  std::vector<std::unique_ptr<CommTask>> tasks;
+  for (Communicator* c : order) {
+    std::vector<PendingOp> p2p;
+    std::shared_ptr<Communicator> owner;
+    const char* firstCall = nullptr;
+    for (const PendingOp& op : ops) {
+      if (op.comm.get() != c) continue;
+      owner = op.comm;
+      if (!firstCall) firstCall = op.call;
+      if (op.kind == CollKind::SendRecv) p2p.push_back(op);
+    }
+    auto task = std::make_unique<CommTask>(owner, ops.size() == 1 ? firstCall : "hclGroupEnd");
+    if (!p2p.empty()) task->add(p2pMaker(std::move(p2p)));
+    for (const PendingOp& op : ops) {
+      if (op.comm.get() == c && op.kind != CollKind::SendRecv) task->add(collectiveMaker(op));
+    }
+    tasks.push_back(std::move(task));
+  }
+  return tasks;
+}
+
+
+}  // namespace hcl
