@@ -85,8 +85,9 @@ class ScheduleRun final : public OpRun {
   std::byte* scratch_ = nullptr;  // the communicator's, while this run exists
   std::unique_ptr<AddressEntry[]> addresses_;  // per rank, for direct access
   int allShared_ = -1;  // every exchanged buffer shareable (-1: not yet known)
-  // Most schedules have a handful of transfers; those live in the run itself.
-  static constexpr uint32_t kInlineTransfers = 4;
+  // Most schedules have a handful of transfers (the flat small-message
+  // round has 2(n-1)); those live in the run itself, with no allocation.
+  static constexpr uint32_t kInlineTransfers = 8;
   Transfer inlineTransfers_[kInlineTransfers];
   std::unique_ptr<Transfer[]> heapTransfers_;
   Transfer* transfers_ = inlineTransfers_;
