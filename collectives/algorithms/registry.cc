@@ -16,6 +16,13 @@ namespace hcl {
 // Below this size the two extra messages of a direct schedule cost more than
 // the copies they save (docs/performance.md).
 constexpr size_t kDirectFrom = 64 * 1024;
+// A direct allreduce has each rank reduce one shard: it pays once a shard
+// holds 8 KiB (2 ranks, 32 KiB: 4.3 against 6.5 us for the ring; 4 ranks on
+// 2 cores: level with the ring at 32 KiB), and so does a direct
+// reduce-scatter from 16 KiB per rank (2 ranks: 2.8 against 3.5 us at
+// 16 KiB; 4 ranks: 17 against 19-23 us).
+constexpr size_t kDirectShardFrom = 8 * 1024;
+constexpr size_t kDirectReduceScatterFrom = 16 * 1024;
 // A reduce's non-roots write their shards to the root: one more system call
 // each, which the chain to the root beats at 64 KiB (2 ranks: 4.7 vs 5.5 us).
 constexpr size_t kDirectReduceFrom = 128 * 1024;
@@ -40,12 +47,12 @@ std::span<const AlgorithmEntry> algorithmTable() {
       {CollKind::AllReduce, "flat", flatAllReduce, kFlatUpTo, 0, false, kFlatMaxRanks},
       {CollKind::AllReduce, "rd", recursiveDoublingAllReduce, 16 * 1024},
       {CollKind::AllReduce, "window", windowAllReduce, 0, kWindowFrom, true, 0, kWindowFromTotal},
-      {CollKind::AllReduce, "direct", directAllReduce, 0, kDirectFrom, true},
+      {CollKind::AllReduce, "direct", directAllReduce, 0, 0, true, 0, 0, kDirectShardFrom},
       {CollKind::AllReduce, "ring", ringAllReduce, 0},
       {CollKind::AllReduce, "tree", treeAllReduce, 0},
       {CollKind::AllReduce, "rhd", rhdAllReduce, 0},
       {CollKind::AllReduce, "hier", hierAllReduce, 0},
-      {CollKind::ReduceScatter, "direct", directReduceScatter, 0, kDirectFrom, true},
+      {CollKind::ReduceScatter, "direct", directReduceScatter, 0, kDirectReduceScatterFrom, true},
       {CollKind::ReduceScatter, "ring", ringReduceScatter, 0},
       {CollKind::ReduceScatter, "rhd", rhdReduceScatter, 0},
       {CollKind::ReduceScatter, "hier", hierReduceScatter, 0},

@@ -88,7 +88,8 @@ std::vector<const AlgorithmEntry*> Planner::allowed(CollKind kind) {
   // An algorithm for every size and every communicator must remain, or some
   // messages would have none.
   const auto universal = [](const AlgorithmEntry* e) {
-    return e->maxBytes == 0 && e->minBytes == 0 && e->minTotalBytes == 0 && !e->needsPeerAccess;
+    return e->maxBytes == 0 && e->minBytes == 0 && e->minTotalBytes == 0 && e->minShardBytes == 0 &&
+           !e->needsPeerAccess;
   };
   if (std::none_of(kept.begin(), kept.end(), universal)) {
     const AlgorithmEntry* fallback = *std::find_if(candidates.begin(), candidates.end(), universal);
@@ -100,11 +101,13 @@ std::vector<const AlgorithmEntry*> Planner::allowed(CollKind kind) {
 }
 
 bool Planner::usable(const AlgorithmEntry& e, size_t bytes, int nranks, bool peerAccess) const {
-  // minBytes, minTotalBytes and maxRanks say where an algorithm starts to
-  // pay; one named in HCL_ALGO is used beyond them too. maxBytes is a hard limit.
+  // minBytes, minTotalBytes, minShardBytes and maxRanks say where an
+  // algorithm starts to pay; one named in HCL_ALGO is used beyond them too.
+  // maxBytes is a hard limit.
   const bool named = std::find(named_.begin(), named_.end(), &e) != named_.end();
   const size_t ranks = static_cast<size_t>(std::max(nranks, 1));
-  const bool bigEnough = bytes >= e.minBytes && bytes >= (e.minTotalBytes + ranks - 1) / ranks;
+  const bool bigEnough = bytes >= e.minBytes && bytes >= (e.minTotalBytes + ranks - 1) / ranks &&
+                         bytes / ranks >= e.minShardBytes;
   return (e.maxBytes == 0 || bytes <= e.maxBytes) && (bigEnough || named) && (peerAccess || !e.needsPeerAccess) &&
          (e.maxRanks == 0 || nranks <= e.maxRanks || named);
 }

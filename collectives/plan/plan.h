@@ -30,6 +30,9 @@ struct AlgorithmEntry {
   // And only where the message times the rank count reaches this (0: no
   // limit): what every rank's buffers weigh together on a host.
   size_t minTotalBytes = 0;
+  // And only where each rank's share of the message reaches this (0: no
+  // limit): for schedules in which every rank works on one shard.
+  size_t minShardBytes = 0;
 };
 
 // Every registered algorithm (collectives/algorithms/registry.cc).
