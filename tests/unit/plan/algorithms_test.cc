@@ -164,6 +164,24 @@ TEST(Planner, OverrideGrammar) {
   EXPECT_STREQ(hcl::Planner("^ring;allgather:rhd").algorithmFor(CollKind::AllGather), "rhd");
 }
 
+// With peer access, the direct allreduce starts where each rank's shard
+// holds 8 KiB, so later on more ranks; the direct reduce-scatter (whose
+// size is already per rank) at 16 KiB.
+TEST(Planner, DirectStartsWhereTheShardPays) {
+  hcl::Planner planner("");
+  planner.setPeerAccess(true);
+  EXPECT_STREQ(planner.algorithmFor(CollKind::AllReduce, 16 * 1024, 2), "rd");
+  EXPECT_STREQ(planner.algorithmFor(CollKind::AllReduce, 16 * 1024 + 4, 2), "direct");
+  EXPECT_STREQ(planner.algorithmFor(CollKind::AllReduce, 16 * 1024 + 4, 4), "ring");
+  EXPECT_STREQ(planner.algorithmFor(CollKind::AllReduce, 32 * 1024, 4), "direct");
+  EXPECT_STREQ(planner.algorithmFor(CollKind::AllReduce, 64 * 1024 - 4, 8), "ring");
+  EXPECT_STREQ(planner.algorithmFor(CollKind::AllReduce, 64 * 1024, 8), "direct");
+  EXPECT_STREQ(planner.algorithmFor(CollKind::ReduceScatter, 16 * 1024 - 4, 2), "ring");
+  EXPECT_STREQ(planner.algorithmFor(CollKind::ReduceScatter, 16 * 1024, 4), "direct");
+  // Without peer access neither is a candidate.
+  EXPECT_STREQ(hcl::Planner("").algorithmFor(CollKind::AllReduce, 1 << 20, 2), "ring");
+}
+
 // The direct algorithms reduce their shard in slices of at most 128 KiB, so
 // each stays in cache; a smaller HCL_CHUNK_BYTES still makes them smaller.
 TEST(DirectSchedules, ShardSlicesAreCacheSized) {
