@@ -22,8 +22,9 @@ struct GroupState {
 // NCCL's groups are per thread.
 thread_local GroupState tlsGroup;
 
-// Launches on HCL's own streams (or on a mixture of those and device-runtime
-// streams; core/stream_launch.h serves launches on device-runtime streams only).
+// Launches on HCL's own streams, and launches over several streams or
+// communicators (core/stream_launch.h serves one communicator on one
+// device-runtime stream).
 Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hclStream*> streams) {
   // The whole launch runs on the first stream's worker once every involved
   // stream has reached it; the other streams wait for it to finish, which
@@ -59,7 +60,7 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
 
 Status launch(std::vector<PendingOp> ops) {
   if (ops.empty()) return {};
-  if (onDeviceStreams(ops)) return launchOnDeviceStreams(std::move(ops));
+  if (onDeviceStream(ops)) return launchOnDeviceStream(std::move(ops));
   std::vector<hclStream*> streams;
   bool anyNullStream = false;
   for (const PendingOp& op : ops) {

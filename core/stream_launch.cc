@@ -1,7 +1,6 @@
 #include "core/stream_launch.h"
 
 #include <algorithm>
-#include <span>
 
 #include "core/group_tasks.h"
 #include "core/ipc_run.h"
@@ -68,235 +67,250 @@ Status launchPipelined(std::vector<PendingOp> ops) {
   return {};
 }
 
-// Where the device buffers of a stream's operations stand in pinned memory:
-// whole buffers, laid end to end. `in` is copied there before the
-// operations run, `out` back after.
+// Where a segment's device buffers stand in pinned memory. Buffers that
+// overlap share one stand-in, so an operation that reads what an earlier one
+// of the segment wrote sees it, as it would on the device.
 struct StandIns {
-  static constexpr size_t kUser = SIZE_MAX;
-  struct Copy {
-    void* user;
-    size_t offset, bytes;
+  struct Range {
+    std::byte* start;
+    size_t bytes;
+    size_t offset;  // in the block
+    bool copyIn, copyOut;
   };
-  std::vector<Copy> in, out;
-  std::vector<size_t> send, recv;  // per operation: its stand-ins' offsets, or kUser
+  std::vector<Range> ranges;
   size_t bytes = 0;
+  // The stand-in of `user` (device memory inside one of the ranges).
+  std::byte* at(std::byte* base, const void* user) const {
+    const auto* p = static_cast<const std::byte*>(user);
+    for (const Range& r : ranges) {
+      if (p >= r.start && p < r.start + r.bytes) return base + r.offset + static_cast<size_t>(p - r.start);
+    }
+    return nullptr;
+  }
 };
 
-StandIns standInsFor(const std::vector<const PendingOp*>& ops) {
-  StandIns g;
-  auto place = [&](Device& device, const void* user, size_t bytes) -> size_t {
-    if (bytes == 0 || !device.isDeviceMemory(user)) return StandIns::kUser;
-    const size_t offset = g.bytes;
-    g.bytes += (bytes + 63) / 64 * 64;
-    return offset;
+// Each operation's device buffers, as byte ranges read and written.
+StandIns standInsFor(Communicator& comm, const std::vector<PendingOp>& ops) {
+  struct Use {
+    std::byte* start;
+    size_t bytes;
+    bool read;
   };
-  for (const PendingOp* op : ops) {
-    Communicator& comm = *op->comm;
-    Device& device = comm.device();
-    const size_t elem = dataTypeSize(op->type);
-    size_t inBytes = 0, outBytes = 0;
-    if (op->kind == CollKind::SendRecv) {
-      (op->isSend ? inBytes : outBytes) = op->count * elem;
-    } else {
-      const StageLayout l = stageLayout(op->kind, comm.rank(), comm.nranks(), op->root);
-      inBytes = l.readsInput ? l.inBlocks * op->count * elem : 0;
-      outBytes = l.writesOutput ? l.outBlocks * op->count * elem : 0;
+  std::vector<Use> uses;
+  Device& device = comm.device();
+  auto use = [&](const void* p, size_t bytes, bool read) {
+    if (bytes > 0 && device.isDeviceMemory(p)) uses.push_back({static_cast<std::byte*>(const_cast<void*>(p)), bytes, read});
+  };
+  for (const PendingOp& op : ops) {
+    const size_t elem = dataTypeSize(op.type);
+    if (op.kind == CollKind::SendRecv) {
+      use(op.isSend ? op.send : op.recv, op.count * elem, op.isSend);
+      continue;
     }
-    size_t send = StandIns::kUser, recv = StandIns::kUser;
-    if (op->kind != CollKind::SendRecv && op->send == op->recv) {  // in place: one stand-in
-      send = recv = place(device, op->recv, std::max(inBytes, outBytes));
-    } else {
-      if (op->kind != CollKind::SendRecv || op->isSend) send = place(device, op->send, inBytes);
-      if (op->kind != CollKind::SendRecv || !op->isSend) recv = place(device, op->recv, outBytes);
+    const StageLayout l = stageLayout(op.kind, comm.rank(), comm.nranks(), op.root);
+    if (l.readsInput) use(op.send, l.inBlocks * op.count * elem, true);
+    if (l.writesOutput) use(op.recv, l.outBlocks * op.count * elem, false);
+    if (op.scalarPointer) use(op.scalarPointer, elem, true);
+  }
+  std::sort(uses.begin(), uses.end(), [](const Use& a, const Use& b) { return a.start < b.start; });
+  StandIns g;
+  for (size_t i = 0; i < uses.size();) {
+    StandIns::Range r{uses[i].start, uses[i].bytes, g.bytes, false, false};
+    size_t written = 0;  // ranges written, and whether one covers all of r
+    bool oneWriteCoversAll = false;
+    for (; i < uses.size() && uses[i].start < r.start + r.bytes; ++i) {
+      const Use& u = uses[i];
+      r.bytes = std::max(r.bytes, static_cast<size_t>(u.start + u.bytes - r.start));
+      if (u.read) r.copyIn = true;
+      if (!u.read) {
+        ++written;
+        r.copyOut = true;
+        oneWriteCoversAll = u.start == r.start && u.bytes == r.bytes;
+      }
     }
-    if (send != StandIns::kUser && inBytes > 0) g.in.push_back({const_cast<void*>(op->send), send, inBytes});
-    if (recv != StandIns::kUser && outBytes > 0) g.out.push_back({op->recv, recv, outBytes});
-    g.send.push_back(send);
-    g.recv.push_back(recv);
+    // What no operation writes whole must keep its contents through the copy back.
+    if (r.copyOut && !(written == 1 && oneWriteCoversAll)) r.copyIn = true;
+    g.bytes += (r.bytes + 63) / 64 * 64;
+    g.ranges.push_back(r);
   }
   return g;
 }
 
-// One stream's share of a launch.
-struct StreamPart {
-  explicit StreamPart(hclStream* h) : handle(h), stream(static_cast<GatedStream*>(h->impl.get())) {}
-  hclStream* handle;
-  GatedStream* stream;
-  std::vector<const PendingOp*> onStandIns;  // in call order
+// The launch as steps in the order the worker runs them: segments of
+// operations that run on pinned stand-ins, and collectives on the IPC path,
+// one step each.
+struct LaunchStep {
+  std::vector<PendingOp> ops;  // a segment; empty for an IPC step
   StandIns standIns;
+  std::shared_ptr<IpcCall> ipc;
+  size_t ticket = 0;  // a segment's ticket, in `tickets`
+};
+
+struct StandInLaunch {
+  explicit StandInLaunch(std::shared_ptr<Communicator> c) : comm(std::move(c)) {}
+  std::shared_ptr<Communicator> comm;
+  std::vector<LaunchStep> steps;
   StagingArea* area = nullptr;
-  std::byte* base = nullptr;  // the pinned block of stand-ins
+  IpcArea* ipcArea = nullptr;
+  std::byte* base = nullptr;  // the stand-ins, shared by the segments in turn
+  size_t standInBytes = 0;
+  size_t segments = 0;
   StreamGate* gate = nullptr;
-  StreamTickets ticket;  // one: the inputs are in; base and gate are set before it is published
+  StreamTickets tickets;  // one per segment; base and gate are set before the first is published
 };
 
-struct DeviceStreamLaunch {
-  std::vector<PendingOp> ops;
-  std::vector<std::unique_ptr<StreamPart>> parts;  // in the order the streams first appear
-  std::vector<size_t> partOf;                      // per operation
-  std::vector<size_t> slotOf;                      // per operation on stand-ins: its index in its part
-  StreamTickets outputsIssued;                     // the copies back are on the streams
-  bool anyIpc = false;
-};
-
-// Each step over all streams before the next, so that a launch over several
-// streams (or several HCL streams wrapping one native stream) never has a
-// stream wait for a ticket that is only issued behind another wait:
-//   1. copy the device inputs to the stand-ins        (every stream)
-//   2. mark each stream's ticket                      (every stream)
-//   3. wait for it, and publish it to the worker      (every stream)
-//   4. copy the device outputs back                   (every stream)
-//   5. the IPC path's steps, in call order
-// A failure before step 5 fails every ticket not yet published and leaves
-// the IPC steps out: no segment table is taken that no run would give back.
-void issueOnStreams(DeviceStreamLaunch& l, std::span<StreamGate* const> gates, std::span<uint64_t> last) {
-  const size_t n = l.parts.size();
-  Status failure;
-  auto failAll = [&] {
-    for (auto& p : l.parts) p->ticket.fail(failure);
-    l.outputsIssued.fail(failure);
-  };
-  l.outputsIssued.reserve(1);
-  for (size_t i = 0; i < n && failure.ok(); ++i) {
-    StreamPart& p = *l.parts[i];
-    p.gate = gates[i];
-    p.ticket.reserve(1);
-    if (p.standIns.bytes > 0) {
-      // Growing frees the old stand-ins, which earlier calls' copies on this
-      // stream may still read: let them finish first.
-      if (!p.area->p2pFits(p.standIns.bytes)) failure = p.gate->synchronize();
-      if (failure.ok()) failure = p.area->p2pBuffer(p.standIns.bytes, &p.base);
-    }
-    for (const StandIns::Copy& c : p.standIns.in) {
-      if (failure.ok()) failure = p.gate->copyOnStream(p.base + c.offset, c.bytes, c.user, c.bytes, c.bytes, 1);
-    }
+// The stream's side, in the calling thread, in step order. A segment: copy
+// its device inputs to the stand-ins, mark a ticket (the worker may run the
+// segment once the stream reaches it), wait for its release, copy the
+// outputs back. The next segment's copies in follow the last one's copies
+// back on the stream, so the segments can share the stand-ins.
+Status issueSteps(StandInLaunch& l, StreamGate& gate, uint64_t* last) {
+  l.gate = &gate;
+  l.tickets.reserve(std::max<size_t>(l.segments, 1));
+  if (l.standInBytes > 0) {
+    // Growing frees the old stand-ins, which earlier calls' copies on this
+    // stream may still read: let them finish first.
+    if (!l.area->p2pFits(l.standInBytes)) HCL_TRY(gate.synchronize());
+    HCL_TRY(l.area->p2pBuffer(l.standInBytes, &l.base));
   }
-  for (size_t i = 0; i < n && failure.ok(); ++i) {
-    failure = gates[i]->mark(&last[i]);
-  }
-  for (size_t i = 0; i < n && failure.ok(); ++i) {
-    failure = gates[i]->waitFor(last[i]);
-    if (failure.ok()) l.parts[i]->ticket.publish(last[i]);
-  }
-  for (size_t i = 0; i < n && failure.ok(); ++i) {
-    const StreamPart& p = *l.parts[i];
-    for (const StandIns::Copy& c : p.standIns.out) {
-      if (failure.ok()) failure = p.gate->copyOnStream(c.user, c.bytes, p.base + c.offset, c.bytes, c.bytes, 1);
-    }
-  }
-  if (!failure.ok()) {
-    failure = failure.withContext("staging on the stream");
-    failAll();
-    return;
-  }
-  l.outputsIssued.publish(1);
-  for (size_t k = 0; k < l.ops.size(); ++k) {
-    PendingOp& op = l.ops[k];
-    if (!op.ipc) continue;
-    const size_t i = l.partOf[k];
-    IpcArea* area = nullptr;
-    if (Status s = op.comm->ipcAreaFor(op.stream, &area); !s.ok()) {
-      op.ipc->tickets.fail(s);
+  for (LaunchStep& step : l.steps) {
+    if (step.ipc) {
+      issueIpc(*l.comm, *step.ipc, gate, *l.ipcArea, false, last);
       continue;
     }
-    issueIpc(*op.comm, *op.ipc, *gates[i], *area, false, &last[i]);
+    for (const StandIns::Range& r : step.standIns.ranges) {
+      if (r.copyIn) HCL_TRY(gate.copyOnStream(l.base + r.offset, r.bytes, r.start, r.bytes, r.bytes, 1));
+    }
+    uint64_t t = 0;
+    HCL_TRY(gate.mark(&t));
+    *last = t;
+    // Published before the wait is issued: with the stream's command queue
+    // full, issuing the wait blocks until the stream moves.
+    l.tickets.publish(t);
+    HCL_TRY(gate.waitFor(t));
+    for (const StandIns::Range& r : step.standIns.ranges) {
+      if (r.copyOut) HCL_TRY(gate.copyOnStream(r.start, r.bytes, l.base + r.offset, r.bytes, r.bytes, 1));
+    }
   }
+  return {};
 }
 
-// The worker's side: once every stream has its inputs in, the operations
-// on stand-ins run as host operations; the streams may then copy their
-// outputs back, and the IPC-path collectives run.
-Status runOnStandInsThenIpc(DeviceStreamLaunch& l) {
-  // The work queued on the streams before the launch may take any time:
-  // waiting for it is not a stalled peer, so it happens before the
-  // executor's watch starts.
-  for (auto& p : l.parts) {
-    uint64_t t = 0;
-    HCL_TRY(p->ticket.waitPublished(0, &t));
-    HCL_TRY(p->gate->waitStart(t));
-  }
-  std::vector<PendingOp> hostOps;
-  for (size_t k = 0; k < l.ops.size(); ++k) {
-    if (l.ops[k].ipc) continue;
-    PendingOp op = l.ops[k];
-    const StreamPart& p = *l.parts[l.partOf[k]];
-    const size_t slot = l.slotOf[k];
-    op.stream = nullptr;
-    if (p.standIns.send[slot] != StandIns::kUser) op.send = p.base + p.standIns.send[slot];
-    if (p.standIns.recv[slot] != StandIns::kUser) op.recv = p.base + p.standIns.recv[slot];
-    hostOps.push_back(std::move(op));
-  }
-  Status s;
-  if (!hostOps.empty()) {
-    auto tasks = buildTasks(hostOps);
+Status runSegment(StandInLaunch& l, const LaunchStep& step) {
+  uint64_t t = 0;
+  HCL_TRY(l.tickets.waitPublished(step.ticket, &t));
+  Status s = l.gate->waitStart(t);
+  if (s.ok()) {
+    std::vector<PendingOp> ops = step.ops;
+    for (PendingOp& op : ops) {
+      op.stream = nullptr;
+      if (std::byte* p = step.standIns.at(l.base, op.send)) op.send = p;
+      if (std::byte* p = step.standIns.at(l.base, op.recv)) op.recv = p;
+      if (op.scalarPointer) {
+        if (std::byte* p = step.standIns.at(l.base, op.scalarPointer)) op.scalarPointer = p;
+      }
+    }
+    auto tasks = buildTasks(ops);
     s = runTasks(tasks);
   }
-  for (auto& p : l.parts) {
-    uint64_t t = 0;
-    bool ready = false;
-    if (p->ticket.get(0, &t, &ready).ok() && ready) p->gate->release(t);
-  }
-  uint64_t issued = 0;
-  if (Status out = l.outputsIssued.waitPublished(0, &issued); !out.ok()) return s.ok() ? out : s;
-  if (!l.anyIpc) return s;
-  // Also after a failure, since the IPC steps are on the streams already: a
-  // failed communicator's runs fail at once, another communicator's run as
-  // they would alone.
-  std::vector<PendingOp> ipcOps;
-  for (const PendingOp& op : l.ops) {
-    if (op.ipc) ipcOps.push_back(op);
-  }
-  auto tasks = buildTasks(ipcOps);
-  Status ipc = runTasks(tasks);
-  return s.ok() ? ipc : s;
+  l.gate->release(t);
+  return s;
 }
 
-// Any launch on device-runtime streams: several streams or communicators,
-// send/recv mixed with collectives, collectives on the IPC path. The device
-// inputs of the operations not on the IPC path are copied whole to pinned
-// stand-ins on their streams, and the worker runs those operations on the
-// stand-ins as host operations; nothing overlaps those copies, but the
-// worker touches no device queue.
-Status launchOnStandIns(std::vector<PendingOp> ops) {
-  auto l = std::make_shared<DeviceStreamLaunch>();
-  l->ops = std::move(ops);
-  for (PendingOp& op : l->ops) {
-    auto it = std::find_if(l->parts.begin(), l->parts.end(), [&](const auto& p) { return p->handle == op.stream; });
-    if (it == l->parts.end()) {
-      l->parts.push_back(std::make_unique<StreamPart>(op.stream));
-      it = l->parts.end() - 1;
+// The worker's side: the steps in order.
+Status runSteps(StandInLaunch& l) {
+  // The work queued on the stream before the launch may take any time:
+  // waiting for it is not a stalled peer, so it happens before the
+  // executor's watch starts.
+  const LaunchStep& first = l.steps.front();
+  uint64_t t = 0;
+  if (first.ipc) {
+    HCL_TRY(first.ipc->tickets.waitPublished(0, &t));
+    HCL_TRY(first.ipc->gate->waitStart(t));
+  } else {
+    HCL_TRY(l.tickets.waitPublished(0, &t));
+    HCL_TRY(l.gate->waitStart(t));
+  }
+  for (const LaunchStep& step : l.steps) {
+    Status s;
+    if (step.ipc) {
+      std::vector<PendingOp> one(1);
+      one[0].call = "hclGroupEnd";
+      one[0].comm = l.comm;
+      one[0].kind = step.ipc->args.kind;
+      one[0].ipc = step.ipc;
+      auto tasks = buildTasks(one);
+      s = runTasks(tasks);
+    } else {
+      s = runSegment(l, step);
     }
-    l->partOf.push_back(static_cast<size_t>(it - l->parts.begin()));
-    StreamPart& p = **it;
-    if (op.kind != CollKind::SendRecv && takesIpcPath(*op.comm, op)) {
-      op.ipc = std::make_shared<IpcCall>(collArgsFor(*op.comm, op), op.spec, op.send, op.recv);
-      l->anyIpc = true;
-      l->slotOf.push_back(0);
+    if (!s.ok()) {
+      // The later steps do not run: peers must not wait for them.
+      l.comm->fail(s);
+      return s;
+    }
+  }
+  return {};
+}
+
+// Send/recv, alone or mixed with collectives, of one communicator on one
+// stream. In the order every path runs a communicator's launch (its
+// send/recv first, then its collectives in call order), consecutive
+// operations not on the IPC path form a segment that runs on pinned
+// stand-ins of its device buffers, as host operations; collectives on the
+// IPC path run as themselves between segments. The stream does every copy;
+// they do not overlap the network, but the worker touches no device queue.
+Status launchOnStandIns(std::vector<PendingOp> ops) {
+  auto l = std::make_shared<StandInLaunch>(ops.front().comm);
+  Communicator& comm = *l->comm;
+  hclStream* stream = ops.front().stream;
+  std::stable_partition(ops.begin(), ops.end(), [](const PendingOp& op) { return op.kind == CollKind::SendRecv; });
+  for (PendingOp& op : ops) {
+    if (op.kind != CollKind::SendRecv && takesIpcPath(comm, op)) {
+      if (!l->ipcArea) HCL_TRY(comm.ipcAreaFor(stream, &l->ipcArea));
+      LaunchStep step;
+      step.ipc = std::make_shared<IpcCall>(collArgsFor(comm, op), op.spec, op.send, op.recv);
+      l->steps.push_back(std::move(step));
       continue;
     }
-    if (!p.area) HCL_TRY(op.comm->stagingFor(op.stream, &p.area));
-    l->slotOf.push_back(p.onStandIns.size());
-    p.onStandIns.push_back(&op);
+    if (l->steps.empty() || l->steps.back().ipc) {
+      LaunchStep step;
+      step.ticket = l->segments++;
+      l->steps.push_back(std::move(step));
+    }
+    l->steps.back().ops.push_back(std::move(op));
   }
-  for (auto& p : l->parts) p->standIns = standInsFor(p->onStandIns);
-  std::vector<GatedStream*> streams;
-  for (auto& p : l->parts) streams.push_back(p->stream);
-  GatedStream::enqueuePrepared(
-      streams, [&](std::span<StreamGate* const> gates, std::span<uint64_t> last) { issueOnStreams(*l, gates, last); },
-      [l]() -> Status { return runOnStandInsThenIpc(*l); });
+  for (LaunchStep& step : l->steps) {
+    if (step.ipc) continue;
+    step.standIns = standInsFor(comm, step.ops);
+    l->standInBytes = std::max(l->standInBytes, step.standIns.bytes);
+  }
+  if (l->segments > 0) HCL_TRY(comm.stagingFor(stream, &l->area));
+  auto& gated = static_cast<GatedStream&>(*stream->impl);
+  gated.enqueuePrepared(
+      [&](StreamGate& gate, uint64_t* last) {
+        if (Status s = issueSteps(*l, gate, last); !s.ok()) {
+          const Status why = s.withContext("staging on the stream");
+          l->tickets.fail(why);
+          for (LaunchStep& step : l->steps) {
+            if (step.ipc) step.ipc->tickets.fail(why);
+          }
+        }
+      },
+      [l]() -> Status { return runSteps(*l); });
   return {};
 }
 
 }  // namespace
 
-bool onDeviceStreams(const std::vector<PendingOp>& ops) {
+bool onDeviceStream(const std::vector<PendingOp>& ops) {
+  if (ops.empty() || !ops.front().stream || !dynamic_cast<GatedStream*>(ops.front().stream->impl.get())) return false;
   for (const PendingOp& op : ops) {
-    if (!op.stream || !dynamic_cast<GatedStream*>(op.stream->impl.get())) return false;
+    if (op.comm != ops.front().comm || op.stream != ops.front().stream) return false;
   }
-  return !ops.empty();
+  return true;
 }
 
-Status launchOnDeviceStreams(std::vector<PendingOp> ops) {
+Status launchOnDeviceStream(std::vector<PendingOp> ops) {
   if (pipelinesOnStream(ops)) return launchPipelined(std::move(ops));
   return launchOnStandIns(std::move(ops));
 }

@@ -1,6 +1,5 @@
-// Launches whose operations are all on device-runtime streams (each wrapped
-// as a GatedStream). The call returns at once; the streams run it in their
-// order. Everything the launch copies on the device is put on the caller's
+// Launches of one communicator on one device-runtime stream (wrapped as a
+// GatedStream). The call returns at once; the stream runs it in its order. Everything the launch copies on the device is put on the caller's
 // streams when the call is made, and HCL's worker only runs the network side
 // and releases tickets: a stream stopped on a wait can hold back every other
 // stream sharing its hardware queue, so the worker must never need a device
@@ -13,10 +12,13 @@
 
 namespace hcl {
 
-// Whether every operation of the launch is on a device-runtime stream.
-bool onDeviceStreams(const std::vector<PendingOp>& ops);
+// Whether every operation of the launch is of one communicator, on one
+// device-runtime stream. Other launches on such streams (several streams or
+// communicators in one group) still run as one job on HCL's worker while the
+// streams wait (core/group.cc).
+bool onDeviceStream(const std::vector<PendingOp>& ops);
 
-// Puts such a launch on its streams.
-Status launchOnDeviceStreams(std::vector<PendingOp> ops);
+// Puts such a launch on its stream.
+Status launchOnDeviceStream(std::vector<PendingOp> ops);
 
 }  // namespace hcl

@@ -6,7 +6,6 @@
 
 #include <memory>
 #include <mutex>
-#include <span>
 
 #include "device/cpu/cpu_stream.h"
 #include "device/device.h"
@@ -31,16 +30,6 @@ class GatedStream final : public Stream {
   // ticket is released once both are done, also when either failed.
   using Prepare = std::function<void(StreamGate& gate, uint64_t* lastTicket)>;
   void enqueuePrepared(const Prepare& prepare, std::function<Status()> job);
-
-  // The same for one job over several gated streams (distinct objects, which
-  // may wrap one native stream): the job runs on the first stream's worker,
-  // and the other streams' workers wait until it has ended, so each stream
-  // keeps its order. Every stream's order is held while the jobs are queued
-  // and `prepare` runs; it gets the streams' gates in the order given and
-  // records each one's last ticket. Every stream reports the job's result.
-  using PrepareAll = std::function<void(std::span<StreamGate* const> gates, std::span<uint64_t> lastTickets)>;
-  static void enqueuePrepared(std::span<GatedStream* const> streams, const PrepareAll& prepare,
-                              std::function<Status()> job);
 
  private:
   DeviceKind kind_;

@@ -333,14 +333,91 @@ TEST_P(DevicePathTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
   for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
 }
 
-// One group over two native streams and two communicators per rank, on a
-// device whose streams share one hardware queue: an allreduce on stream 1, a
-// send/recv exchange on stream 2 (both on communicator A), and a broadcast
-// of communicator B, whose HCL stream wraps native stream 1 as well. The
-// launch is ordered on both native streams; neither may wait for a ticket
-// issued behind the other's wait.
-TEST_P(DevicePathTest, GroupOverTwoStreamsAndTwoCommunicatorsWithOneHardwareQueue) {
+// A group whose later collective reads what an earlier one wrote, with a
+// send/recv exchange, on one native stream with one hardware queue:
+// y = allreduce(x), then z = pre-multiplied sum of y with each rank's
+// scalar (r + 1) in device memory, so z = 3y. On the IPC path the first runs
+// on the devices between two segments on stand-ins; on the staged path all
+// run in one segment, where y's stand-in carries the first result to the
+// second. Ranks must also agree on the order of everything.
+TEST_P(DevicePathTest, GroupInCallOrderOnStandInsWithOneHardwareQueue) {
   setenv("HCL_SIM_SHARED_QUEUE", "1", 1);
+  setenv("HCL_TIMEOUT_MS", "10000", 1);
+  auto comms = initOnPath({"sim:0", "sim:0"});
+  unsetenv("HCL_TIMEOUT_MS");
+  const size_t count = 20000, p2pCount = 1000;
+  auto rc = onThreads(2, [&](int r) -> int {
+    hclComm_t comm = comms[static_cast<size_t>(r)];
+    hcl::sim::NativeStream native(8);
+    hclStream_t stream = nullptr;
+    if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
+    void *x = nullptr, *y = nullptr, *z = nullptr, *mine = nullptr, *theirs = nullptr, *scalar = nullptr;
+    for (void** p : {&x, &y, &z}) {
+      if (hclCommMemAlloc(comm, p, count * sizeof(float)) != hclSuccess) return 2;
+    }
+    if (hclCommMemAlloc(comm, &mine, p2pCount * sizeof(float)) != hclSuccess ||
+        hclCommMemAlloc(comm, &theirs, p2pCount * sizeof(float)) != hclSuccess ||
+        hclCommMemAlloc(comm, &scalar, sizeof(float)) != hclSuccess) {
+      return 2;
+    }
+    const float factor = static_cast<float>(r + 1);
+    std::vector<float> input(count), tag(p2pCount, static_cast<float>(r + 10));
+    for (size_t i = 0; i < count; ++i) input[i] = static_cast<float>(r * 1000 + i % 1000);
+    native.launch([&] {
+      hclCommMemcpy(comm, x, input.data(), count * sizeof(float));
+      hclCommMemcpy(comm, mine, tag.data(), p2pCount * sizeof(float));
+      hclCommMemcpy(comm, scalar, &factor, sizeof(float));
+    });
+    hclRedOp_t premul;
+    if (hclRedOpCreatePreMulSum(&premul, scalar, hclFloat, hclScalarDevice, comm) != hclSuccess) return 3;
+    if (hclGroupStart() != hclSuccess) return 4;
+    if (hclAllReduce(x, y, count, hclFloat, hclSum, comm, stream) != hclSuccess) return 5;
+    if (hclSend(mine, p2pCount, hclFloat, 1 - r, comm, stream) != hclSuccess) return 6;
+    if (hclRecv(theirs, p2pCount, hclFloat, 1 - r, comm, stream) != hclSuccess) return 7;
+    if (hclAllReduce(y, z, count, hclFloat, premul, comm, stream) != hclSuccess) return 8;
+    if (hclGroupEnd() != hclSuccess) {
+      std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(comm));
+      return 9;
+    }
+    std::vector<float> seenY(count, -1.0f), seenZ(count, -1.0f), seenP2P(p2pCount, -1.0f);
+    native.launch([&] {
+      hclCommMemcpy(comm, seenY.data(), y, count * sizeof(float));
+      hclCommMemcpy(comm, seenZ.data(), z, count * sizeof(float));
+      hclCommMemcpy(comm, seenP2P.data(), theirs, p2pCount * sizeof(float));
+    });
+    native.synchronize();
+    if (hclStreamSynchronize(stream) != hclSuccess) {
+      std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(comm));
+      return 10;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      const float want = static_cast<float>(1000 + 2 * (i % 1000));
+      if (seenY[i] != want || seenZ[i] != 3 * want) {
+        std::fprintf(stderr, "rank %d element %zu: y %f (want %f), z %f (want %f)\n", r, i, seenY[i], want, seenZ[i],
+                     3 * want);
+        return 11;
+      }
+    }
+    for (float v : seenP2P) {
+      if (v != static_cast<float>(11 - r)) {
+        std::fprintf(stderr, "rank %d received %f from its peer, want %d\n", r, v, 11 - r);
+        return 12;
+      }
+    }
+    if (hclRedOpDestroy(premul, comm) != hclSuccess) return 13;
+    for (void* p : {x, y, z, mine, theirs, scalar}) hclCommMemFree(comm, p);
+    return hclStreamDestroy(stream) == hclSuccess ? 0 : 14;
+  });
+  unsetenv("HCL_SIM_SHARED_QUEUE");
+  EXPECT_EQ(rc, std::vector<int>(2, 0));
+  for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+}
+
+// One group over two native streams and two communicators per rank: an
+// allreduce on stream 1 and a send/recv exchange on stream 2 (both on
+// communicator A), and a broadcast of communicator B on a third stream.
+// Such a launch runs as one job on HCL's worker, ordered on every stream.
+TEST_P(DevicePathTest, GroupOverSeveralStreamsAndTwoCommunicators) {
   setenv("HCL_TIMEOUT_MS", "10000", 1);
   auto commsA = initOnPath({"sim:0", "sim:0"});
   auto commsB = initOnPath({"sim:0", "sim:0"});
@@ -348,10 +425,10 @@ TEST_P(DevicePathTest, GroupOverTwoStreamsAndTwoCommunicatorsWithOneHardwareQueu
   const size_t count = 30000, p2pCount = 1500;
   auto rc = onThreads(2, [&](int r) -> int {
     hclComm_t a = commsA[static_cast<size_t>(r)], b = commsB[static_cast<size_t>(r)];
-    hcl::sim::NativeStream native1(8), native2(8);
+    hcl::sim::NativeStream native1(8), native2(8), native3(8);
     hclStream_t a1 = nullptr, a2 = nullptr, b1 = nullptr;
     if (hclCommWrapStream(a, &native1, &a1) != hclSuccess || hclCommWrapStream(a, &native2, &a2) != hclSuccess ||
-        hclCommWrapStream(b, &native1, &b1) != hclSuccess) {
+        hclCommWrapStream(b, &native3, &b1) != hclSuccess) {
       return 1;
     }
     void *sum = nullptr, *bcast = nullptr, *mine = nullptr, *theirs = nullptr;
@@ -366,11 +443,9 @@ TEST_P(DevicePathTest, GroupOverTwoStreamsAndTwoCommunicatorsWithOneHardwareQueu
       input[i] = static_cast<float>(r * 100000 + i);
       root[i] = static_cast<float>(r == 1 ? 7 * i : 0);
     }
-    native1.launch([&] {
-      hclCommMemcpy(a, sum, input.data(), count * sizeof(float));
-      hclCommMemcpy(b, bcast, root.data(), count * sizeof(float));
-    });
+    native1.launch([&] { hclCommMemcpy(a, sum, input.data(), count * sizeof(float)); });
     native2.launch([&] { hclCommMemcpy(a, mine, tag.data(), p2pCount * sizeof(float)); });
+    native3.launch([&] { hclCommMemcpy(b, bcast, root.data(), count * sizeof(float)); });
     if (hclGroupStart() != hclSuccess) return 3;
     if (hclAllReduce(sum, sum, count, hclFloat, hclSum, a, a1) != hclSuccess) return 4;
     if (hclSend(mine, p2pCount, hclFloat, 1 - r, a, a2) != hclSuccess) return 5;
@@ -381,13 +456,12 @@ TEST_P(DevicePathTest, GroupOverTwoStreamsAndTwoCommunicatorsWithOneHardwareQueu
       return 8;
     }
     std::vector<float> seenSum(count, -1.0f), seenBcast(count, -1.0f), seenP2P(p2pCount, -1.0f);
-    native1.launch([&] {
-      hclCommMemcpy(a, seenSum.data(), sum, count * sizeof(float));
-      hclCommMemcpy(b, seenBcast.data(), bcast, count * sizeof(float));
-    });
+    native1.launch([&] { hclCommMemcpy(a, seenSum.data(), sum, count * sizeof(float)); });
     native2.launch([&] { hclCommMemcpy(a, seenP2P.data(), theirs, p2pCount * sizeof(float)); });
+    native3.launch([&] { hclCommMemcpy(b, seenBcast.data(), bcast, count * sizeof(float)); });
     native1.synchronize();
     native2.synchronize();
+    native3.synchronize();
     for (hclStream_t s : {a1, a2, b1}) {
       if (hclStreamSynchronize(s) != hclSuccess) {
         std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(a));
@@ -415,7 +489,6 @@ TEST_P(DevicePathTest, GroupOverTwoStreamsAndTwoCommunicatorsWithOneHardwareQueu
     }
     return 0;
   });
-  unsetenv("HCL_SIM_SHARED_QUEUE");
   EXPECT_EQ(rc, std::vector<int>(2, 0));
   for (hclComm_t c : commsA) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
   for (hclComm_t c : commsB) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
