@@ -58,6 +58,25 @@ int checkAllAndDestroy(hclComm_t comm, bool deviceMemory) {
   return rc;
 }
 
+// The peer's tag (its rank + 10) in every element a send/recv exchange received.
+bool receivedPeersTag(const std::vector<float>& seen, int r) {
+  for (float v : seen) {
+    if (v != static_cast<float>(11 - r)) {
+      std::fprintf(stderr, "rank %d received %f from its peer, want %d\n", r, v, 11 - r);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Waits for the native stream and then the HCL stream; false on an error.
+bool drained(hcl::sim::NativeStream& native, hclStream_t stream, hclComm_t comm, int r) {
+  native.synchronize();
+  if (hclStreamSynchronize(stream) == hclSuccess) return true;
+  std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(comm));
+  return false;
+}
+
 class DeviceTest : public ::testing::Test {
  protected:
   void SetUp() override { setenv("HCL_STAGE_CHUNK_BYTES", "8192", 1); }  // many chunks at small sizes
@@ -244,12 +263,7 @@ TEST_P(DevicePathTest, CollectivesInSequenceOnANativeStream) {
         return 7;
       }
     }
-    for (float v : seenP2P) {
-      if (v != static_cast<float>(11 - r)) {
-        std::fprintf(stderr, "rank %d received %f from its peer, want %d\n", r, v, 11 - r);
-        return 10;
-      }
-    }
+    if (!receivedPeersTag(seenP2P, r)) return 10;
     hclCommMemFree(comm, a);
     hclCommMemFree(comm, b);
     hclCommMemFree(comm, mine);
@@ -305,11 +319,7 @@ TEST_P(DevicePathTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
       hclCommMemcpy(comm, seenGathered.data(), gathered, 2 * count * sizeof(float));
       hclCommMemcpy(comm, seenP2P.data(), theirs, p2pCount * sizeof(float));
     });
-    native.synchronize();
-    if (hclStreamSynchronize(stream) != hclSuccess) {
-      std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(comm));
-      return 9;
-    }
+    if (!drained(native, stream, comm, r)) return 9;
     for (size_t i = 0; i < count; ++i) {
       const float want = static_cast<float>(100000 + 2 * i);
       const float g0 = static_cast<float>(i), g1 = static_cast<float>(100000 + i);
@@ -319,12 +329,7 @@ TEST_P(DevicePathTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
         return 10;
       }
     }
-    for (float v : seenP2P) {
-      if (v != static_cast<float>(11 - r)) {
-        std::fprintf(stderr, "rank %d received %f from its peer, want %d\n", r, v, 11 - r);
-        return 11;
-      }
-    }
+    if (!receivedPeersTag(seenP2P, r)) return 11;
     for (void* p : {sum, gathered, mine, theirs}) hclCommMemFree(comm, p);
     return hclStreamDestroy(stream) == hclSuccess ? 0 : 12;
   });
@@ -385,11 +390,7 @@ TEST_P(DevicePathTest, GroupInCallOrderOnStandInsWithOneHardwareQueue) {
       hclCommMemcpy(comm, seenZ.data(), z, count * sizeof(float));
       hclCommMemcpy(comm, seenP2P.data(), theirs, p2pCount * sizeof(float));
     });
-    native.synchronize();
-    if (hclStreamSynchronize(stream) != hclSuccess) {
-      std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(comm));
-      return 10;
-    }
+    if (!drained(native, stream, comm, r)) return 10;
     for (size_t i = 0; i < count; ++i) {
       const float want = static_cast<float>(1000 + 2 * (i % 1000));
       if (seenY[i] != want || seenZ[i] != 3 * want) {
@@ -398,12 +399,7 @@ TEST_P(DevicePathTest, GroupInCallOrderOnStandInsWithOneHardwareQueue) {
         return 11;
       }
     }
-    for (float v : seenP2P) {
-      if (v != static_cast<float>(11 - r)) {
-        std::fprintf(stderr, "rank %d received %f from its peer, want %d\n", r, v, 11 - r);
-        return 12;
-      }
-    }
+    if (!receivedPeersTag(seenP2P, r)) return 12;
     if (hclRedOpDestroy(premul, comm) != hclSuccess) return 13;
     for (void* p : {x, y, z, mine, theirs, scalar}) hclCommMemFree(comm, p);
     return hclStreamDestroy(stream) == hclSuccess ? 0 : 14;
@@ -476,12 +472,7 @@ TEST_P(DevicePathTest, GroupOverSeveralStreamsAndTwoCommunicators) {
         return 10;
       }
     }
-    for (float v : seenP2P) {
-      if (v != static_cast<float>(11 - r)) {
-        std::fprintf(stderr, "rank %d received %f from its peer, want %d\n", r, v, 11 - r);
-        return 11;
-      }
-    }
+    if (!receivedPeersTag(seenP2P, r)) return 11;
     for (void* p : {sum, mine, theirs}) hclCommMemFree(a, p);
     hclCommMemFree(b, bcast);
     for (hclStream_t s : {a1, a2, b1}) {
