@@ -44,6 +44,24 @@ TEST(Threads, InitAllOneThreadPerRankEveryCollective) {
   destroyAll(comms);
 }
 
+// Ranks as threads that make mismatched calls both find the mismatch,
+// often at the same moment: each must fail, neither may wait on the other.
+TEST(Threads, MismatchedCallsFailOnEveryRank) {
+  setenv("HCL_TIMEOUT_MS", "10000", 1);
+  for (int round = 0; round < 20; ++round) {
+    auto comms = initAll(2);
+    auto rc = onThreads(2, [&](int r) -> int {
+      std::vector<float> data(static_cast<size_t>(64 * (r + 1)), 1.0f);
+      const hclResult_t res =
+          hclAllReduce(data.data(), data.data(), data.size(), hclFloat, hclSum, comms[static_cast<size_t>(r)], nullptr);
+      return res == hclSuccess ? 1 : 0;
+    });
+    EXPECT_EQ(rc, std::vector<int>(2, 0)) << "round " << round;
+    for (hclComm_t c : comms) hclCommDestroy(c);
+  }
+  unsetenv("HCL_TIMEOUT_MS");
+}
+
 TEST(Threads, OneThreadDrivesAllRanksInAGroup) {
   const int n = 3;
   auto comms = initAll(n);

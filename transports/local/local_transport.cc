@@ -35,16 +35,18 @@ class LocalConnection final : public Connection {
   Status progress(bool* madeProgress) override {
     if (!failure_.ok()) return failure_;
     LocalInbox& box = *self_->inboxes[static_cast<size_t>(peer_)];
+    Status mismatch;
     while (!recvs_.empty()) {
       Transfer* recv = recvs_.front();
       std::lock_guard lock(box.mutex);
       if (box.sends.empty()) break;
       Transfer* send = box.sends.front();
       if (send->tag != recv->tag || send->bytes != recv->bytes) {
-        return fail(invalidUsage(fmt::format(
+        mismatch = invalidUsage(fmt::format(
             "rank {}: message from rank {} has tag {}/{} bytes, expected tag {}/{} bytes "
             "(mismatched collectives or send/recv sizes?)",
-            rank_, peer_, send->tag, send->bytes, recv->tag, recv->bytes)));
+            rank_, peer_, send->tag, send->bytes, recv->tag, recv->bytes));
+        break;
       }
       box.sends.pop_front();
       if (send->bytes > 0 && send->buffer != recv->buffer) {
@@ -55,6 +57,9 @@ class LocalConnection final : public Connection {
       recvs_.pop_front();
       if (madeProgress) *madeProgress = true;
     }
+    // fail() takes the peer's inbox lock: never while holding ours, or two
+    // ranks that find a mismatch at once would wait for each other.
+    if (!mismatch.ok()) return fail(mismatch);
     if (remote_->aborted.load(std::memory_order_acquire) && hasPendingWork()) {
       return fail(remoteError(fmt::format("rank {}: rank {} (same process) aborted", rank_, peer_)));
     }
