@@ -77,6 +77,36 @@ bool drained(hcl::sim::NativeStream& native, hclStream_t stream, hclComm_t comm,
   return false;
 }
 
+// A send/recv exchange with the other of two ranks, on device buffers: this
+// rank sends its tag (rank + 10) and receives the peer's.
+struct PeerExchange {
+  static constexpr size_t kCount = 1000;
+  PeerExchange(hclComm_t c, int rank)
+      : comm(c), r(rank), tag(kCount, static_cast<float>(rank + 10)), seen(kCount, -1.0f) {}
+  ~PeerExchange() {
+    for (void* p : {mine, theirs}) {
+      if (p) hclCommMemFree(comm, p);
+    }
+  }
+  bool allocate() {
+    return hclCommMemAlloc(comm, &mine, kCount * sizeof(float)) == hclSuccess &&
+           hclCommMemAlloc(comm, &theirs, kCount * sizeof(float)) == hclSuccess;
+  }
+  // On the native stream, before the exchange / after it.
+  void writeTag() { hclCommMemcpy(comm, mine, tag.data(), kCount * sizeof(float)); }
+  void readReceived() { hclCommMemcpy(comm, seen.data(), theirs, kCount * sizeof(float)); }
+  bool post(hclStream_t stream) {
+    return hclSend(mine, kCount, hclFloat, 1 - r, comm, stream) == hclSuccess &&
+           hclRecv(theirs, kCount, hclFloat, 1 - r, comm, stream) == hclSuccess;
+  }
+  bool receivedPeersTag() const { return ::receivedPeersTag(seen, r); }
+
+  hclComm_t comm;
+  int r;
+  void *mine = nullptr, *theirs = nullptr;
+  std::vector<float> tag, seen;
+};
+
 class DeviceTest : public ::testing::Test {
  protected:
   void SetUp() override { setenv("HCL_STAGE_CHUNK_BYTES", "8192", 1); }  // many chunks at small sizes
@@ -285,39 +315,37 @@ TEST_P(DevicePathTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
   setenv("HCL_TIMEOUT_MS", "10000", 1);
   auto comms = initOnPath({"sim:0", "sim:0"});
   unsetenv("HCL_TIMEOUT_MS");
-  const size_t count = 20000, p2pCount = 1000;
+  const size_t count = 20000;
   auto rc = onThreads(2, [&](int r) -> int {
     hclComm_t comm = comms[static_cast<size_t>(r)];
     hcl::sim::NativeStream native;
     hclStream_t stream = nullptr;
     if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
-    void *sum = nullptr, *gathered = nullptr, *mine = nullptr, *theirs = nullptr;
+    PeerExchange p2p(comm, r);
+    void *sum = nullptr, *gathered = nullptr;
     if (hclCommMemAlloc(comm, &sum, count * sizeof(float)) != hclSuccess ||
-        hclCommMemAlloc(comm, &gathered, 2 * count * sizeof(float)) != hclSuccess ||
-        hclCommMemAlloc(comm, &mine, p2pCount * sizeof(float)) != hclSuccess ||
-        hclCommMemAlloc(comm, &theirs, p2pCount * sizeof(float)) != hclSuccess) {
+        hclCommMemAlloc(comm, &gathered, 2 * count * sizeof(float)) != hclSuccess || !p2p.allocate()) {
       return 2;
     }
-    std::vector<float> input(count), tag(p2pCount, static_cast<float>(r + 10));
+    std::vector<float> input(count);
     for (size_t i = 0; i < count; ++i) input[i] = static_cast<float>(r * 100000 + i);
     native.launch([&] {
       hclCommMemcpy(comm, sum, input.data(), count * sizeof(float));
-      hclCommMemcpy(comm, mine, tag.data(), p2pCount * sizeof(float));
+      p2p.writeTag();
     });
     if (hclGroupStart() != hclSuccess) return 3;
     if (hclAllGather(sum, gathered, count, hclFloat, comm, stream) != hclSuccess) return 4;
     if (hclAllReduce(sum, sum, count, hclFloat, hclSum, comm, stream) != hclSuccess) return 5;
-    if (hclSend(mine, p2pCount, hclFloat, 1 - r, comm, stream) != hclSuccess) return 6;
-    if (hclRecv(theirs, p2pCount, hclFloat, 1 - r, comm, stream) != hclSuccess) return 7;
+    if (!p2p.post(stream)) return 6;
     if (hclGroupEnd() != hclSuccess) {
       std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(comm));
       return 8;
     }
-    std::vector<float> seenSum(count, -1.0f), seenGathered(2 * count, -1.0f), seenP2P(p2pCount, -1.0f);
+    std::vector<float> seenSum(count, -1.0f), seenGathered(2 * count, -1.0f);
     native.launch([&] {
       hclCommMemcpy(comm, seenSum.data(), sum, count * sizeof(float));
       hclCommMemcpy(comm, seenGathered.data(), gathered, 2 * count * sizeof(float));
-      hclCommMemcpy(comm, seenP2P.data(), theirs, p2pCount * sizeof(float));
+      p2p.readReceived();
     });
     if (!drained(native, stream, comm, r)) return 9;
     for (size_t i = 0; i < count; ++i) {
@@ -329,8 +357,8 @@ TEST_P(DevicePathTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
         return 10;
       }
     }
-    if (!receivedPeersTag(seenP2P, r)) return 11;
-    for (void* p : {sum, gathered, mine, theirs}) hclCommMemFree(comm, p);
+    if (!p2p.receivedPeersTag()) return 11;
+    for (void* p : {sum, gathered}) hclCommMemFree(comm, p);
     return hclStreamDestroy(stream) == hclSuccess ? 0 : 12;
   });
   unsetenv("HCL_SIM_SHARED_QUEUE");
@@ -350,45 +378,41 @@ TEST_P(DevicePathTest, GroupInCallOrderOnStandInsWithOneHardwareQueue) {
   setenv("HCL_TIMEOUT_MS", "10000", 1);
   auto comms = initOnPath({"sim:0", "sim:0"});
   unsetenv("HCL_TIMEOUT_MS");
-  const size_t count = 20000, p2pCount = 1000;
+  const size_t count = 20000;
   auto rc = onThreads(2, [&](int r) -> int {
     hclComm_t comm = comms[static_cast<size_t>(r)];
     hcl::sim::NativeStream native(8);
     hclStream_t stream = nullptr;
     if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
-    void *x = nullptr, *y = nullptr, *z = nullptr, *mine = nullptr, *theirs = nullptr, *scalar = nullptr;
+    PeerExchange p2p(comm, r);
+    void *x = nullptr, *y = nullptr, *z = nullptr, *scalar = nullptr;
     for (void** p : {&x, &y, &z}) {
       if (hclCommMemAlloc(comm, p, count * sizeof(float)) != hclSuccess) return 2;
     }
-    if (hclCommMemAlloc(comm, &mine, p2pCount * sizeof(float)) != hclSuccess ||
-        hclCommMemAlloc(comm, &theirs, p2pCount * sizeof(float)) != hclSuccess ||
-        hclCommMemAlloc(comm, &scalar, sizeof(float)) != hclSuccess) {
-      return 2;
-    }
+    if (!p2p.allocate() || hclCommMemAlloc(comm, &scalar, sizeof(float)) != hclSuccess) return 2;
     const float factor = static_cast<float>(r + 1);
-    std::vector<float> input(count), tag(p2pCount, static_cast<float>(r + 10));
+    std::vector<float> input(count);
     for (size_t i = 0; i < count; ++i) input[i] = static_cast<float>(r * 1000 + i % 1000);
     native.launch([&] {
       hclCommMemcpy(comm, x, input.data(), count * sizeof(float));
-      hclCommMemcpy(comm, mine, tag.data(), p2pCount * sizeof(float));
+      p2p.writeTag();
       hclCommMemcpy(comm, scalar, &factor, sizeof(float));
     });
     hclRedOp_t premul;
     if (hclRedOpCreatePreMulSum(&premul, scalar, hclFloat, hclScalarDevice, comm) != hclSuccess) return 3;
     if (hclGroupStart() != hclSuccess) return 4;
     if (hclAllReduce(x, y, count, hclFloat, hclSum, comm, stream) != hclSuccess) return 5;
-    if (hclSend(mine, p2pCount, hclFloat, 1 - r, comm, stream) != hclSuccess) return 6;
-    if (hclRecv(theirs, p2pCount, hclFloat, 1 - r, comm, stream) != hclSuccess) return 7;
+    if (!p2p.post(stream)) return 6;
     if (hclAllReduce(y, z, count, hclFloat, premul, comm, stream) != hclSuccess) return 8;
     if (hclGroupEnd() != hclSuccess) {
       std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(comm));
       return 9;
     }
-    std::vector<float> seenY(count, -1.0f), seenZ(count, -1.0f), seenP2P(p2pCount, -1.0f);
+    std::vector<float> seenY(count, -1.0f), seenZ(count, -1.0f);
     native.launch([&] {
       hclCommMemcpy(comm, seenY.data(), y, count * sizeof(float));
       hclCommMemcpy(comm, seenZ.data(), z, count * sizeof(float));
-      hclCommMemcpy(comm, seenP2P.data(), theirs, p2pCount * sizeof(float));
+      p2p.readReceived();
     });
     if (!drained(native, stream, comm, r)) return 10;
     for (size_t i = 0; i < count; ++i) {
@@ -399,9 +423,9 @@ TEST_P(DevicePathTest, GroupInCallOrderOnStandInsWithOneHardwareQueue) {
         return 11;
       }
     }
-    if (!receivedPeersTag(seenP2P, r)) return 12;
+    if (!p2p.receivedPeersTag()) return 12;
     if (hclRedOpDestroy(premul, comm) != hclSuccess) return 13;
-    for (void* p : {x, y, z, mine, theirs, scalar}) hclCommMemFree(comm, p);
+    for (void* p : {x, y, z, scalar}) hclCommMemFree(comm, p);
     return hclStreamDestroy(stream) == hclSuccess ? 0 : 14;
   });
   unsetenv("HCL_SIM_SHARED_QUEUE");
