@@ -22,9 +22,8 @@ struct GroupState {
 // NCCL's groups are per thread.
 thread_local GroupState tlsGroup;
 
-// Launches on HCL's own streams, and launches over several streams or
-// communicators (core/stream_launch.h serves one communicator on one
-// device-runtime stream).
+// Launches on HCL's own streams (core/stream_launch.h serves those on
+// device-runtime streams).
 Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hclStream*> streams) {
   // The whole launch runs on the first stream's worker once every involved
   // stream has reached it; the other streams wait for it to finish, which
@@ -60,7 +59,7 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
 
 Status launch(std::vector<PendingOp> ops) {
   if (ops.empty()) return {};
-  if (onDeviceStream(ops)) return launchOnDeviceStream(std::move(ops));
+  if (onDeviceStreams(ops)) return launchOnDeviceStreams(std::move(ops));
   std::vector<hclStream*> streams;
   bool anyNullStream = false;
   for (const PendingOp& op : ops) {

@@ -1,10 +1,12 @@
 #include "core/stream_launch.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 
 #include "core/group_tasks.h"
 #include "core/ipc_run.h"
-#include "core/staged_layout.h"
+#include "core/stand_ins.h"
 #include "core/staged_run.h"
 #include "device/gated_stream.h"
 
@@ -67,75 +69,6 @@ Status launchPipelined(std::vector<PendingOp> ops) {
   return {};
 }
 
-// Where a segment's device buffers stand in pinned memory. Buffers that
-// overlap share one stand-in, so an operation that reads what an earlier one
-// of the segment wrote sees it, as it would on the device.
-struct StandIns {
-  struct Range {
-    std::byte* start;
-    size_t bytes;
-    size_t offset;  // in the block
-    bool copyIn, copyOut;
-  };
-  std::vector<Range> ranges;
-  size_t bytes = 0;
-  // The stand-in of `user` (device memory inside one of the ranges).
-  std::byte* at(std::byte* base, const void* user) const {
-    const auto* p = static_cast<const std::byte*>(user);
-    for (const Range& r : ranges) {
-      if (p >= r.start && p < r.start + r.bytes) return base + r.offset + static_cast<size_t>(p - r.start);
-    }
-    return nullptr;
-  }
-};
-
-// Each operation's device buffers, as byte ranges read and written.
-StandIns standInsFor(Communicator& comm, const std::vector<PendingOp>& ops) {
-  struct Use {
-    std::byte* start;
-    size_t bytes;
-    bool read;
-  };
-  std::vector<Use> uses;
-  Device& device = comm.device();
-  auto use = [&](const void* p, size_t bytes, bool read) {
-    if (bytes > 0 && device.isDeviceMemory(p)) uses.push_back({static_cast<std::byte*>(const_cast<void*>(p)), bytes, read});
-  };
-  for (const PendingOp& op : ops) {
-    const size_t elem = dataTypeSize(op.type);
-    if (op.kind == CollKind::SendRecv) {
-      use(op.isSend ? op.send : op.recv, op.count * elem, op.isSend);
-      continue;
-    }
-    const StageLayout l = stageLayout(op.kind, comm.rank(), comm.nranks(), op.root);
-    if (l.readsInput) use(op.send, l.inBlocks * op.count * elem, true);
-    if (l.writesOutput) use(op.recv, l.outBlocks * op.count * elem, false);
-    if (op.scalarPointer) use(op.scalarPointer, elem, true);
-  }
-  std::sort(uses.begin(), uses.end(), [](const Use& a, const Use& b) { return a.start < b.start; });
-  StandIns g;
-  for (size_t i = 0; i < uses.size();) {
-    StandIns::Range r{uses[i].start, uses[i].bytes, g.bytes, false, false};
-    size_t written = 0;  // ranges written, and whether one covers all of r
-    bool oneWriteCoversAll = false;
-    for (; i < uses.size() && uses[i].start < r.start + r.bytes; ++i) {
-      const Use& u = uses[i];
-      r.bytes = std::max(r.bytes, static_cast<size_t>(u.start + u.bytes - r.start));
-      if (u.read) r.copyIn = true;
-      if (!u.read) {
-        ++written;
-        r.copyOut = true;
-        oneWriteCoversAll = u.start == r.start && u.bytes == r.bytes;
-      }
-    }
-    // What no operation writes whole must keep its contents through the copy back.
-    if (r.copyOut && !(written == 1 && oneWriteCoversAll)) r.copyIn = true;
-    g.bytes += (r.bytes + 63) / 64 * 64;
-    g.ranges.push_back(r);
-  }
-  return g;
-}
-
 // The launch as steps in the order the worker runs them: segments of
 // operations that run on pinned stand-ins, and collectives on the IPC path,
 // one step each.
@@ -144,6 +77,36 @@ struct LaunchStep {
   StandIns standIns;
   std::shared_ptr<IpcCall> ipc;
   size_t ticket = 0;  // a segment's ticket, in `tickets`
+};
+
+// How the other streams of a launch over several streams are held: NCCL's
+// join. The launch's copies all go on the first (lead) stream, after every
+// other stream's earlier work, and the other streams' later work waits for
+// the launch's last copy.
+struct Join {
+  size_t followers = 0;
+  // [0, followers): a point on each follower; then the lead's start, which
+  // the lead waits on until every follower reached its point; then the
+  // lead's end, after the last copy back.
+  StreamTickets tickets;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool finished = false;
+  Status result;
+
+  void finish(const Status& s) {
+    {
+      std::lock_guard lock(mutex);
+      finished = true;
+      result = s;
+    }
+    changed.notify_all();
+  }
+  Status awaitFinish() {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return finished; });
+    return result;
+  }
 };
 
 struct StandInLaunch {
@@ -155,18 +118,47 @@ struct StandInLaunch {
   std::byte* base = nullptr;  // the stand-ins, shared by the segments in turn
   size_t standInBytes = 0;
   size_t segments = 0;
-  StreamGate* gate = nullptr;
-  StreamTickets tickets;  // one per segment; base and gate are set before the first is published
+  std::vector<StreamGate*> gates;  // the lead's first; set before the first ticket is published
+  StreamTickets tickets;           // one per segment, on the lead
+  Join join;
 };
 
-// The stream's side, in the calling thread, in step order. A segment: copy
+// A follower's point, then the lead's start: published before the lead's
+// wait is issued.
+Status issueJoin(StandInLaunch& l, std::vector<uint64_t>& last) {
+  Join& j = l.join;
+  for (size_t f = 1; f <= j.followers; ++f) {
+    HCL_TRY(l.gates[f]->mark(&last[f]));
+    j.tickets.publish(last[f]);
+  }
+  uint64_t t = 0;
+  HCL_TRY(l.gates[0]->mark(&t));
+  last[0] = t;
+  j.tickets.publish(t);
+  return l.gates[0]->waitFor(t);
+}
+
+// Each follower waits at its point until the lead's end has passed; its
+// waits are issued after everything of the lead's, so that a device whose
+// streams share one hardware queue still runs the lead's copies.
+Status issueRelease(StandInLaunch& l, std::vector<uint64_t>& last) {
+  Join& j = l.join;
+  HCL_TRY(l.gates[0]->mark(&last[0]));
+  j.tickets.publish(last[0]);
+  for (size_t f = 1; f <= j.followers; ++f) HCL_TRY(l.gates[f]->waitFor(last[f]));
+  return {};
+}
+
+// The streams' side, in the calling thread, in step order. A segment: copy
 // its device inputs to the stand-ins, mark a ticket (the worker may run the
 // segment once the stream reaches it), wait for its release, copy the
 // outputs back. The next segment's copies in follow the last one's copies
 // back on the stream, so the segments can share the stand-ins.
-Status issueSteps(StandInLaunch& l, StreamGate& gate, uint64_t* last) {
-  l.gate = &gate;
+Status issueSteps(StandInLaunch& l, std::vector<uint64_t>& last) {
+  StreamGate& gate = *l.gates[0];
   l.tickets.reserve(std::max<size_t>(l.segments, 1));
+  l.join.tickets.reserve(l.join.followers + 2);
+  if (l.join.followers > 0) HCL_TRY(issueJoin(l, last));
   if (l.standInBytes > 0) {
     // Growing frees the old stand-ins, which earlier calls' copies on this
     // stream may still read: let them finish first.
@@ -175,7 +167,7 @@ Status issueSteps(StandInLaunch& l, StreamGate& gate, uint64_t* last) {
   }
   for (LaunchStep& step : l.steps) {
     if (step.ipc) {
-      issueIpc(*l.comm, *step.ipc, gate, *l.ipcArea, false, last);
+      issueIpc(*l.comm, *step.ipc, gate, *l.ipcArea, false, &last[0]);
       continue;
     }
     for (const StandIns::Range& r : step.standIns.ranges) {
@@ -183,7 +175,7 @@ Status issueSteps(StandInLaunch& l, StreamGate& gate, uint64_t* last) {
     }
     uint64_t t = 0;
     HCL_TRY(gate.mark(&t));
-    *last = t;
+    last[0] = t;
     // Published before the wait is issued: with the stream's command queue
     // full, issuing the wait blocks until the stream moves.
     l.tickets.publish(t);
@@ -192,44 +184,49 @@ Status issueSteps(StandInLaunch& l, StreamGate& gate, uint64_t* last) {
       if (r.copyOut) HCL_TRY(gate.copyOnStream(r.start, r.bytes, l.base + r.offset, r.bytes, r.bytes, 1));
     }
   }
+  if (l.join.followers > 0) HCL_TRY(issueRelease(l, last));
   return {};
 }
 
 Status runSegment(StandInLaunch& l, const LaunchStep& step) {
   uint64_t t = 0;
   HCL_TRY(l.tickets.waitPublished(step.ticket, &t));
-  Status s = l.gate->waitStart(t);
+  Status s = l.gates[0]->waitStart(t);
   if (s.ok()) {
-    std::vector<PendingOp> ops = step.ops;
-    for (PendingOp& op : ops) {
-      op.stream = nullptr;
-      if (std::byte* p = step.standIns.at(l.base, op.send)) op.send = p;
-      if (std::byte* p = step.standIns.at(l.base, op.recv)) op.recv = p;
-      if (op.scalarPointer) {
-        if (std::byte* p = step.standIns.at(l.base, op.scalarPointer)) op.scalarPointer = p;
-      }
-    }
+    auto ops = onStandIns(step.ops, step.standIns, l.base);
     auto tasks = buildTasks(ops);
     s = runTasks(tasks);
   }
-  l.gate->release(t);
+  l.gates[0]->release(t);
   return s;
 }
 
-// The worker's side: the steps in order.
-Status runSteps(StandInLaunch& l) {
-  // The work queued on the stream before the launch may take any time:
-  // waiting for it is not a stalled peer, so it happens before the
-  // executor's watch starts.
-  const LaunchStep& first = l.steps.front();
+// The work queued on the streams before the launch may take any time:
+// waiting for it is not a stalled peer, so it happens before the executor's
+// watch starts.
+Status awaitStart(StandInLaunch& l) {
+  Join& j = l.join;
   uint64_t t = 0;
+  if (j.followers > 0) {
+    for (size_t f = 0; f <= j.followers; ++f) {
+      HCL_TRY(j.tickets.waitPublished(f, &t));
+      HCL_TRY(l.gates[f == j.followers ? 0 : f + 1]->waitStart(t));
+    }
+    l.gates[0]->release(t);
+    return {};
+  }
+  const LaunchStep& first = l.steps.front();
   if (first.ipc) {
     HCL_TRY(first.ipc->tickets.waitPublished(0, &t));
-    HCL_TRY(first.ipc->gate->waitStart(t));
-  } else {
-    HCL_TRY(l.tickets.waitPublished(0, &t));
-    HCL_TRY(l.gate->waitStart(t));
+    return first.ipc->gate->waitStart(t);
   }
+  HCL_TRY(l.tickets.waitPublished(0, &t));
+  return l.gates[0]->waitStart(t);
+}
+
+// The lead's worker: the steps in order.
+Status runSteps(StandInLaunch& l) {
+  HCL_TRY(awaitStart(l));
   for (const LaunchStep& step : l.steps) {
     Status s;
     if (step.ipc) {
@@ -243,30 +240,46 @@ Status runSteps(StandInLaunch& l) {
     } else {
       s = runSegment(l, step);
     }
-    if (!s.ok()) {
-      // The later steps do not run: peers must not wait for them.
-      l.comm->fail(s);
-      return s;
-    }
+    HCL_TRY(s);
+  }
+  if (l.join.followers > 0) {
+    // The followers go on once the lead's copies back are done.
+    uint64_t t = 0;
+    HCL_TRY(l.join.tickets.waitPublished(l.join.followers + 1, &t));
+    HCL_TRY(l.gates[0]->waitStart(t));
   }
   return {};
 }
 
-// Send/recv, alone or mixed with collectives, of one communicator on one
-// stream. In the order every path runs a communicator's launch (its
-// send/recv first, then its collectives in call order), consecutive
+Status runLead(StandInLaunch& l) {
+  Status s = runSteps(l);
+  // Peers must not wait for the steps that did not run.
+  if (!s.ok()) l.comm->fail(s);
+  l.join.finish(s);
+  return s;
+}
+
+// Send/recv, alone or mixed with collectives, of one communicator, on one
+// stream or several. In the order every path runs a communicator's launch
+// (its send/recv first, then its collectives in call order), consecutive
 // operations not on the IPC path form a segment that runs on pinned
 // stand-ins of its device buffers, as host operations; collectives on the
-// IPC path run as themselves between segments. The stream does every copy;
+// IPC path run as themselves between segments. The streams do every copy;
 // they do not overlap the network, but the worker touches no device queue.
 Status launchOnStandIns(std::vector<PendingOp> ops) {
   auto l = std::make_shared<StandInLaunch>(ops.front().comm);
   Communicator& comm = *l->comm;
-  hclStream* stream = ops.front().stream;
+  std::vector<GatedStream*> streams;
+  for (const PendingOp& op : ops) {
+    auto* s = static_cast<GatedStream*>(op.stream->impl.get());
+    if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
+  }
+  l->join.followers = streams.size() - 1;
+  hclStream* lead = ops.front().stream;
   std::stable_partition(ops.begin(), ops.end(), [](const PendingOp& op) { return op.kind == CollKind::SendRecv; });
   for (PendingOp& op : ops) {
     if (op.kind != CollKind::SendRecv && takesIpcPath(comm, op)) {
-      if (!l->ipcArea) HCL_TRY(comm.ipcAreaFor(stream, &l->ipcArea));
+      if (!l->ipcArea) HCL_TRY(comm.ipcAreaFor(lead, &l->ipcArea));
       LaunchStep step;
       step.ipc = std::make_shared<IpcCall>(collArgsFor(comm, op), op.spec, op.send, op.recv);
       l->steps.push_back(std::move(step));
@@ -281,38 +294,60 @@ Status launchOnStandIns(std::vector<PendingOp> ops) {
   }
   for (LaunchStep& step : l->steps) {
     if (step.ipc) continue;
-    step.standIns = standInsFor(comm, step.ops);
+    step.standIns = standInsFor(comm.device(), step.ops);
     l->standInBytes = std::max(l->standInBytes, step.standIns.bytes);
   }
-  if (l->segments > 0) HCL_TRY(comm.stagingFor(stream, &l->area));
-  auto& gated = static_cast<GatedStream&>(*stream->impl);
-  gated.enqueuePrepared(
-      [&](StreamGate& gate, uint64_t* last) {
-        if (Status s = issueSteps(*l, gate, last); !s.ok()) {
+  if (l->segments > 0) HCL_TRY(comm.stagingFor(lead, &l->area));
+  std::vector<std::function<Status()>> jobs;
+  jobs.push_back([l]() -> Status { return runLead(*l); });
+  for (size_t f = 0; f < l->join.followers; ++f) jobs.push_back([l]() -> Status { return l->join.awaitFinish(); });
+  GatedStream::enqueueJoined(
+      streams,
+      [&](const std::vector<StreamGate*>& gates, std::vector<uint64_t>& last) {
+        l->gates = gates;
+        if (Status s = issueSteps(*l, last); !s.ok()) {
           const Status why = s.withContext("staging on the stream");
           l->tickets.fail(why);
+          l->join.tickets.fail(why);
           for (LaunchStep& step : l->steps) {
             if (step.ipc) step.ipc->tickets.fail(why);
           }
         }
       },
-      [l]() -> Status { return runSteps(*l); });
+      std::move(jobs));
   return {};
 }
 
 }  // namespace
 
-bool onDeviceStream(const std::vector<PendingOp>& ops) {
-  if (ops.empty() || !ops.front().stream || !dynamic_cast<GatedStream*>(ops.front().stream->impl.get())) return false;
+bool onDeviceStreams(const std::vector<PendingOp>& ops) {
+  if (ops.empty()) return false;
   for (const PendingOp& op : ops) {
-    if (op.comm != ops.front().comm || op.stream != ops.front().stream) return false;
+    if (!op.stream || !dynamic_cast<GatedStream*>(op.stream->impl.get())) return false;
   }
   return true;
 }
 
-Status launchOnDeviceStream(std::vector<PendingOp> ops) {
-  if (pipelinesOnStream(ops)) return launchPipelined(std::move(ops));
-  return launchOnStandIns(std::move(ops));
+Status launchOnDeviceStreams(std::vector<PendingOp> ops) {
+  // One launch per communicator, in the order of each one's first call.
+  std::vector<std::vector<PendingOp>> byComm;
+  for (PendingOp& op : ops) {
+    auto same = [&](const std::vector<PendingOp>& part) { return part.front().comm == op.comm; };
+    auto part = std::find_if(byComm.begin(), byComm.end(), same);
+    if (part == byComm.end()) {
+      byComm.emplace_back();
+      part = byComm.end() - 1;
+    }
+    part->push_back(std::move(op));
+  }
+  for (auto& part : byComm) {
+    if (pipelinesOnStream(part)) {
+      HCL_TRY(launchPipelined(std::move(part)));
+    } else {
+      HCL_TRY(launchOnStandIns(std::move(part)));
+    }
+  }
+  return {};
 }
 
 }  // namespace hcl

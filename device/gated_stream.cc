@@ -1,5 +1,7 @@
 #include "device/gated_stream.h"
 
+#include <algorithm>
+
 namespace hcl {
 
 GatedStream::GatedStream(DeviceKind kind, std::unique_ptr<StreamGate> gate) : kind_(kind), gate_(std::move(gate)) {}
@@ -39,16 +41,37 @@ class PreparedEnd {
 }  // namespace
 
 void GatedStream::enqueuePrepared(const Prepare& prepare, std::function<Status()> job) {
-  std::lock_guard lock(order_);
-  auto end = std::make_shared<PreparedEnd>();
-  worker_.enqueue([this, end, job = std::move(job)]() -> Status {
-    Status s = job();
-    end->finish(*gate_);
-    return s;
-  });
-  uint64_t last = 0;
-  prepare(*gate_, &last);
-  end->finish(*gate_, last);
+  std::vector<std::function<Status()>> jobs;
+  jobs.push_back(std::move(job));
+  enqueueJoined(
+      {this}, [&](const std::vector<StreamGate*>& gates, std::vector<uint64_t>& last) { prepare(*gates[0], &last[0]); },
+      std::move(jobs));
+}
+
+void GatedStream::enqueueJoined(const std::vector<GatedStream*>& streams, const JoinedPrepare& prepare,
+                                std::vector<std::function<Status()>> jobs) {
+  // Taken in one global order, so two launches over the same streams cannot
+  // each hold one lock and wait for the other's.
+  std::vector<GatedStream*> byAddress = streams;
+  std::sort(byAddress.begin(), byAddress.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (GatedStream* s : byAddress) locks.emplace_back(s->order_);
+  std::vector<std::shared_ptr<PreparedEnd>> ends;
+  std::vector<StreamGate*> gates;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    GatedStream* stream = streams[i];
+    auto end = std::make_shared<PreparedEnd>();
+    stream->worker_.enqueue([stream, end, job = std::move(jobs[i])]() -> Status {
+      Status s = job();
+      end->finish(*stream->gate_);
+      return s;
+    });
+    ends.push_back(std::move(end));
+    gates.push_back(stream->gate_.get());
+  }
+  std::vector<uint64_t> last(streams.size(), 0);
+  prepare(gates, last);
+  for (size_t i = 0; i < streams.size(); ++i) ends[i]->finish(*gates[i], last[i]);
 }
 
 Status GatedStream::synchronize() {

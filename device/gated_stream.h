@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "device/cpu/cpu_stream.h"
 #include "device/device.h"
@@ -30,6 +31,16 @@ class GatedStream final : public Stream {
   // ticket is released once both are done, also when either failed.
   using Prepare = std::function<void(StreamGate& gate, uint64_t* lastTicket)>;
   void enqueuePrepared(const Prepare& prepare, std::function<Status()> job);
+
+  // The same over several distinct streams at once: jobs[i] is queued on
+  // streams[i]'s worker, then `prepare` puts commands on all their native
+  // streams, in whatever order across them it needs, recording the last
+  // ticket it issued on gates[i] in lastTickets[i]. No other launch puts
+  // commands on these streams meanwhile.
+  using JoinedPrepare =
+      std::function<void(const std::vector<StreamGate*>& gates, std::vector<uint64_t>& lastTickets)>;
+  static void enqueueJoined(const std::vector<GatedStream*>& streams, const JoinedPrepare& prepare,
+                            std::vector<std::function<Status()>> jobs);
 
  private:
   DeviceKind kind_;

@@ -192,6 +192,26 @@ class DevicePathTest : public DeviceTest, public ::testing::WithParamInterface<b
     }
     return comms;
   }
+  // Two thread ranks on sim:0, with `ncomms` communicators each, on a device
+  // whose streams share one hardware queue: fn(rank, its communicators) must
+  // return 0 on both.
+  void onOneHardwareQueue(size_t ncomms, const std::function<int(int, const std::vector<hclComm_t>&)>& fn) {
+    setenv("HCL_SIM_SHARED_QUEUE", "1", 1);
+    setenv("HCL_TIMEOUT_MS", "10000", 1);
+    std::vector<std::vector<hclComm_t>> comms;
+    for (size_t i = 0; i < ncomms; ++i) comms.push_back(initOnPath({"sim:0", "sim:0"}));
+    unsetenv("HCL_TIMEOUT_MS");
+    auto rc = onThreads(2, [&](int r) {
+      std::vector<hclComm_t> mine;
+      for (const auto& c : comms) mine.push_back(c[static_cast<size_t>(r)]);
+      return fn(r, mine);
+    });
+    unsetenv("HCL_SIM_SHARED_QUEUE");
+    EXPECT_EQ(rc, std::vector<int>(2, 0));
+    for (const auto& cs : comms) {
+      for (hclComm_t c : cs) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+    }
+  }
 };
 
 INSTANTIATE_TEST_SUITE_P(Paths, DevicePathTest, ::testing::Values(true, false),
@@ -311,13 +331,9 @@ TEST_P(DevicePathTest, CollectivesInSequenceOnANativeStream) {
 // stream would wait for it forever; the copies must be on the stream. On the
 // IPC path the collectives run on the device and the send/recv staged.
 TEST_P(DevicePathTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
-  setenv("HCL_SIM_SHARED_QUEUE", "1", 1);
-  setenv("HCL_TIMEOUT_MS", "10000", 1);
-  auto comms = initOnPath({"sim:0", "sim:0"});
-  unsetenv("HCL_TIMEOUT_MS");
-  const size_t count = 20000;
-  auto rc = onThreads(2, [&](int r) -> int {
-    hclComm_t comm = comms[static_cast<size_t>(r)];
+  onOneHardwareQueue(1, [&](int r, const std::vector<hclComm_t>& comms) -> int {
+    const size_t count = 20000;
+    hclComm_t comm = comms[0];
     hcl::sim::NativeStream native;
     hclStream_t stream = nullptr;
     if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
@@ -361,9 +377,6 @@ TEST_P(DevicePathTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
     for (void* p : {sum, gathered}) hclCommMemFree(comm, p);
     return hclStreamDestroy(stream) == hclSuccess ? 0 : 12;
   });
-  unsetenv("HCL_SIM_SHARED_QUEUE");
-  EXPECT_EQ(rc, std::vector<int>(2, 0));
-  for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
 }
 
 // A group whose later collective reads what an earlier one wrote, with a
@@ -374,13 +387,9 @@ TEST_P(DevicePathTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
 // run in one segment, where y's stand-in carries the first result to the
 // second. Ranks must also agree on the order of everything.
 TEST_P(DevicePathTest, GroupInCallOrderOnStandInsWithOneHardwareQueue) {
-  setenv("HCL_SIM_SHARED_QUEUE", "1", 1);
-  setenv("HCL_TIMEOUT_MS", "10000", 1);
-  auto comms = initOnPath({"sim:0", "sim:0"});
-  unsetenv("HCL_TIMEOUT_MS");
-  const size_t count = 20000;
-  auto rc = onThreads(2, [&](int r) -> int {
-    hclComm_t comm = comms[static_cast<size_t>(r)];
+  onOneHardwareQueue(1, [&](int r, const std::vector<hclComm_t>& comms) -> int {
+    const size_t count = 20000;
+    hclComm_t comm = comms[0];
     hcl::sim::NativeStream native(8);
     hclStream_t stream = nullptr;
     if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
@@ -428,23 +437,20 @@ TEST_P(DevicePathTest, GroupInCallOrderOnStandInsWithOneHardwareQueue) {
     for (void* p : {x, y, z, scalar}) hclCommMemFree(comm, p);
     return hclStreamDestroy(stream) == hclSuccess ? 0 : 14;
   });
-  unsetenv("HCL_SIM_SHARED_QUEUE");
-  EXPECT_EQ(rc, std::vector<int>(2, 0));
-  for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
 }
 
-// One group over two native streams and two communicators per rank: an
-// allreduce on stream 1 and a send/recv exchange on stream 2 (both on
-// communicator A), and a broadcast of communicator B on a third stream.
-// Such a launch runs as one job on HCL's worker, ordered on every stream.
+// One group over three native streams and two communicators per rank, on a
+// device whose streams share one hardware queue: an allreduce on stream 1
+// and a send/recv exchange on stream 2 (both on communicator A), and a
+// broadcast of communicator B on a third stream. As in NCCL, communicator
+// A's launch joins its streams: its copies go on stream 1 (its first call's)
+// once stream 2 has written the send buffer, late, before the group, and
+// later work on stream 2 sees the allreduce's result. On the old path (one job on HCL's worker copying on its own
+// queues while the streams waited) this hung.
 TEST_P(DevicePathTest, GroupOverSeveralStreamsAndTwoCommunicators) {
-  setenv("HCL_TIMEOUT_MS", "10000", 1);
-  auto commsA = initOnPath({"sim:0", "sim:0"});
-  auto commsB = initOnPath({"sim:0", "sim:0"});
-  unsetenv("HCL_TIMEOUT_MS");
-  const size_t count = 30000, p2pCount = 1500;
-  auto rc = onThreads(2, [&](int r) -> int {
-    hclComm_t a = commsA[static_cast<size_t>(r)], b = commsB[static_cast<size_t>(r)];
+  onOneHardwareQueue(2, [&](int r, const std::vector<hclComm_t>& comms) -> int {
+    const size_t count = 30000, p2pCount = 1500;
+    hclComm_t a = comms[0], b = comms[1];
     hcl::sim::NativeStream native1(8), native2(8), native3(8);
     hclStream_t a1 = nullptr, a2 = nullptr, b1 = nullptr;
     if (hclCommWrapStream(a, &native1, &a1) != hclSuccess || hclCommWrapStream(a, &native2, &a2) != hclSuccess ||
@@ -464,7 +470,10 @@ TEST_P(DevicePathTest, GroupOverSeveralStreamsAndTwoCommunicators) {
       root[i] = static_cast<float>(r == 1 ? 7 * i : 0);
     }
     native1.launch([&] { hclCommMemcpy(a, sum, input.data(), count * sizeof(float)); });
-    native2.launch([&] { hclCommMemcpy(a, mine, tag.data(), p2pCount * sizeof(float)); });
+    native2.launch([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // late: a launch that does not join sends no tag
+      hclCommMemcpy(a, mine, tag.data(), p2pCount * sizeof(float));
+    });
     native3.launch([&] { hclCommMemcpy(b, bcast, root.data(), count * sizeof(float)); });
     if (hclGroupStart() != hclSuccess) return 3;
     if (hclAllReduce(sum, sum, count, hclFloat, hclSum, a, a1) != hclSuccess) return 4;
@@ -476,8 +485,8 @@ TEST_P(DevicePathTest, GroupOverSeveralStreamsAndTwoCommunicators) {
       return 8;
     }
     std::vector<float> seenSum(count, -1.0f), seenBcast(count, -1.0f), seenP2P(p2pCount, -1.0f);
-    native1.launch([&] { hclCommMemcpy(a, seenSum.data(), sum, count * sizeof(float)); });
-    native2.launch([&] { hclCommMemcpy(a, seenP2P.data(), theirs, p2pCount * sizeof(float)); });
+    native2.launch([&] { hclCommMemcpy(a, seenSum.data(), sum, count * sizeof(float)); });
+    native1.launch([&] { hclCommMemcpy(a, seenP2P.data(), theirs, p2pCount * sizeof(float)); });
     native3.launch([&] { hclCommMemcpy(b, seenBcast.data(), bcast, count * sizeof(float)); });
     native1.synchronize();
     native2.synchronize();
@@ -504,9 +513,59 @@ TEST_P(DevicePathTest, GroupOverSeveralStreamsAndTwoCommunicators) {
     }
     return 0;
   });
-  EXPECT_EQ(rc, std::vector<int>(2, 0));
-  for (hclComm_t c : commsA) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
-  for (hclComm_t c : commsB) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+}
+
+// Two communicators' calls on one native stream in one group: through the
+// NCCL API each (communicator, stream) pair gets its own HCL stream, so
+// here two HCL streams wrap the one native stream. Each communicator's
+// launch goes on the stream in the order of its first call: an allreduce of
+// A, then a send/recv exchange and an allreduce of B that reads A's result.
+TEST_P(DevicePathTest, TwoCommunicatorsOnOneNativeStreamInOneGroup) {
+  onOneHardwareQueue(2, [&](int r, const std::vector<hclComm_t>& comms) -> int {
+    const size_t count = 20000;
+    hclComm_t a = comms[0], b = comms[1];
+    hcl::sim::NativeStream native(8);
+    hclStream_t sa = nullptr, sb = nullptr;
+    if (hclCommWrapStream(a, &native, &sa) != hclSuccess || hclCommWrapStream(b, &native, &sb) != hclSuccess) {
+      return 1;
+    }
+    PeerExchange p2p(b, r);
+    void *x = nullptr, *y = nullptr, *z = nullptr;
+    for (void** p : {&x, &y, &z}) {
+      if (hclCommMemAlloc(a, p, count * sizeof(float)) != hclSuccess) return 2;
+    }
+    if (!p2p.allocate()) return 2;
+    std::vector<float> input(count);
+    for (size_t i = 0; i < count; ++i) input[i] = static_cast<float>(r * 1000 + i % 1000);
+    native.launch([&] {
+      hclCommMemcpy(a, x, input.data(), count * sizeof(float));
+      p2p.writeTag();
+    });
+    if (hclGroupStart() != hclSuccess) return 3;
+    if (hclAllReduce(x, y, count, hclFloat, hclSum, a, sa) != hclSuccess) return 4;
+    if (!p2p.post(sb)) return 5;
+    if (hclAllReduce(y, z, count, hclFloat, hclMax, b, sb) != hclSuccess) return 6;
+    if (hclGroupEnd() != hclSuccess) {
+      std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(a));
+      return 7;
+    }
+    std::vector<float> seenZ(count, -1.0f);
+    native.launch([&] {
+      hclCommMemcpy(a, seenZ.data(), z, count * sizeof(float));
+      p2p.readReceived();
+    });
+    if (!drained(native, sa, a, r) || !drained(native, sb, b, r)) return 8;
+    for (size_t i = 0; i < count; ++i) {
+      const float want = static_cast<float>(1000 + 2 * (i % 1000));
+      if (seenZ[i] != want) {
+        std::fprintf(stderr, "rank %d element %zu: z %f (want %f)\n", r, i, seenZ[i], want);
+        return 9;
+      }
+    }
+    if (!p2p.receivedPeersTag()) return 10;
+    for (void* p : {x, y, z}) hclCommMemFree(a, p);
+    return hclStreamDestroy(sa) == hclSuccess && hclStreamDestroy(sb) == hclSuccess ? 0 : 11;
+  });
 }
 
 // Sim ranks of one host map each other's memory: every collective runs on
