@@ -13,6 +13,10 @@
 namespace hcl {
 namespace {
 
+// Puts a launch that was set up on its streams; cannot fail (failures on
+// the streams reach the launch's job).
+using LaunchIssue = std::function<void()>;
+
 // Whether a launch's collectives can be put on its device-runtime stream as
 // their chunk pipelines: staged collectives of one communicator (so that the
 // worker finishes their chunks, and releases their tickets, in the order
@@ -25,47 +29,97 @@ bool pipelinesOnStream(const std::vector<PendingOp>& ops) {
   return true;
 }
 
+// A pre-multiplied sum's scalar in device memory, copied on the stream to
+// pinned memory ahead of the launch's chunks: the worker reads it there, as
+// a synchronous device copy could wait for the stopped stream.
+struct ScalarCopy {
+  const void* from;
+  std::byte* to;
+  size_t bytes;
+};
+
+Status scalarsToPinned(Communicator& comm, std::vector<PendingOp>& ops, StagingArea* area,
+                       std::vector<ScalarCopy>& out) {
+  constexpr size_t kSlot = 64;
+  size_t n = 0;
+  for (const PendingOp& op : ops) n += op.scalarPointer && comm.device().isDeviceMemory(op.scalarPointer);
+  if (n == 0) return {};
+  if (!area) return {hclInternalError, "a device scalar in a launch without a staging area"};
+  // Growing frees the old block, which earlier calls' copies on this stream
+  // may still use: let them finish first.
+  if (!area->p2pFits(n * kSlot)) HCL_TRY(static_cast<GatedStream&>(*ops.front().stream->impl).synchronizeNative());
+  std::byte* base = nullptr;
+  HCL_TRY(area->p2pBuffer(n * kSlot, &base));
+  for (PendingOp& op : ops) {
+    if (!op.scalarPointer || !comm.device().isDeviceMemory(op.scalarPointer)) continue;
+    out.push_back({op.scalarPointer, base + out.size() * kSlot, dataTypeSize(op.type)});
+    op.scalarPointer = out.back().to;
+  }
+  return {};
+}
+
 // The common launch, collectives of one communicator on one stream: each is
 // put on the stream as its staged chunk pipeline (the copies overlap the
 // network) or, on an IPC communicator, as the IPC path's steps.
-Status launchPipelined(std::vector<PendingOp> ops) {
-  Communicator& comm = *ops.front().comm;
-  auto& stream = static_cast<GatedStream&>(*ops.front().stream->impl);
-  StagingArea* area = nullptr;
+struct PipelinedLaunch {
+  std::vector<PendingOp> ops;
+  std::vector<ScalarCopy> scalars;
   IpcArea* ipcArea = nullptr;
-  for (PendingOp& op : ops) {
+  std::shared_ptr<std::vector<std::unique_ptr<CommTask>>> tasks;
+};
+
+void issuePipelined(PipelinedLaunch& l, StreamGate& gate, uint64_t* last) {
+  for (const ScalarCopy& c : l.scalars) {
+    if (Status s = gate.copyOnStream(c.to, c.bytes, c.from, c.bytes, c.bytes, 1); !s.ok()) {
+      PendingOp& first = l.ops.front();
+      (first.ipc ? first.ipc->tickets : first.gated->tickets).fail(s.withContext("staging on the stream"));
+      return;
+    }
+  }
+  for (PendingOp& op : l.ops) {
+    if (op.ipc) {
+      issueIpc(*op.comm, *op.ipc, gate, *l.ipcArea, false, last);
+      continue;
+    }
+    op.gated->gate = &gate;
+    stageOnStream(*op.gated);
+    if (op.gated->tickets.last()) *last = op.gated->tickets.last();
+  }
+}
+
+Status setUpPipelined(std::vector<PendingOp> ops, LaunchIssue* issue) {
+  auto l = std::make_shared<PipelinedLaunch>();
+  l->ops = std::move(ops);
+  Communicator& comm = *l->ops.front().comm;
+  hclStream* stream = l->ops.front().stream;
+  StagingArea* area = nullptr;
+  for (PendingOp& op : l->ops) {
     if (takesIpcPath(comm, op)) {
-      if (!ipcArea) HCL_TRY(comm.ipcAreaFor(ops.front().stream, &ipcArea));
+      if (!l->ipcArea) HCL_TRY(comm.ipcAreaFor(stream, &l->ipcArea));
       op.ipc = std::make_shared<IpcCall>(collArgsFor(comm, op), op.spec, op.send, op.recv);
     } else {
-      if (!area) HCL_TRY(comm.stagingFor(ops.front().stream, &area));
+      if (!area) HCL_TRY(comm.stagingFor(stream, &area));
       op.gated = std::make_shared<GatedStaging>();
       op.gated->chunks = std::make_unique<StagedChunks>(comm.device(), *area, collArgsFor(comm, op), op.send, op.recv);
     }
   }
-  auto tasks = std::make_shared<std::vector<std::unique_ptr<CommTask>>>(buildTasks(ops));
-  stream.enqueuePrepared(
-      [&](StreamGate& gate, uint64_t* last) {
-        for (PendingOp& op : ops) {
-          if (op.ipc) {
-            issueIpc(comm, *op.ipc, gate, *ipcArea, false, last);
-            continue;
-          }
-          op.gated->gate = &gate;
-          stageOnStream(*op.gated);
-          if (op.gated->tickets.last()) *last = op.gated->tickets.last();
-        }
-      },
-      [tasks, ipc = ops.front().ipc, gated = ops.front().gated]() -> Status {
-        // The work queued on the stream before the call may take any time:
-        // waiting for it is not a stalled peer, so it happens before the
-        // executor's watch starts. The gate is set before the first ticket
-        // is published.
-        uint64_t ticket = 0;
-        HCL_TRY((ipc ? ipc->tickets : gated->tickets).waitPublished(0, &ticket));
-        HCL_TRY((ipc ? ipc->gate : gated->gate)->waitStart(ticket));
-        return runTasks(*tasks);
-      });
+  HCL_TRY(scalarsToPinned(comm, l->ops, area, l->scalars));
+  l->tasks = std::make_shared<std::vector<std::unique_ptr<CommTask>>>(buildTasks(l->ops));
+  *issue = [l, stream] {
+    static_cast<GatedStream&>(*stream->impl)
+        .enqueuePrepared([&](StreamGate& gate, uint64_t* last) { issuePipelined(*l, gate, last); },
+                         [tasks = l->tasks, ipc = l->ops.front().ipc, gated = l->ops.front().gated]() -> Status {
+                           // The work queued on the stream before the call may
+                           // take any time: waiting for it is not a stalled
+                           // peer, so it happens before the executor's watch
+                           // starts. The gate is set before the first ticket
+                           // is published.
+                           uint64_t ticket = 0;
+                           HCL_TRY((ipc ? ipc->tickets : gated->tickets).waitPublished(0, &ticket));
+                           HCL_TRY((ipc ? ipc->gate : gated->gate)->waitStart(ticket));
+                           return runTasks(*tasks);
+                         });
+  };
   return {};
 }
 
@@ -118,7 +172,8 @@ struct StandInLaunch {
   std::byte* base = nullptr;  // the stand-ins, shared by the segments in turn
   size_t standInBytes = 0;
   size_t segments = 0;
-  std::vector<StreamGate*> gates;  // the lead's first; set before the first ticket is published
+  std::vector<GatedStream*> streams;  // the lead's first
+  std::vector<StreamGate*> gates;     // theirs; set before the first ticket is published
   StreamTickets tickets;           // one per segment, on the lead
   Join join;
 };
@@ -159,12 +214,6 @@ Status issueSteps(StandInLaunch& l, std::vector<uint64_t>& last) {
   l.tickets.reserve(std::max<size_t>(l.segments, 1));
   l.join.tickets.reserve(l.join.followers + 2);
   if (l.join.followers > 0) HCL_TRY(issueJoin(l, last));
-  if (l.standInBytes > 0) {
-    // Growing frees the old stand-ins, which earlier calls' copies on this
-    // stream may still read: let them finish first.
-    if (!l.area->p2pFits(l.standInBytes)) HCL_TRY(gate.synchronize());
-    HCL_TRY(l.area->p2pBuffer(l.standInBytes, &l.base));
-  }
   for (LaunchStep& step : l.steps) {
     if (step.ipc) {
       issueIpc(*l.comm, *step.ipc, gate, *l.ipcArea, false, &last[0]);
@@ -266,15 +315,14 @@ Status runLead(StandInLaunch& l) {
 // stand-ins of its device buffers, as host operations; collectives on the
 // IPC path run as themselves between segments. The streams do every copy;
 // they do not overlap the network, but the worker touches no device queue.
-Status launchOnStandIns(std::vector<PendingOp> ops) {
+Status setUpOnStandIns(std::vector<PendingOp> ops, LaunchIssue* issue) {
   auto l = std::make_shared<StandInLaunch>(ops.front().comm);
   Communicator& comm = *l->comm;
-  std::vector<GatedStream*> streams;
   for (const PendingOp& op : ops) {
     auto* s = static_cast<GatedStream*>(op.stream->impl.get());
-    if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
+    if (std::find(l->streams.begin(), l->streams.end(), s) == l->streams.end()) l->streams.push_back(s);
   }
-  l->join.followers = streams.size() - 1;
+  l->join.followers = l->streams.size() - 1;
   hclStream* lead = ops.front().stream;
   std::stable_partition(ops.begin(), ops.end(), [](const PendingOp& op) { return op.kind == CollKind::SendRecv; });
   for (PendingOp& op : ops) {
@@ -298,23 +346,32 @@ Status launchOnStandIns(std::vector<PendingOp> ops) {
     l->standInBytes = std::max(l->standInBytes, step.standIns.bytes);
   }
   if (l->segments > 0) HCL_TRY(comm.stagingFor(lead, &l->area));
-  std::vector<std::function<Status()>> jobs;
-  jobs.push_back([l]() -> Status { return runLead(*l); });
-  for (size_t f = 0; f < l->join.followers; ++f) jobs.push_back([l]() -> Status { return l->join.awaitFinish(); });
-  GatedStream::enqueueJoined(
-      streams,
-      [&](const std::vector<StreamGate*>& gates, std::vector<uint64_t>& last) {
-        l->gates = gates;
-        if (Status s = issueSteps(*l, last); !s.ok()) {
-          const Status why = s.withContext("staging on the stream");
-          l->tickets.fail(why);
-          l->join.tickets.fail(why);
-          for (LaunchStep& step : l->steps) {
-            if (step.ipc) step.ipc->tickets.fail(why);
+  if (l->standInBytes > 0) {
+    // Growing frees the old stand-ins, which earlier calls' copies on this
+    // stream may still read: let them finish first. Before anything of the
+    // group is issued, so this waits only for earlier launches.
+    if (!l->area->p2pFits(l->standInBytes)) HCL_TRY(static_cast<GatedStream&>(*lead->impl).synchronizeNative());
+    HCL_TRY(l->area->p2pBuffer(l->standInBytes, &l->base));
+  }
+  *issue = [l] {
+    std::vector<std::function<Status()>> jobs;
+    jobs.push_back([l]() -> Status { return runLead(*l); });
+    for (size_t f = 0; f < l->join.followers; ++f) jobs.push_back([l]() -> Status { return l->join.awaitFinish(); });
+    GatedStream::enqueueJoined(
+        l->streams,
+        [&](const std::vector<StreamGate*>& gates, std::vector<uint64_t>& last) {
+          l->gates = gates;
+          if (Status s = issueSteps(*l, last); !s.ok()) {
+            const Status why = s.withContext("staging on the stream");
+            l->tickets.fail(why);
+            l->join.tickets.fail(why);
+            for (LaunchStep& step : l->steps) {
+              if (step.ipc) step.ipc->tickets.fail(why);
+            }
           }
-        }
-      },
-      std::move(jobs));
+        },
+        std::move(jobs));
+  };
   return {};
 }
 
@@ -322,8 +379,17 @@ Status launchOnStandIns(std::vector<PendingOp> ops) {
 
 bool onDeviceStreams(const std::vector<PendingOp>& ops) {
   if (ops.empty()) return false;
+  std::vector<const Communicator*> comms;
   for (const PendingOp& op : ops) {
     if (!op.stream || !dynamic_cast<GatedStream*>(op.stream->impl.get())) return false;
+    if (std::find(comms.begin(), comms.end(), op.comm.get()) == comms.end()) comms.push_back(op.comm.get());
+  }
+  // Several ranks of one communicator driven from one thread must run at
+  // once, which launches one after the other would not.
+  for (size_t i = 0; i < comms.size(); ++i) {
+    for (size_t j = i + 1; j < comms.size(); ++j) {
+      if (comms[i]->commTag() == comms[j]->commTag()) return false;
+    }
   }
   return true;
 }
@@ -340,13 +406,18 @@ Status launchOnDeviceStreams(std::vector<PendingOp> ops) {
     }
     part->push_back(std::move(op));
   }
-  for (auto& part : byComm) {
-    if (pipelinesOnStream(part)) {
-      HCL_TRY(launchPipelined(std::move(part)));
+  // Everything that may fail or wait is set up before any part is issued,
+  // so a group is put on its streams whole or not at all, and waiting for
+  // earlier launches never waits for a part of this one.
+  std::vector<LaunchIssue> issues(byComm.size());
+  for (size_t i = 0; i < byComm.size(); ++i) {
+    if (pipelinesOnStream(byComm[i])) {
+      HCL_TRY(setUpPipelined(std::move(byComm[i]), &issues[i]));
     } else {
-      HCL_TRY(launchOnStandIns(std::move(part)));
+      HCL_TRY(setUpOnStandIns(std::move(byComm[i]), &issues[i]));
     }
   }
+  for (LaunchIssue& issue : issues) issue();
   return {};
 }
 

@@ -12,9 +12,10 @@
 
 namespace hcl {
 
-// Whether every operation of the launch is on a device-runtime stream.
-// Other launches (on HCL's own streams, or some on the NULL stream) run as
-// one job on HCL's worker (core/group.cc).
+// Whether every operation of the launch is on a device-runtime stream, and
+// no two of its communicators are ranks of one communicator (one thread
+// driving several ranks). Other launches run as one job on HCL's worker
+// (core/group.cc).
 bool onDeviceStreams(const std::vector<PendingOp>& ops);
 
 // Puts such a launch on its streams: one launch per communicator, in the

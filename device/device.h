@@ -99,6 +99,8 @@ class StreamGate {
   // HCL's worker: lets the native stream run past `ticket`. Must be called
   // for every ticket, also when the work failed, or the stream never moves.
   virtual void release(uint64_t ticket) = 0;
+  // The last ticket mark() issued (0: none); any thread.
+  virtual uint64_t lastIssued() = 0;
   // The native stream itself.
   virtual Status synchronize() = 0;
   virtual Status query() = 0;
@@ -204,7 +206,7 @@ Device& cpuDevice();
 
 // The plugin entry point (extern "C" in each plugin). Returns nullptr and
 // fills `error` when the plugin cannot serve, e.g. a different ABI.
-inline constexpr int kDevicePluginAbi = 3;
+inline constexpr int kDevicePluginAbi = 4;
 using DevicePluginEntry = DeviceRuntime* (*)(int abi, char* error, size_t errorLen);
 inline constexpr const char* kDevicePluginSymbol = "hclDeviceRuntimeCreate";
 

@@ -1,6 +1,9 @@
 #include "device/gated_stream.h"
 
 #include <algorithm>
+#include <atomic>
+
+#include "core/deadline.h"
 
 namespace hcl {
 
@@ -26,13 +29,33 @@ namespace {
 // Releases the last ticket once both the job and prepare are done.
 class PreparedEnd {
  public:
-  void finish(StreamGate& gate, uint64_t last = 0) {
+  // A job that failed may not have released the tickets prepare issued so
+  // far; with the native stream's command queue full, prepare then blocks
+  // until the stream moves, and nothing else would let it move. So until
+  // prepare is done, the failed job's side releases whatever it issued.
+  void jobDone(StreamGate& gate, bool failed) {
+    if (failed) {
+      Backoff backoff;
+      while (!prepared_.load(std::memory_order_acquire)) {
+        if (const uint64_t t = gate.lastIssued()) gate.release(t);
+        backoff.pause();
+      }
+    }
+    finish(gate, 0);
+  }
+  void prepareDone(StreamGate& gate, uint64_t last) {
+    prepared_.store(true, std::memory_order_release);
+    finish(gate, last);
+  }
+
+ private:
+  void finish(StreamGate& gate, uint64_t last) {
     std::lock_guard lock(mutex_);
     if (last) last_ = last;
     if (++finished_ == 2 && last_) gate.release(last_);
   }
 
- private:
+  std::atomic<bool> prepared_{false};
   std::mutex mutex_;
   int finished_ = 0;
   uint64_t last_ = 0;
@@ -63,7 +86,7 @@ void GatedStream::enqueueJoined(const std::vector<GatedStream*>& streams, const 
     auto end = std::make_shared<PreparedEnd>();
     stream->worker_.enqueue([stream, end, job = std::move(jobs[i])]() -> Status {
       Status s = job();
-      end->finish(*stream->gate_);
+      end->jobDone(*stream->gate_, !s.ok());
       return s;
     });
     ends.push_back(std::move(end));
@@ -71,7 +94,7 @@ void GatedStream::enqueueJoined(const std::vector<GatedStream*>& streams, const 
   }
   std::vector<uint64_t> last(streams.size(), 0);
   prepare(gates, last);
-  for (size_t i = 0; i < streams.size(); ++i) ends[i]->finish(*gates[i], last[i]);
+  for (size_t i = 0; i < streams.size(); ++i) ends[i]->prepareDone(*gates[i], last[i]);
 }
 
 Status GatedStream::synchronize() {

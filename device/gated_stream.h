@@ -21,6 +21,8 @@ class GatedStream final : public Stream {
   void enqueue(std::function<Status()> job) override;
   Status synchronize() override;
   Status query() override;
+  // The native stream only: leaves the worker's errors for synchronize().
+  Status synchronizeNative() { return gate_->synchronize(); }
 
   // For a job that puts its own commands on the native stream: the job is
   // queued on the worker first, then `prepare` runs in the caller's thread

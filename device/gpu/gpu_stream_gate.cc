@@ -213,6 +213,11 @@ void GpuStreamGate::release(uint64_t ticket) {
   }
 }
 
+uint64_t GpuStreamGate::lastIssued() {
+  std::lock_guard lock(mutex_);
+  return lastTicket_;
+}
+
 Status GpuStreamGate::synchronize() {
   HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
   HCL_GPU_TRY(gpuStreamSynchronize(stream_), GPU_FN("StreamSynchronize"));

@@ -39,6 +39,7 @@ class GpuStreamGate final : public StreamGate {
   Status pollStart(uint64_t ticket, bool* done) override;
   Status waitStart(uint64_t ticket) override;
   void release(uint64_t ticket) override;
+  uint64_t lastIssued() override;
   Status synchronize() override;
   Status query() override;
 

@@ -24,6 +24,14 @@ class SimDevice final : public Device {
   bool isDeviceMemory(const void* ptr) const override { return memory_.contains(ptr); }
 
   Status copy(void* dst, const void* src, size_t bytes) override {
+    // A synchronous copy from a host thread needs the hardware queue: on a
+    // GPU whose streams share one, it would wait for the stopped stream,
+    // which may be waiting for this very thread. An error, not a hang.
+    const bool touchesDevice = memory_.contains(dst) || memory_.contains(src);
+    if (touchesDevice && !onNativeStream() && hardware_.stopped()) {
+      return {hclInternalError,
+              "sim device: a synchronous device copy while a native stream waits on the shared hardware queue"};
+    }
     transfer(dst, memory_.contains(dst), src, memory_.contains(src), bytes);
     return {};
   }

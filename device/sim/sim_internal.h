@@ -21,12 +21,16 @@ class HardwareQueue {
   void stop();    // a native stream starts waiting
   void resume();  // and stops
   void waitUntilFlowing();  // a copy about to start
+  bool stopped();           // whether a native stream waits now
 
  private:
   std::mutex mutex_;
   std::condition_variable resumed_;
   int stopped_ = 0;
 };
+
+// Whether the calling thread runs a native stream's commands.
+bool onNativeStream();
 
 std::unique_ptr<CopyQueue> makeCopyQueue(const MemoryMap& memory, HardwareQueue& hardware);
 std::unique_ptr<StreamGate> makeGate(NativeStream& stream, const MemoryMap& memory, HardwareQueue& hardware);

@@ -1,4 +1,5 @@
 // The sim device's native streams, its copy engine and its stream gates.
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -14,6 +15,12 @@
 
 namespace hcl::sim {
 
+namespace {
+thread_local bool runningNativeStream = false;
+}  // namespace
+
+bool onNativeStream() { return runningNativeStream; }
+
 NativeStream::NativeStream(size_t depth) : depth_(depth), queue_(std::make_unique<CpuStream>()) {}
 NativeStream::~NativeStream() = default;
 
@@ -24,7 +31,9 @@ void NativeStream::launch(std::function<void()> task) {
     ++pending_;
   }
   queue_->enqueue([this, task = std::move(task)]() -> Status {
+    runningNativeStream = true;
     task();
+    runningNativeStream = false;
     {
       std::lock_guard lock(mutex_);
       --pending_;
@@ -76,6 +85,11 @@ void HardwareQueue::resume() {
     --stopped_;
   }
   resumed_.notify_all();
+}
+
+bool HardwareQueue::stopped() {
+  std::lock_guard lock(mutex_);
+  return stopped_ > 0;
 }
 
 void HardwareQueue::waitUntilFlowing() {
@@ -214,6 +228,7 @@ class SimGate final : public StreamGate {
     return {};
   }
   void release(uint64_t ticket) override { state_->released.raise(ticket); }
+  uint64_t lastIssued() override { return issued_.load(); }
   Status synchronize() override {
     stream_.synchronize();
     return {};
@@ -238,7 +253,7 @@ class SimGate final : public StreamGate {
   NativeStream& stream_;
   const MemoryMap& memory_;
   std::shared_ptr<State> state_;
-  uint64_t issued_ = 0;
+  std::atomic<uint64_t> issued_{0};
 };
 
 }  // namespace

@@ -69,6 +69,13 @@ bool receivedPeersTag(const std::vector<float>& seen, int r) {
   return true;
 }
 
+// Ends a group; false, with the error printed, on a failure.
+bool groupEnded(hclComm_t comm, int r) {
+  if (hclGroupEnd() == hclSuccess) return true;
+  std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(comm));
+  return false;
+}
+
 // Waits for the native stream and then the HCL stream; false on an error.
 bool drained(hcl::sim::NativeStream& native, hclStream_t stream, hclComm_t comm, int r) {
   native.synchronize();
@@ -212,6 +219,18 @@ class DevicePathTest : public DeviceTest, public ::testing::WithParamInterface<b
       for (hclComm_t c : cs) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
     }
   }
+  // The same with one communicator, and fn(rank, communicator, a native
+  // stream whose command queue holds 8 commands, the HCL stream on it).
+  void onOneNativeStream(const std::function<int(int, hclComm_t, hcl::sim::NativeStream&, hclStream_t)>& fn) {
+    onOneHardwareQueue(1, [&](int r, const std::vector<hclComm_t>& comms) -> int {
+      hcl::sim::NativeStream native(8);
+      hclStream_t stream = nullptr;
+      if (hclCommWrapStream(comms[0], &native, &stream) != hclSuccess) return 1;
+      const int rc = fn(r, comms[0], native, stream);
+      native.synchronize();
+      return hclStreamDestroy(stream) == hclSuccess ? rc : 100;
+    });
+  }
 };
 
 INSTANTIATE_TEST_SUITE_P(Paths, DevicePathTest, ::testing::Values(true, false),
@@ -331,12 +350,8 @@ TEST_P(DevicePathTest, CollectivesInSequenceOnANativeStream) {
 // stream would wait for it forever; the copies must be on the stream. On the
 // IPC path the collectives run on the device and the send/recv staged.
 TEST_P(DevicePathTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
-  onOneHardwareQueue(1, [&](int r, const std::vector<hclComm_t>& comms) -> int {
+  onOneNativeStream([&](int r, hclComm_t comm, hcl::sim::NativeStream& native, hclStream_t stream) -> int {
     const size_t count = 20000;
-    hclComm_t comm = comms[0];
-    hcl::sim::NativeStream native;
-    hclStream_t stream = nullptr;
-    if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
     PeerExchange p2p(comm, r);
     void *sum = nullptr, *gathered = nullptr;
     if (hclCommMemAlloc(comm, &sum, count * sizeof(float)) != hclSuccess ||
@@ -353,10 +368,7 @@ TEST_P(DevicePathTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
     if (hclAllGather(sum, gathered, count, hclFloat, comm, stream) != hclSuccess) return 4;
     if (hclAllReduce(sum, sum, count, hclFloat, hclSum, comm, stream) != hclSuccess) return 5;
     if (!p2p.post(stream)) return 6;
-    if (hclGroupEnd() != hclSuccess) {
-      std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(comm));
-      return 8;
-    }
+    if (!groupEnded(comm, r)) return 8;
     std::vector<float> seenSum(count, -1.0f), seenGathered(2 * count, -1.0f);
     native.launch([&] {
       hclCommMemcpy(comm, seenSum.data(), sum, count * sizeof(float));
@@ -375,7 +387,7 @@ TEST_P(DevicePathTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
     }
     if (!p2p.receivedPeersTag()) return 11;
     for (void* p : {sum, gathered}) hclCommMemFree(comm, p);
-    return hclStreamDestroy(stream) == hclSuccess ? 0 : 12;
+    return 0;
   });
 }
 
@@ -387,12 +399,8 @@ TEST_P(DevicePathTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
 // run in one segment, where y's stand-in carries the first result to the
 // second. Ranks must also agree on the order of everything.
 TEST_P(DevicePathTest, GroupInCallOrderOnStandInsWithOneHardwareQueue) {
-  onOneHardwareQueue(1, [&](int r, const std::vector<hclComm_t>& comms) -> int {
+  onOneNativeStream([&](int r, hclComm_t comm, hcl::sim::NativeStream& native, hclStream_t stream) -> int {
     const size_t count = 20000;
-    hclComm_t comm = comms[0];
-    hcl::sim::NativeStream native(8);
-    hclStream_t stream = nullptr;
-    if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
     PeerExchange p2p(comm, r);
     void *x = nullptr, *y = nullptr, *z = nullptr, *scalar = nullptr;
     for (void** p : {&x, &y, &z}) {
@@ -413,10 +421,7 @@ TEST_P(DevicePathTest, GroupInCallOrderOnStandInsWithOneHardwareQueue) {
     if (hclAllReduce(x, y, count, hclFloat, hclSum, comm, stream) != hclSuccess) return 5;
     if (!p2p.post(stream)) return 6;
     if (hclAllReduce(y, z, count, hclFloat, premul, comm, stream) != hclSuccess) return 8;
-    if (hclGroupEnd() != hclSuccess) {
-      std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(comm));
-      return 9;
-    }
+    if (!groupEnded(comm, r)) return 9;
     std::vector<float> seenY(count, -1.0f), seenZ(count, -1.0f);
     native.launch([&] {
       hclCommMemcpy(comm, seenY.data(), y, count * sizeof(float));
@@ -435,7 +440,53 @@ TEST_P(DevicePathTest, GroupInCallOrderOnStandInsWithOneHardwareQueue) {
     if (!p2p.receivedPeersTag()) return 12;
     if (hclRedOpDestroy(premul, comm) != hclSuccess) return 13;
     for (void* p : {x, y, z, scalar}) hclCommMemFree(comm, p);
-    return hclStreamDestroy(stream) == hclSuccess ? 0 : 14;
+    return 0;
+  });
+}
+
+// Collectives only, one a pre-multiplied sum whose scalar (r + 1) is in
+// device memory, in one group on a native stream with one hardware queue.
+// On the staged path they run as their chunk pipelines; the scalar must
+// reach HCL's worker through the stream, since a synchronous device copy
+// would wait for the stopped stream (the sim device fails such a copy).
+TEST_P(DevicePathTest, PreMulSumWithADeviceScalarOnOneHardwareQueue) {
+  onOneNativeStream([&](int r, hclComm_t comm, hcl::sim::NativeStream& native, hclStream_t stream) -> int {
+    const size_t count = 20000;
+    void *x = nullptr, *scaled = nullptr, *plain = nullptr, *scalar = nullptr;
+    for (void** p : {&x, &scaled, &plain}) {
+      if (hclCommMemAlloc(comm, p, count * sizeof(float)) != hclSuccess) return 2;
+    }
+    if (hclCommMemAlloc(comm, &scalar, sizeof(float)) != hclSuccess) return 2;
+    const float factor = static_cast<float>(r + 1);
+    std::vector<float> input(count);
+    for (size_t i = 0; i < count; ++i) input[i] = static_cast<float>(r * 1000 + i % 1000);
+    native.launch([&] {
+      hclCommMemcpy(comm, x, input.data(), count * sizeof(float));
+      hclCommMemcpy(comm, scalar, &factor, sizeof(float));
+    });
+    hclRedOp_t premul;
+    if (hclRedOpCreatePreMulSum(&premul, scalar, hclFloat, hclScalarDevice, comm) != hclSuccess) return 3;
+    if (hclGroupStart() != hclSuccess) return 4;
+    if (hclAllReduce(x, scaled, count, hclFloat, premul, comm, stream) != hclSuccess) return 5;
+    if (hclAllReduce(x, plain, count, hclFloat, hclSum, comm, stream) != hclSuccess) return 6;
+    if (!groupEnded(comm, r)) return 7;
+    std::vector<float> seenScaled(count, -1.0f), seenPlain(count, -1.0f);
+    native.launch([&] {
+      hclCommMemcpy(comm, seenScaled.data(), scaled, count * sizeof(float));
+      hclCommMemcpy(comm, seenPlain.data(), plain, count * sizeof(float));
+    });
+    if (!drained(native, stream, comm, r)) return 8;
+    for (size_t i = 0; i < count; ++i) {
+      const float x0 = static_cast<float>(i % 1000), x1 = static_cast<float>(1000 + i % 1000);
+      if (seenScaled[i] != x0 + 2 * x1 || seenPlain[i] != x0 + x1) {
+        std::fprintf(stderr, "rank %d element %zu: pre-multiplied %f (want %f), sum %f (want %f)\n", r, i,
+                     seenScaled[i], x0 + 2 * x1, seenPlain[i], x0 + x1);
+        return 9;
+      }
+    }
+    if (hclRedOpDestroy(premul, comm) != hclSuccess) return 10;
+    for (void* p : {x, scaled, plain, scalar}) hclCommMemFree(comm, p);
+    return 0;
   });
 }
 
@@ -480,10 +531,7 @@ TEST_P(DevicePathTest, GroupOverSeveralStreamsAndTwoCommunicators) {
     if (hclSend(mine, p2pCount, hclFloat, 1 - r, a, a2) != hclSuccess) return 5;
     if (hclRecv(theirs, p2pCount, hclFloat, 1 - r, a, a2) != hclSuccess) return 6;
     if (hclBcast(bcast, count, hclFloat, 1, b, b1) != hclSuccess) return 7;
-    if (hclGroupEnd() != hclSuccess) {
-      std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(a));
-      return 8;
-    }
+    if (!groupEnded(a, r)) return 8;
     std::vector<float> seenSum(count, -1.0f), seenBcast(count, -1.0f), seenP2P(p2pCount, -1.0f);
     native2.launch([&] { hclCommMemcpy(a, seenSum.data(), sum, count * sizeof(float)); });
     native1.launch([&] { hclCommMemcpy(a, seenP2P.data(), theirs, p2pCount * sizeof(float)); });
@@ -545,10 +593,7 @@ TEST_P(DevicePathTest, TwoCommunicatorsOnOneNativeStreamInOneGroup) {
     if (hclAllReduce(x, y, count, hclFloat, hclSum, a, sa) != hclSuccess) return 4;
     if (!p2p.post(sb)) return 5;
     if (hclAllReduce(y, z, count, hclFloat, hclMax, b, sb) != hclSuccess) return 6;
-    if (hclGroupEnd() != hclSuccess) {
-      std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(a));
-      return 7;
-    }
+    if (!groupEnded(a, r)) return 7;
     std::vector<float> seenZ(count, -1.0f);
     native.launch([&] {
       hclCommMemcpy(a, seenZ.data(), z, count * sizeof(float));
@@ -566,6 +611,51 @@ TEST_P(DevicePathTest, TwoCommunicatorsOnOneNativeStreamInOneGroup) {
     for (void* p : {x, y, z}) hclCommMemFree(a, p);
     return hclStreamDestroy(sa) == hclSuccess && hclStreamDestroy(sb) == hclSuccess ? 0 : 11;
   });
+}
+
+// One thread drives both ranks of a communicator, their calls on one HCL
+// stream in one group: an allreduce and a send/recv exchange per rank. The
+// ranks' operations must run at once, so this launch stays one job on HCL's
+// worker (launched one communicator after the other, it would wait for
+// itself until the timeout).
+TEST_P(DevicePathTest, OneThreadDrivesBothRanksOnOneStream) {
+  setenv("HCL_TIMEOUT_MS", "10000", 1);
+  auto comms = initOnPath({"sim:0", "sim:0"});
+  unsetenv("HCL_TIMEOUT_MS");
+  const size_t count = 4096;
+  hcl::sim::NativeStream native;
+  hclStream_t stream = nullptr;
+  ASSERT_EQ(hclCommWrapStream(comms[0], &native, &stream), hclSuccess);
+  std::vector<void*> in(2), sum(2), mine(2), theirs(2);
+  for (int r = 0; r < 2; ++r) {
+    hclComm_t c = comms[static_cast<size_t>(r)];
+    for (auto* v : {&in, &sum, &mine, &theirs}) {
+      ASSERT_EQ(hclCommMemAlloc(c, &(*v)[static_cast<size_t>(r)], count * sizeof(float)), hclSuccess);
+    }
+    std::vector<float> values(count, static_cast<float>(r + 1)), tag(count, static_cast<float>(r + 10));
+    ASSERT_EQ(hclCommMemcpy(c, in[static_cast<size_t>(r)], values.data(), count * sizeof(float)), hclSuccess);
+    ASSERT_EQ(hclCommMemcpy(c, mine[static_cast<size_t>(r)], tag.data(), count * sizeof(float)), hclSuccess);
+  }
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  for (size_t r = 0; r < 2; ++r) {
+    const int peer = 1 - static_cast<int>(r);
+    ASSERT_EQ(hclAllReduce(in[r], sum[r], count, hclFloat, hclSum, comms[r], stream), hclSuccess);
+    ASSERT_EQ(hclSend(mine[r], count, hclFloat, peer, comms[r], stream), hclSuccess);
+    ASSERT_EQ(hclRecv(theirs[r], count, hclFloat, peer, comms[r], stream), hclSuccess);
+  }
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(comms[0]);
+  native.synchronize();
+  ASSERT_EQ(hclStreamSynchronize(stream), hclSuccess) << hclGetLastError(comms[0]);
+  for (size_t r = 0; r < 2; ++r) {
+    std::vector<float> seenSum(count), seenTheirs(count);
+    ASSERT_EQ(hclCommMemcpy(comms[r], seenSum.data(), sum[r], count * sizeof(float)), hclSuccess);
+    ASSERT_EQ(hclCommMemcpy(comms[r], seenTheirs.data(), theirs[r], count * sizeof(float)), hclSuccess);
+    EXPECT_EQ(seenSum, std::vector<float>(count, 3.0f)) << "rank " << r;
+    EXPECT_TRUE(receivedPeersTag(seenTheirs, static_cast<int>(r)));
+    for (auto* v : {&in, &sum, &mine, &theirs}) hclCommMemFree(comms[r], (*v)[r]);
+  }
+  EXPECT_EQ(hclStreamDestroy(stream), hclSuccess);
+  for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
 }
 
 // Sim ranks of one host map each other's memory: every collective runs on
