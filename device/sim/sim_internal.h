@@ -23,10 +23,19 @@ class HardwareQueue {
   void waitUntilFlowing();  // a copy about to start
   bool stopped();           // whether a native stream waits now
 
+  // Stream commands run one at a time, in the order they were issued over
+  // all of the device's streams, as on a GPU with one hardware queue: a
+  // command takes its turn when issued, awaits it before it runs, and
+  // leaves it when done.
+  uint64_t takeTurn();
+  void awaitTurn(uint64_t turn);
+  void leaveTurn(uint64_t turn);
+
  private:
   std::mutex mutex_;
-  std::condition_variable resumed_;
+  std::condition_variable resumed_, turned_;
   int stopped_ = 0;
+  uint64_t issued_ = 0, ran_ = 0;
 };
 
 // Whether the calling thread runs a native stream's commands.

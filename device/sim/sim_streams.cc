@@ -87,6 +87,24 @@ void HardwareQueue::resume() {
   resumed_.notify_all();
 }
 
+uint64_t HardwareQueue::takeTurn() {
+  std::lock_guard lock(mutex_);
+  return ++issued_;
+}
+
+void HardwareQueue::awaitTurn(uint64_t turn) {
+  std::unique_lock lock(mutex_);
+  turned_.wait(lock, [&] { return ran_ + 1 == turn; });
+}
+
+void HardwareQueue::leaveTurn(uint64_t turn) {
+  {
+    std::lock_guard lock(mutex_);
+    ran_ = turn;
+  }
+  turned_.notify_all();
+}
+
 bool HardwareQueue::stopped() {
   std::lock_guard lock(mutex_);
   return stopped_ > 0;
@@ -190,12 +208,12 @@ class SimGate final : public StreamGate {
 
   Status mark(uint64_t* ticket) override {
     const uint64_t t = ++issued_;
-    stream_.launch([state = state_, t] { state->started.raise(t); });
+    command([state = state_, t] { state->started.raise(t); });
     *ticket = t;
     return {};
   }
   Status waitFor(uint64_t ticket) override {
-    stream_.launch([state = state_, ticket] {
+    command([state = state_, ticket] {
       if (state->hardware) state->hardware->stop();
       state->released.waitFor(ticket);
       if (state->hardware) state->hardware->resume();
@@ -205,7 +223,7 @@ class SimGate final : public StreamGate {
   Status copyOnStream(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
                       size_t height) override {
     const bool dstDevice = memory_.contains(dst), srcDevice = memory_.contains(src);
-    stream_.launch([=] {
+    command([=] {
       for (size_t row = 0; row < height; ++row) {
         transfer(static_cast<std::byte*>(dst) + row * dstPitch, dstDevice,
                  static_cast<const std::byte*>(src) + row * srcPitch, srcDevice, width);
@@ -214,7 +232,7 @@ class SimGate final : public StreamGate {
     return {};
   }
   Status segmentsOnStream(const IpcSegment* table, size_t n, size_t, const ReduceSpec& spec) override {
-    stream_.launch([=] {
+    command([=] {
       for (size_t i = 0; i < n; ++i) runSegment(table[i], spec);
     });
     return {};
@@ -244,6 +262,17 @@ class SimGate final : public StreamGate {
     Progress released;
     HardwareQueue* hardware = nullptr;  // set: a wait stops the device's copies
   };
+  // A command on the native stream; with one hardware queue, in the
+  // device's order of all streams' commands.
+  void command(std::function<void()> body) {
+    HardwareQueue* hardware = state_->hardware;
+    const uint64_t turn = hardware ? hardware->takeTurn() : 0;
+    stream_.launch([hardware, turn, body = std::move(body)] {
+      if (hardware) hardware->awaitTurn(turn);
+      body();
+      if (hardware) hardware->leaveTurn(turn);
+    });
+  }
   static std::shared_ptr<State> makeState(HardwareQueue& hardware) {
     auto state = std::make_shared<State>();
     if (paramBool("HCL_SIM_SHARED_QUEUE")) state->hardware = &hardware;

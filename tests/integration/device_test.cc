@@ -199,14 +199,15 @@ class DevicePathTest : public DeviceTest, public ::testing::WithParamInterface<b
     }
     return comms;
   }
-  // Two thread ranks on sim:0, with `ncomms` communicators each, on a device
+  // Two thread ranks, with `ncomms` communicators each, each on a device
   // whose streams share one hardware queue: fn(rank, its communicators) must
   // return 0 on both.
   void onOneHardwareQueue(size_t ncomms, const std::function<int(int, const std::vector<hclComm_t>&)>& fn) {
     setenv("HCL_SIM_SHARED_QUEUE", "1", 1);
     setenv("HCL_TIMEOUT_MS", "10000", 1);
     std::vector<std::vector<hclComm_t>> comms;
-    for (size_t i = 0; i < ncomms; ++i) comms.push_back(initOnPath({"sim:0", "sim:0"}));
+    // One device per rank: two ranks' waits in one queue would hold each other back.
+    for (size_t i = 0; i < ncomms; ++i) comms.push_back(initOnPath({"sim:0", "sim:1"}));
     unsetenv("HCL_TIMEOUT_MS");
     auto rc = onThreads(2, [&](int r) {
       std::vector<hclComm_t> mine;
