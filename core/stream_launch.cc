@@ -17,16 +17,25 @@ namespace {
 // the streams reach the launch's job).
 using LaunchIssue = std::function<void()>;
 
-// Whether a launch's collectives can be put on its device-runtime stream as
-// their chunk pipelines: staged collectives of one communicator (so that the
-// worker finishes their chunks, and releases their tickets, in the order
-// they were issued).
+// Whether one communicator's launch can be put on its device-runtime stream
+// as its collectives' chunk pipelines: staged collectives on one stream (so
+// that the worker finishes their chunks, and releases their tickets, in the
+// order they were issued).
 bool pipelinesOnStream(const std::vector<PendingOp>& ops) {
   for (const PendingOp& op : ops) {
-    if (op.comm != ops.front().comm || op.stream != ops.front().stream || !op.stream) return false;
+    if (op.stream != ops.front().stream) return false;
     if (op.kind == CollKind::SendRecv || !op.comm->staged() || op.count == 0) return false;
   }
   return true;
+}
+
+// `bytes` of the pinned block that `area` keeps for `stream`'s stand-ins.
+// Growing frees the old block, which earlier calls' copies on the stream may
+// still use: they finish first. Called before anything of a group is
+// issued, so this waits only for earlier launches.
+Status pinnedBlock(StagingArea& area, hclStream* stream, size_t bytes, std::byte** base) {
+  if (!area.p2pFits(bytes)) HCL_TRY(static_cast<GatedStream&>(*stream->impl).synchronizeNative());
+  return area.p2pBuffer(bytes, base);
 }
 
 // A pre-multiplied sum's scalar in device memory, copied on the stream to
@@ -45,11 +54,8 @@ Status scalarsToPinned(Communicator& comm, std::vector<PendingOp>& ops, StagingA
   for (const PendingOp& op : ops) n += op.scalarPointer && comm.device().isDeviceMemory(op.scalarPointer);
   if (n == 0) return {};
   if (!area) return {hclInternalError, "a device scalar in a launch without a staging area"};
-  // Growing frees the old block, which earlier calls' copies on this stream
-  // may still use: let them finish first.
-  if (!area->p2pFits(n * kSlot)) HCL_TRY(static_cast<GatedStream&>(*ops.front().stream->impl).synchronizeNative());
   std::byte* base = nullptr;
-  HCL_TRY(area->p2pBuffer(n * kSlot, &base));
+  HCL_TRY(pinnedBlock(*area, ops.front().stream, n * kSlot, &base));
   for (PendingOp& op : ops) {
     if (!op.scalarPointer || !comm.device().isDeviceMemory(op.scalarPointer)) continue;
     out.push_back({op.scalarPointer, base + out.size() * kSlot, dataTypeSize(op.type)});
@@ -174,7 +180,7 @@ struct StandInLaunch {
   size_t segments = 0;
   std::vector<GatedStream*> streams;  // the lead's first
   std::vector<StreamGate*> gates;     // theirs; set before the first ticket is published
-  StreamTickets tickets;           // one per segment, on the lead
+  StreamTickets tickets;              // one per segment, on the lead
   Join join;
 };
 
@@ -346,13 +352,7 @@ Status setUpOnStandIns(std::vector<PendingOp> ops, LaunchIssue* issue) {
     l->standInBytes = std::max(l->standInBytes, step.standIns.bytes);
   }
   if (l->segments > 0) HCL_TRY(comm.stagingFor(lead, &l->area));
-  if (l->standInBytes > 0) {
-    // Growing frees the old stand-ins, which earlier calls' copies on this
-    // stream may still read: let them finish first. Before anything of the
-    // group is issued, so this waits only for earlier launches.
-    if (!l->area->p2pFits(l->standInBytes)) HCL_TRY(static_cast<GatedStream&>(*lead->impl).synchronizeNative());
-    HCL_TRY(l->area->p2pBuffer(l->standInBytes, &l->base));
-  }
+  if (l->standInBytes > 0) HCL_TRY(pinnedBlock(*l->area, lead, l->standInBytes, &l->base));
   *issue = [l] {
     std::vector<std::function<Status()>> jobs;
     jobs.push_back([l]() -> Status { return runLead(*l); });
@@ -382,14 +382,13 @@ bool onDeviceStreams(const std::vector<PendingOp>& ops) {
   std::vector<const Communicator*> comms;
   for (const PendingOp& op : ops) {
     if (!op.stream || !dynamic_cast<GatedStream*>(op.stream->impl.get())) return false;
-    if (std::find(comms.begin(), comms.end(), op.comm.get()) == comms.end()) comms.push_back(op.comm.get());
-  }
-  // Several ranks of one communicator driven from one thread must run at
-  // once, which launches one after the other would not.
-  for (size_t i = 0; i < comms.size(); ++i) {
-    for (size_t j = i + 1; j < comms.size(); ++j) {
-      if (comms[i]->commTag() == comms[j]->commTag()) return false;
+    if (std::find(comms.begin(), comms.end(), op.comm.get()) != comms.end()) continue;
+    // Several ranks of one communicator driven from one thread must run at
+    // once, which launches one after the other would not.
+    for (const Communicator* seen : comms) {
+      if (seen->commTag() == op.comm->commTag()) return false;
     }
+    comms.push_back(op.comm.get());
   }
   return true;
 }

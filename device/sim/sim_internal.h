@@ -12,10 +12,13 @@
 namespace hcl::sim {
 
 // What the streams of one sim device share. A GPU whose streams share one
-// hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1) runs no other stream's copy
-// while a stream is stopped on a memory wait; with HCL_SIM_SHARED_QUEUE=1 the
-// sim device's gates and copy queues behave so, to catch designs that copy
-// on a device queue while a native stream waits for them.
+// hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1) runs its streams' commands
+// in the order they were issued, so a stream stopped on a memory wait holds
+// back every later command of any stream. With HCL_SIM_SHARED_QUEUE=1 the
+// sim device's gates run their commands so, its copy queues start no copy
+// while a stream waits, and a synchronous device copy from a host thread
+// then fails: to catch designs that need the device while a native stream
+// waits for them.
 class HardwareQueue {
  public:
   void stop();    // a native stream starts waiting

@@ -260,7 +260,7 @@ class SimGate final : public StreamGate {
   struct State {
     Progress started;
     Progress released;
-    HardwareQueue* hardware = nullptr;  // set: a wait stops the device's copies
+    HardwareQueue* hardware = nullptr;  // set: commands take turns in the device's one queue
   };
   // A command on the native stream; with one hardware queue, in the
   // device's order of all streams' commands.

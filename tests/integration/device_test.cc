@@ -284,6 +284,30 @@ TEST_P(DevicePathTest, OperationOnNativeStreamIsOrderedAndAsynchronous) {
   for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
 }
 
+// A call whose peer never joins fails within the timeout, also on a stream
+// whose command queue is too shallow for all of the call's commands: once
+// the call's job has failed, it keeps releasing what the call's stream side
+// issues until that side is done (without that, the call never returns).
+TEST_P(DevicePathTest, FailedCallLetsAShallowStreamGo) {
+  setenv("HCL_TIMEOUT_MS", "300", 1);
+  auto comms = initOnPath({"sim:0", "sim:0"});
+  unsetenv("HCL_TIMEOUT_MS");
+  const size_t count = 1u << 18;  // 128 chunks of the fixture's 8 KiB
+  hclComm_t comm = comms[0];      // rank 1 never calls
+  hcl::sim::NativeStream native(4);
+  hclStream_t stream = nullptr;
+  ASSERT_EQ(hclCommWrapStream(comm, &native, &stream), hclSuccess);
+  void* buf = nullptr;
+  ASSERT_EQ(hclCommMemAlloc(comm, &buf, count * sizeof(float)), hclSuccess);
+  EXPECT_EQ(hclAllReduce(buf, buf, count, hclFloat, hclSum, comm, stream), hclSuccess);
+  native.synchronize();
+  EXPECT_NE(hclStreamSynchronize(stream), hclSuccess);
+  EXPECT_NE(std::string(hclGetLastError(comm)).find("rank 1"), std::string::npos) << hclGetLastError(comm);
+  hclCommMemFree(comm, buf);
+  EXPECT_EQ(hclStreamDestroy(stream), hclSuccess);
+  for (hclComm_t c : comms) hclCommDestroy(c);
+}
+
 // A sequence of collectives and a send/recv exchange on one native stream
 // per rank, the way a framework issues them: nothing waits on the host
 // between the calls. The stream's command queue is shallow, as a GPU
