@@ -29,9 +29,10 @@ class IpcArea {
   Status takeTable(const std::function<Status()>& failure, size_t* slot, IpcSegment** table);
   void freeTable(size_t slot);
   // Device memory for stand-ins, at least `bytes`. Growing frees the old
-  // block: the caller first lets earlier calls on the stream finish.
-  bool standInsFit(size_t bytes) const { return standIns_.size() >= bytes; }
+  // block (standInsGrowthFreesBlock): the caller first lets earlier calls on
+  // the stream finish.
   Status standIns(size_t bytes, std::byte** out);
+  bool standInsGrowthFreesBlock(size_t bytes) const { return standIns_.size() > 0 && standIns_.size() < bytes; }
 
  private:
   Device& device_;

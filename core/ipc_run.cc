@@ -17,24 +17,40 @@ Status describe(Device& dev, const void* p, bool touched, IpcBufferEntry& e) {
   return dev.ipcExport(p, &e.handle, &e.offset);
 }
 
+// Where a call's stand-ins go in the area's block: buffers the device cannot
+// export (host memory, memory the runtime cannot share, such as
+// virtual-memory-API allocations) get device stand-ins; so does an
+// in-place alltoall's input, which peers overwrite while this rank may
+// still read it.
+struct StandInLayout {
+  bool send = false, recv = false;
+  size_t recvAt = 0, total = 0;
+};
+
+template <typename Exported>
+StandInLayout standInLayout(const IpcCall& call, Exported exported) {
+  const IpcBufferUse use = ipcBufferUse(call.args);
+  StandInLayout l;
+  l.send = use.send && (!exported(call.send, true) || (call.args.kind == CollKind::AlltoAll && call.args.inPlace));
+  l.recv = use.recv && !exported(call.recv, false);
+  l.recvAt = l.send ? roundUp64(use.sendBytes) : 0;
+  l.total = l.recvAt + (l.recv ? use.recvBytes : 0);
+  return l;
+}
+
 Status issueSteps(Communicator& comm, IpcCall& call, StreamGate& gate, IpcArea& area, bool markEnd, uint64_t* last) {
   Device& dev = comm.device();
   const IpcBufferUse use = ipcBufferUse(call.args);
-  // Buffers the device cannot export (host memory, memory the runtime
-  // cannot share, such as virtual-memory-API allocations) get device
-  // stand-ins; so does an in-place alltoall's input, which peers overwrite
-  // while this rank may still read it.
-  auto exported = [&](const void* p, bool touched, IpcBufferEntry& e) {
-    return dev.isDeviceMemory(p) && describe(dev, p, touched, e).ok();
-  };
-  const bool sendStandIn = use.send && (!exported(call.send, true, call.self.send) ||
-                                        (call.args.kind == CollKind::AlltoAll && call.args.inPlace));
-  const bool recvStandIn = use.recv && !exported(call.recv, true, call.self.recv);
-  const size_t recvAt = sendStandIn ? roundUp64(use.sendBytes) : 0;
-  const size_t total = recvAt + (recvStandIn ? use.recvBytes : 0);
+  const StandInLayout layout = standInLayout(call, [&](const void* p, bool isSend) {
+    return dev.isDeviceMemory(p) && describe(dev, p, true, isSend ? call.self.send : call.self.recv).ok();
+  });
+  const bool sendStandIn = layout.send, recvStandIn = layout.recv;
+  const size_t recvAt = layout.recvAt, total = layout.total;
   std::byte* base = nullptr;
   if (total > 0) {
-    if (!area.standInsFit(total)) HCL_TRY(gate.synchronize());
+    // Launches on a caller's stream reserved what they knew of beforehand
+    // (ipcStandInBytes); this waits only for the rest.
+    if (area.standInsGrowthFreesBlock(total)) HCL_TRY(gate.synchronize());
     HCL_TRY(area.standIns(total, &base));
   }
   if (sendStandIn) HCL_TRY(gate.copyOnStream(base, use.sendBytes, call.send, use.sendBytes, use.sendBytes, 1));
@@ -61,6 +77,10 @@ Status issueSteps(Communicator& comm, IpcCall& call, StreamGate& gate, IpcArea& 
 }
 
 }  // namespace
+
+size_t ipcStandInBytes(Device& dev, const IpcCall& call) {
+  return standInLayout(call, [&](const void* p, bool) { return dev.isDeviceMemory(p); }).total;
+}
 
 void issueIpc(Communicator& comm, IpcCall& call, StreamGate& gate, IpcArea& area, bool markEnd, uint64_t* last) {
   call.gate = &gate;

@@ -44,6 +44,11 @@ struct IpcCall {
   StreamTickets tickets;     // t0, t1[, t2]
 };
 
+// Bytes of device stand-ins `call` needs for the buffers known not to be
+// exportable (host memory; an in-place alltoall's input). A device buffer
+// the runtime then fails to export needs more, found when issuing.
+size_t ipcStandInBytes(Device& dev, const IpcCall& call);
+
 // The stream side (above), in the calling thread; records a failure in the
 // call's tickets. `last` receives the last ticket issued.
 void issueIpc(Communicator& comm, IpcCall& call, StreamGate& gate, IpcArea& area, bool markEnd, uint64_t* last);

@@ -48,7 +48,8 @@ class StagingArea {
   CopyQueue& hostCopies() { return hostCopies_ ? *hostCopies_ : *toHost_; }
   // Pinned memory for point-to-point staging, at least `bytes` (grows).
   Status p2pBuffer(size_t bytes, std::byte** out);
-  bool p2pFits(size_t bytes) const { return p2p_.size() >= bytes; }
+  // Whether p2pBuffer(bytes) frees a block that earlier calls may still use.
+  bool p2pGrowthFreesBlock(size_t bytes) const { return p2p_.size() > 0 && p2p_.size() < bytes; }
 
  private:
   Device& device_;

@@ -32,10 +32,19 @@ bool pipelinesOnStream(const std::vector<PendingOp>& ops) {
 // `bytes` of the pinned block that `area` keeps for `stream`'s stand-ins.
 // Growing frees the old block, which earlier calls' copies on the stream may
 // still use: they finish first. Called before anything of a group is
-// issued, so this waits only for earlier launches.
+// issued, so this waits only for earlier launches, and only when a block
+// is replaced: the first launch that needs one returns at once.
 Status pinnedBlock(StagingArea& area, hclStream* stream, size_t bytes, std::byte** base) {
-  if (!area.p2pFits(bytes)) HCL_TRY(static_cast<GatedStream&>(*stream->impl).synchronizeNative());
+  if (area.p2pGrowthFreesBlock(bytes)) HCL_TRY(static_cast<GatedStream&>(*stream->impl).synchronizeNative());
   return area.p2pBuffer(bytes, base);
+}
+
+// Device stand-ins of `bytes` in `area` for the launch's IPC collectives,
+// grown, like pinnedBlock, before anything of the group is issued.
+Status reserveIpcStandIns(IpcArea& area, hclStream* stream, size_t bytes) {
+  if (area.standInsGrowthFreesBlock(bytes)) HCL_TRY(static_cast<GatedStream&>(*stream->impl).synchronizeNative());
+  std::byte* base = nullptr;
+  return area.standIns(bytes, &base);
 }
 
 // A pre-multiplied sum's scalar in device memory, copied on the stream to
@@ -99,16 +108,19 @@ Status setUpPipelined(std::vector<PendingOp> ops, LaunchIssue* issue) {
   Communicator& comm = *l->ops.front().comm;
   hclStream* stream = l->ops.front().stream;
   StagingArea* area = nullptr;
+  size_t ipcStandIns = 0;
   for (PendingOp& op : l->ops) {
     if (takesIpcPath(comm, op)) {
       if (!l->ipcArea) HCL_TRY(comm.ipcAreaFor(stream, &l->ipcArea));
       op.ipc = std::make_shared<IpcCall>(collArgsFor(comm, op), op.spec, op.send, op.recv);
+      ipcStandIns = std::max(ipcStandIns, ipcStandInBytes(comm.device(), *op.ipc));
     } else {
       if (!area) HCL_TRY(comm.stagingFor(stream, &area));
       op.gated = std::make_shared<GatedStaging>();
       op.gated->chunks = std::make_unique<StagedChunks>(comm.device(), *area, collArgsFor(comm, op), op.send, op.recv);
     }
   }
+  if (l->ipcArea) HCL_TRY(reserveIpcStandIns(*l->ipcArea, stream, ipcStandIns));
   HCL_TRY(scalarsToPinned(comm, l->ops, area, l->scalars));
   l->tasks = std::make_shared<std::vector<std::unique_ptr<CommTask>>>(buildTasks(l->ops));
   *issue = [l, stream] {
@@ -346,13 +358,18 @@ Status setUpOnStandIns(std::vector<PendingOp> ops, LaunchIssue* issue) {
     }
     l->steps.back().ops.push_back(std::move(op));
   }
+  size_t ipcStandIns = 0;
   for (LaunchStep& step : l->steps) {
-    if (step.ipc) continue;
+    if (step.ipc) {
+      ipcStandIns = std::max(ipcStandIns, ipcStandInBytes(comm.device(), *step.ipc));
+      continue;
+    }
     step.standIns = standInsFor(comm.device(), step.ops);
     l->standInBytes = std::max(l->standInBytes, step.standIns.bytes);
   }
   if (l->segments > 0) HCL_TRY(comm.stagingFor(lead, &l->area));
   if (l->standInBytes > 0) HCL_TRY(pinnedBlock(*l->area, lead, l->standInBytes, &l->base));
+  if (l->ipcArea) HCL_TRY(reserveIpcStandIns(*l->ipcArea, lead, ipcStandIns));
   *issue = [l] {
     std::vector<std::function<Status()>> jobs;
     jobs.push_back([l]() -> Status { return runLead(*l); });

@@ -4,6 +4,7 @@
 // path that reads device memory without going through the device fails.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -240,48 +241,68 @@ INSTANTIATE_TEST_SUITE_P(Paths, DevicePathTest, ::testing::Values(true, false),
 // NCCL's stream semantics on a native stream: the call returns while earlier
 // work on the stream is still pending, runs after it, and later work on the
 // stream sees its result. The earlier work outlasts the communicator's
-// timeout: waiting for it is not waiting on a stalled peer.
+// timeout: waiting for it is not waiting on a stalled peer. Also with host
+// buffers, for which the first call sets up its device stand-ins (IPC
+// path) or pinned memory: with nothing to replace, that does not wait for
+// the stream either.
 TEST_P(DevicePathTest, OperationOnNativeStreamIsOrderedAndAsynchronous) {
-  setenv("HCL_TIMEOUT_MS", "300", 1);
-  auto comms = initOnPath({"sim:0", "sim:0"});
-  unsetenv("HCL_TIMEOUT_MS");
-  const size_t count = 50000;
-  auto rc = onThreads(2, [&](int r) -> int {
-    hclComm_t comm = comms[static_cast<size_t>(r)];
-    hcl::sim::NativeStream native;
-    hclStream_t stream = nullptr;
-    if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
-    void* buf = nullptr;
-    if (hclCommMemAlloc(comm, &buf, count * sizeof(float)) != hclSuccess) return 2;
-    std::vector<float> input(count, static_cast<float>(r + 1));
-    // Earlier work on the native stream: blocks until the test lets it go,
-    // then writes the input.
-    std::promise<void> go;
-    auto released = go.get_future().share();
-    native.launch([&, released] {
-      released.wait();
-      hclCommMemcpy(comm, buf, input.data(), count * sizeof(float));
-    });
-    if (hclAllReduce(buf, buf, count, hclFloat, hclSum, comm, stream) != hclSuccess) return 3;
-    // The call returned with the earlier work still blocked: it did not wait.
-    if (!(hclStreamQuery(stream) == hclInProgress)) return 4;
-    std::vector<float> seen(count, -1.0f);
-    native.launch([&] { hclCommMemcpy(comm, seen.data(), buf, count * sizeof(float)); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // past the 300 ms timeout
-    go.set_value();
-    native.synchronize();
-    if (hclStreamSynchronize(stream) != hclSuccess) return 5;
-    for (float v : seen) {
-      if (v != 3.0f) {
-        std::fprintf(stderr, "rank %d saw %f, want 3\n", r, v);
-        return 6;
+  for (const bool hostBuffers : {false, true}) {
+    SCOPED_TRACE(hostBuffers ? "host buffers" : "device buffers");
+    setenv("HCL_TIMEOUT_MS", "300", 1);
+    auto comms = initOnPath({"sim:0", "sim:0"});
+    unsetenv("HCL_TIMEOUT_MS");
+    const size_t count = 50000;
+    auto rc = onThreads(2, [&](int r) -> int {
+      hclComm_t comm = comms[static_cast<size_t>(r)];
+      hcl::sim::NativeStream native;
+      hclStream_t stream = nullptr;
+      if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
+      std::vector<float> host(count, -1.0f);
+      void* buf = host.data();
+      if (!hostBuffers && hclCommMemAlloc(comm, &buf, count * sizeof(float)) != hclSuccess) return 2;
+      const auto copy = [&](void* dst, const void* src) {
+        if (hostBuffers) {
+          std::memcpy(dst, src, count * sizeof(float));
+        } else {
+          hclCommMemcpy(comm, dst, src, count * sizeof(float));
+        }
+      };
+      std::vector<float> input(count, static_cast<float>(r + 1));
+      // Earlier work on the native stream: blocks until the test lets it
+      // go (or, should the call wait for the stream, for 10 s), then writes
+      // the input.
+      std::promise<void> go;
+      auto released = go.get_future().share();
+      std::atomic<bool> heldTooLong{false};
+      native.launch([&, released] {
+        if (released.wait_for(std::chrono::seconds(10)) != std::future_status::ready) heldTooLong = true;
+        copy(buf, input.data());
+      });
+      if (hclAllReduce(buf, buf, count, hclFloat, hclSum, comm, stream) != hclSuccess) return 3;
+      // The call returned with the earlier work still blocked: it did not wait.
+      if (heldTooLong) {
+        std::fprintf(stderr, "rank %d: the call waited for the earlier work on the stream\n", r);
+        return 4;
       }
-    }
-    hclCommMemFree(comm, buf);
-    return hclStreamDestroy(stream) == hclSuccess ? 0 : 7;
-  });
-  EXPECT_EQ(rc, std::vector<int>(2, 0));
-  for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+      if (!(hclStreamQuery(stream) == hclInProgress)) return 4;
+      std::vector<float> seen(count, -1.0f);
+      native.launch([&] { copy(seen.data(), buf); });
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // past the 300 ms timeout
+      go.set_value();
+      native.synchronize();
+      if (hclStreamSynchronize(stream) != hclSuccess) return 5;
+      for (float v : seen) {
+        if (v != 3.0f) {
+          std::fprintf(stderr, "rank %d saw %f, want 3\n", r, v);
+          return 6;
+        }
+      }
+      if (!hostBuffers) hclCommMemFree(comm, buf);
+      return hclStreamDestroy(stream) == hclSuccess ? 0 : 7;
+    });
+    EXPECT_EQ(rc, std::vector<int>(2, 0));
+    for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+  }
 }
 
 // A call whose peer never joins fails within the timeout, also on a stream
