@@ -192,7 +192,7 @@ Status connectBootstrap(const hclUniqueId& id, int nranks, int rank, int64_t tim
                         const std::atomic<bool>* abortFlag, std::unique_ptr<Oob>& out) {
   UniqueIdContents contents;
   HCL_TRY(decodeUniqueId(id, contents));
-  if (nranks < 1 || rank < 0 || rank >= nranks)
+  if (nranks < 1 || nranks > bootwire::kMaxRanks || rank < 0 || rank >= nranks)
     return invalidArgument(fmt::format("invalid rank {} for nranks {}", rank, nranks));
   std::error_code ec;
   const auto ip = asio::ip::make_address(contents.rootIp, ec);

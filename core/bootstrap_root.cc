@@ -344,7 +344,7 @@ void RootServer::admit(Conn& c, const bootwire::Hello& hello) {
                        hello.rank, phase_ == Phase::Running ? "completed" : "failed"));
     return;
   }
-  if (hello.nranks <= 0 || hello.rank < 0 || hello.rank >= hello.nranks) {
+  if (hello.nranks <= 0 || hello.nranks > bootwire::kMaxRanks || hello.rank < 0 || hello.rank >= hello.nranks) {
     reject(c, ErrorKind::Fatal, fmt::format("invalid rank {} for nranks {}", hello.rank, hello.nranks));
     return;
   }
@@ -367,7 +367,7 @@ void RootServer::admit(Conn& c, const bootwire::Hello& hello) {
   c.rank = hello.rank;
   rankConn_[c.rank] = &c;
   ++joined_;
-  if (!joinDeadline_ && joinTimeoutMs_ > 0) joinDeadline_ = Clock::now() + std::chrono::milliseconds(joinTimeoutMs_);
+  if (!joinDeadline_ && joinTimeoutMs_ > 0) joinDeadline_ = Deadline(joinTimeoutMs_).end();
   log::info(log::Bootstrap, "bootstrap root {}: rank {} of {} joined from {}", address_, c.rank, nranks_, c.peer);
   if (joined_ < nranks_) return;
 

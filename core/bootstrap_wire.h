@@ -22,6 +22,9 @@ inline constexpr size_t kHelloBytes = kSecretEnd + 4 + 4;  // + nranks, rank
 inline constexpr size_t kFrameHeaderBytes = 4 + 8;
 // Rejects corrupt headers before allocating; far above any real bootstrap blob.
 inline constexpr uint64_t kMaxFrameBytes = uint64_t{1} << 34;
+// The most ranks a communicator may have: the root sizes its tables by a
+// joining rank's claim, so a bad one must not make it allocate gigabytes.
+inline constexpr int kMaxRanks = 1 << 20;
 
 enum class Kind : uint32_t {
   Blob = 1,    // rank -> root: this round's contribution

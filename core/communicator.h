@@ -13,6 +13,7 @@
 #include "collectives/plan/plan.h"
 #include "core/peer_info.h"
 #include "core/redop.h"
+#include "core/registrations.h"
 #include "core/schedule_cache.h"
 #include "core/shared_allocations.h"
 #include "core/status.h"
@@ -74,6 +75,7 @@ class Communicator {
   // Busy-poll time of waits on this communicator (Backoff).
   void setSpinUs(int64_t us) { settings_.spinUs = us; }
   RedOpTable& redOps() { return redOps_; }
+  Registrations& registrations() { return registrations_; }
   const std::vector<PeerInfo>& peers() const { return peers_; }
   const std::vector<Link>& links() const { return links_; }
   Connection* connection(int peer) { return connections_[static_cast<size_t>(peer)].get(); }
@@ -124,6 +126,7 @@ class Communicator {
   Planner planner_;
   ScheduleCache schedules_;
   RedOpTable redOps_;
+  Registrations registrations_;
   std::vector<PeerInfo> peers_;
   std::vector<Link> links_;
   std::vector<std::unique_ptr<Transport>> transports_;

@@ -12,9 +12,12 @@ using Clock = std::chrono::steady_clock;
 
 class Deadline {
  public:
-  explicit Deadline(int64_t timeoutMs)
-      : end_(timeoutMs <= 0 ? Clock::time_point::max()
-                            : Clock::now() + std::chrono::milliseconds(timeoutMs)) {}
+  // No deadline for timeoutMs <= 0, nor for one beyond what the clock holds.
+  explicit Deadline(int64_t timeoutMs) : end_(Clock::time_point::max()) {
+    const Clock::time_point now = Clock::now();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now);
+    if (timeoutMs > 0 && timeoutMs < left.count()) end_ = now + std::chrono::milliseconds(timeoutMs);
+  }
   bool expired() const { return Clock::now() >= end_; }
   Clock::time_point end() const { return end_; }
 

@@ -312,7 +312,7 @@ class ProgressWatch {
       sawProgress_ = false;
       return false;
     }
-    return now - last_ > std::chrono::milliseconds(timeoutMs);
+    return std::chrono::duration_cast<std::chrono::milliseconds>(now - last_).count() > timeoutMs;
   }
 
  private:

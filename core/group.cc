@@ -57,6 +57,34 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
   return {};
 }
 
+// Sends to self pair with receives from self, per communicator, in call
+// order and of equal sizes. Checked before anything is launched, so that a
+// mismatch is the caller's error and leaves the communicator usable.
+Status checkSelfExchanges(const std::vector<PendingOp>& ops) {
+  auto toSelf = [](const PendingOp& op) { return op.kind == CollKind::SendRecv && op.root == op.comm->rank(); };
+  std::vector<const Communicator*> checked;
+  for (const PendingOp& first : ops) {
+    if (!toSelf(first) || std::find(checked.begin(), checked.end(), first.comm.get()) != checked.end()) continue;
+    checked.push_back(first.comm.get());
+    std::vector<size_t> sends, recvs;
+    for (const PendingOp& op : ops) {
+      if (op.comm == first.comm && toSelf(op)) (op.isSend ? sends : recvs).push_back(op.count * dataTypeSize(op.type));
+    }
+    const int rank = first.comm->rank();
+    if (sends.size() != recvs.size()) {
+      return invalidUsage(fmt::format("rank {} has {} send(s) to itself but {} receive(s) from itself", rank,
+                                      sends.size(), recvs.size()));
+    }
+    for (size_t i = 0; i < sends.size(); ++i) {
+      if (sends[i] != recvs[i]) {
+        return invalidUsage(fmt::format("rank {}: send to itself number {} has {} bytes but the receive has {}", rank,
+                                        i + 1, sends[i], recvs[i]));
+      }
+    }
+  }
+  return {};
+}
+
 Status launch(std::vector<PendingOp> ops) {
   if (ops.empty()) return {};
   if (onDeviceStreams(ops)) return launchOnDeviceStreams(std::move(ops));
@@ -108,6 +136,7 @@ Status groupEnd() {
   tlsGroup.inits.clear();
   tlsGroup.ops.clear();
   if (!inits.empty()) HCL_TRY(runInits(std::move(inits)));
+  HCL_TRY(checkSelfExchanges(ops).withContext("hclGroupEnd"));
   return launch(std::move(ops));
 }
 
@@ -124,6 +153,7 @@ Status submit(PendingOp&& op) {
   }
   std::vector<PendingOp> ops;
   ops.push_back(std::move(op));
+  HCL_TRY(checkSelfExchanges(ops).withContext(ops.front().call));
   return launch(std::move(ops));
 }
 

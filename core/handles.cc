@@ -3,21 +3,23 @@
 #include <atomic>
 #include <cstdint>
 #include <shared_mutex>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace hcl {
 namespace {
 
+enum class Kind : uint8_t { Comm, Stream };
+
 struct HandleRegistry {
   std::shared_mutex mutex;
-  std::unordered_set<const void*> live;
+  std::unordered_map<const void*, Kind> live;
   // Bumped after every removal: a handle found live stays live until then.
   std::atomic<uint64_t> removals{0};
 };
 
-// The last handle this thread found live, and the removal count then: a loop
-// of calls on one communicator checks it without taking the lock.
-thread_local const void* tlsLastLive = nullptr;
+// The last communicator this thread found live, and the removal count then:
+// a loop of calls on one communicator checks it without taking the lock.
+thread_local const void* tlsLastLiveComm = nullptr;
 thread_local uint64_t tlsRemovalsSeen = 0;
 
 HandleRegistry& handles() {
@@ -25,33 +27,49 @@ HandleRegistry& handles() {
   return r;
 }
 
-}  // namespace
-
-void registerHandle(const void* handle) {
+void add(const void* handle, Kind kind) {
   std::unique_lock lock(handles().mutex);
-  handles().live.insert(handle);
+  handles().live[handle] = kind;
 }
 
-void unregisterHandle(const void* handle) {
+void remove(const void* handle) {
   std::unique_lock lock(handles().mutex);
   handles().live.erase(handle);
   handles().removals.fetch_add(1, std::memory_order_release);
 }
 
-bool isLiveHandle(const void* handle) {
+// Call with the registry's lock held.
+bool liveAs(const void* handle, Kind kind) {
+  const auto it = handles().live.find(handle);
+  return it != handles().live.end() && it->second == kind;
+}
+
+}  // namespace
+
+void registerHandle(const hclComm* comm) { add(comm, Kind::Comm); }
+void registerHandle(const hclStream* stream) { add(stream, Kind::Stream); }
+void unregisterHandle(const hclComm* comm) { remove(comm); }
+void unregisterHandle(const hclStream* stream) { remove(stream); }
+
+bool isLiveHandle(const hclComm* comm) {
   // Read before the lookup: a removal after it makes the next call look again.
   const uint64_t removals = handles().removals.load(std::memory_order_acquire);
-  if (handle != nullptr && handle == tlsLastLive && removals == tlsRemovalsSeen) return true;
+  if (comm != nullptr && comm == tlsLastLiveComm && removals == tlsRemovalsSeen) return true;
   std::shared_lock lock(handles().mutex);
-  if (handles().live.count(handle) == 0) return false;
-  tlsLastLive = handle;
+  if (!liveAs(comm, Kind::Comm)) return false;
+  tlsLastLiveComm = comm;
   tlsRemovalsSeen = removals;
   return true;
 }
 
-bool withLiveHandle(const void* handle, const std::function<void()>& fn) {
+bool isLiveHandle(const hclStream* stream) {
   std::shared_lock lock(handles().mutex);
-  if (handles().live.count(handle) == 0) return false;
+  return liveAs(stream, Kind::Stream);
+}
+
+bool withLiveHandle(const hclComm* comm, const std::function<void()>& fn) {
+  std::shared_lock lock(handles().mutex);
+  if (!liveAs(comm, Kind::Comm)) return false;
   fn();
   return true;
 }

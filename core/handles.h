@@ -3,6 +3,7 @@
 // API hands out raw pointers and must reject stale ones.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,9 @@
 
 struct hclComm {
   std::shared_ptr<hcl::Communicator> impl;  // null until a deferred init completes
+  // A deferred init (hclCommInitRank in a group) not yet run; cleared, with
+  // release order, once initStatus holds its result.
+  std::atomic<bool> initPending{false};
   hcl::Status initStatus;
   mutable std::mutex lastErrorMutex;
   std::string lastError;
@@ -24,10 +28,15 @@ struct hclStream {
 
 namespace hcl {
 
-void registerHandle(const void* handle);
-void unregisterHandle(const void* handle);
-bool isLiveHandle(const void* handle);
-// Runs fn() while `handle` is guaranteed to stay alive; false if it is not live.
-bool withLiveHandle(const void* handle, const std::function<void()>& fn);
+// Each handle is registered with its kind, so that a stream passed where a
+// communicator is expected (or the reverse) is rejected like a made-up one.
+void registerHandle(const hclComm* comm);
+void registerHandle(const hclStream* stream);
+void unregisterHandle(const hclComm* comm);
+void unregisterHandle(const hclStream* stream);
+bool isLiveHandle(const hclComm* comm);
+bool isLiveHandle(const hclStream* stream);
+// Runs fn() while `comm` is guaranteed to stay alive; false if it is not live.
+bool withLiveHandle(const hclComm* comm, const std::function<void()>& fn);
 
 }  // namespace hcl

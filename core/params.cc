@@ -127,16 +127,16 @@ const ParamSpec& requireParam(std::string_view name, ParamType type, const char*
   return spec;
 }
 
-template <typename T>
-T parseOrDefault(const ParamSpec& spec, std::optional<T> (*parse)(std::string_view)) {
+template <typename T, typename Parse>
+T parseOrDefault(const ParamSpec& spec, Parse parse, const std::string& accepted = {}) {
   const ParamValue value = resolveParam(spec.name);
   if (auto parsed = parse(value.text)) return *parsed;
   const auto fallback = parse(spec.defaultValue);
   if (!fallback)
     throw std::logic_error(std::string("invalid default of parameter ") + spec.name);
   if (ParamState::instance().firstWarning(spec.name, value.text))
-    log::warn(log::Env, "Invalid value '{}' for {} (from {}), using default {}", value.text,
-              spec.name, paramSourceName(value), spec.defaultValue);
+    log::warn(log::Env, "Invalid value '{}' for {} (from {}{}), using default {}", value.text,
+              spec.name, paramSourceName(value), accepted, spec.defaultValue);
   return *fallback;
 }
 
@@ -226,11 +226,21 @@ std::optional<bool> parseParamBool(std::string_view text) {
 }
 
 int64_t paramInt(std::string_view name) {
-  return parseOrDefault<int64_t>(requireParam(name, ParamType::Int, "paramInt"), parseParamInt);
+  const ParamSpec& spec = requireParam(name, ParamType::Int, "paramInt");
+  const bool bounded = spec.min != std::numeric_limits<int64_t>::min() || spec.max != std::numeric_limits<int64_t>::max();
+  const std::string accepted = bounded ? fmt::format("; accepted: {} to {}", spec.min, spec.max) : "";
+  return parseOrDefault<int64_t>(
+      spec,
+      [&spec](std::string_view text) -> std::optional<int64_t> {
+        auto v = parseParamInt(text);
+        if (v && (*v < spec.min || *v > spec.max)) return std::nullopt;
+        return v;
+      },
+      accepted);
 }
 
 bool paramBool(std::string_view name) {
-  return parseOrDefault<bool>(requireParam(name, ParamType::Bool, "paramBool"), parseParamBool);
+  return parseOrDefault<bool>(requireParam(name, ParamType::Bool, "paramBool"), &parseParamBool);
 }
 
 std::string paramString(std::string_view name) { return resolveParam(name).text; }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,6 +20,9 @@ struct ParamSpec {
   const char* defaultValue;  // textual; "" for unset strings
   const char* help;
   const char* ncclAlias;  // e.g. "NCCL_DEBUG", or nullptr
+  // Int: the values accepted; others warn and give the default.
+  int64_t min = std::numeric_limits<int64_t>::min();
+  int64_t max = std::numeric_limits<int64_t>::max();
 };
 
 enum class ParamSource { Default, Env, NcclEnv, ConfigFile };

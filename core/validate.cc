@@ -14,9 +14,13 @@ Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
     return invalidArgument(fmt::format("comm {} is not a valid communicator (destroyed or never created)",
                                        static_cast<const void*>(comm)));
   }
-  if (!comm->impl) {
-    if (!comm->initStatus.ok()) return invalidUsage("comm failed to initialize: " + comm->initStatus.message());
+  // Read first: a deferred init writes impl and initStatus before clearing it.
+  if (comm->initPending.load(std::memory_order_acquire)) {
     return invalidUsage("comm is still initializing (complete the group with hclGroupEnd first)");
+  }
+  if (!comm->impl) {
+    return {comm->initStatus.ok() ? hclInternalError : comm->initStatus.code(),
+            "comm failed to initialize: " + comm->initStatus.message()};
   }
   HCL_TRY(comm->impl->failure());
   if (comm->impl->abortFlag().load()) return invalidUsage("comm was aborted");

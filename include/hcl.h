@@ -230,7 +230,8 @@ hclResult_t hclGroupSimulateEnd(hclSimInfo_t* simInfo);
 hclResult_t hclStreamCreate(hclStream_t* stream);
 hclResult_t hclStreamSynchronize(hclStream_t stream);
 /* hclSuccess when all work is complete, hclInProgress while some is pending,
- * or the error of the first failed operation. */
+ * or the error of the first failed operation (until hclStreamSynchronize
+ * has returned it: it reports each error once). */
 hclResult_t hclStreamQuery(hclStream_t stream);
 hclResult_t hclStreamDestroy(hclStream_t stream);
 

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/bootstrap.h"
+#include "core/bootstrap_wire.h"
 #include "core/comm_init.h"
 #include "core/device_choice.h"
 #include "core/errors.h"
@@ -36,6 +37,28 @@ Status checkConfig(const hclConfig_t* config) {
   if (config->size < offsetof(hclConfig_t, blocking) + sizeof(int)) {
     return invalidArgument(fmt::format("config->size {} is too small", config->size));
   }
+  // Fields the caller's struct (perhaps of an older NCCL version) has and set.
+  auto given = [&](size_t offset, int value) {
+    return config->size >= offset + sizeof(int) && value != HCL_CONFIG_UNDEF_INT;
+  };
+  auto flag = [&](const char* name, size_t offset, int value) -> Status {
+    if (!given(offset, value) || value == 0 || value == 1) return {};
+    return invalidArgument(fmt::format("config->{} {} must be 0 or 1", name, value));
+  };
+  HCL_TRY(flag("blocking", offsetof(hclConfig_t, blocking), config->blocking));
+  HCL_TRY(flag("splitShare", offsetof(hclConfig_t, splitShare), config->splitShare));
+  HCL_TRY(flag("collnetEnable", offsetof(hclConfig_t, collnetEnable), config->collnetEnable));
+  HCL_TRY(flag("shrinkShare", offsetof(hclConfig_t, shrinkShare), config->shrinkShare));
+  if (given(offsetof(hclConfig_t, cgaClusterSize), config->cgaClusterSize) && config->cgaClusterSize < 0) {
+    return invalidArgument(fmt::format("config->cgaClusterSize {} is negative", config->cgaClusterSize));
+  }
+  const bool minSet = given(offsetof(hclConfig_t, minCTAs), config->minCTAs);
+  const bool maxSet = given(offsetof(hclConfig_t, maxCTAs), config->maxCTAs);
+  if (minSet && config->minCTAs <= 0) return invalidArgument(fmt::format("config->minCTAs {} is not positive", config->minCTAs));
+  if (maxSet && config->maxCTAs <= 0) return invalidArgument(fmt::format("config->maxCTAs {} is not positive", config->maxCTAs));
+  if (minSet && maxSet && config->minCTAs > config->maxCTAs) {
+    return invalidArgument(fmt::format("config->minCTAs {} is above config->maxCTAs {}", config->minCTAs, config->maxCTAs));
+  }
   return {};
 }
 
@@ -43,6 +66,13 @@ uint64_t rootCommTag(const uint8_t secret[16]) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (int i = 0; i < 16; ++i) h = (h ^ secret[i]) * 0x100000001b3ull;
   return h;
+}
+
+// The init deferred to the end of the open group still refers to the handle.
+Status checkNotPending(const char* call, hclComm_t comm) {
+  if (!comm->initPending.load(std::memory_order_acquire)) return {};
+  return invalidUsage(fmt::format("{}: comm {} is still being created in an open group (call hclGroupEnd first)", call,
+                                  static_cast<const void*>(comm)));
 }
 
 hclComm* newHandle() {
@@ -72,7 +102,9 @@ hclResult_t initRankApi(const char* call, hclComm_t* comm, int nranks, hclUnique
   logVersionOnce();
   Status s;
   if (!comm) s = invalidArgument("comm (the output pointer) is NULL");
-  if (s.ok() && nranks < 1) s = invalidArgument(fmt::format("nranks {} must be at least 1", nranks));
+  if (s.ok() && (nranks < 1 || nranks > bootwire::kMaxRanks)) {
+    s = invalidArgument(fmt::format("nranks {} must be between 1 and {}", nranks, bootwire::kMaxRanks));
+  }
   if (s.ok()) s = checkRank("rank", rank, nranks);
   if (s.ok()) s = checkConfig(config);
   UniqueIdContents contents;
@@ -83,9 +115,11 @@ hclResult_t initRankApi(const char* call, hclComm_t* comm, int nranks, hclUnique
   hclComm* handle = newHandle();
   *comm = handle;
   if (inGroup()) {
+    handle->initPending.store(true);
     deferInit([handle, nranks, commId, rank, settings, call]() -> Status {
       Status r = initRank(handle, nranks, commId, rank, settings).withContext(call);
       handle->initStatus = r;
+      handle->initPending.store(false, std::memory_order_release);
       return r;
     });
     return hclSuccess;
@@ -135,7 +169,11 @@ hclResult_t hclCommInitRankScalable(hclComm_t* newcomm, int nranks, int myrank, 
 hclResult_t hclCommInitAll(hclComm_t* comms, int ndev, const int* devlist) {
   logVersionOnce();
   if (!comms) return report(invalidArgument("hclCommInitAll: comms is NULL"));
-  if (ndev < 1) return report(invalidArgument(fmt::format("hclCommInitAll: ndev {} must be at least 1", ndev)));
+  // One thread per rank here: far fewer than a communicator may have.
+  constexpr int kMaxLocalRanks = 4096;
+  if (ndev < 1 || ndev > kMaxLocalRanks) {
+    return report(invalidArgument(fmt::format("hclCommInitAll: ndev {} must be between 1 and {}", ndev, kMaxLocalRanks)));
+  }
   hclUniqueId id;
   Status s = createUniqueId(&id);
   if (!s.ok()) return report(s.withContext("hclCommInitAll"));
@@ -181,6 +219,24 @@ hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm,
   CommSettings settings = settingsFromParams(config);
   if (!config || !config->commName) settings.name = parent->settings().name;
   settings.device = &parent->device();
+  if (inGroup()) {
+    // As NCCL: the split runs at hclGroupEnd, beside the group's other
+    // inits, so that one thread can split several ranks of a communicator.
+    hclComm* handle = color == HCL_SPLIT_NOCOLOR ? nullptr : newHandle();
+    if (handle) handle->initPending.store(true);
+    *newcomm = handle;
+    deferInit([parent, color, key, settings, handle]() -> Status {
+      std::shared_ptr<Communicator> child;
+      Status r = splitCommunicator(parent, color, key, settings, child).withContext("hclCommSplit");
+      if (handle) {
+        handle->impl = std::move(child);
+        handle->initStatus = r;
+        handle->initPending.store(false, std::memory_order_release);
+      }
+      return r;
+    });
+    return hclSuccess;
+  }
   std::shared_ptr<Communicator> child;
   s = splitCommunicator(parent, color, key, settings, child);
   if (s.ok() && child) {
@@ -216,6 +272,7 @@ hclResult_t hclCommDestroy(hclComm_t comm) {
     return report(invalidArgument(fmt::format("hclCommDestroy: comm {} is not a valid communicator (destroyed twice?)",
                                               static_cast<const void*>(comm))));
   }
+  if (Status s = checkNotPending("hclCommDestroy", comm); !s.ok()) return report(s);
   log::info(log::Destroy, "hclCommDestroy comm {}", static_cast<const void*>(comm));
   deleteHandle(comm);
   return hclSuccess;
@@ -227,6 +284,7 @@ hclResult_t hclCommAbort(hclComm_t comm) {
     return report(invalidArgument(fmt::format("hclCommAbort: comm {} is not a valid communicator",
                                               static_cast<const void*>(comm))));
   }
+  if (Status s = checkNotPending("hclCommAbort", comm); !s.ok()) return report(s);
   if (comm->impl) comm->impl->requestAbort();
   deleteHandle(comm);
   return hclSuccess;

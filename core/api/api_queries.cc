@@ -9,15 +9,32 @@ using namespace hcl;
 
 namespace {
 
-// Queries work on a communicator even after it failed.
+// Queries work on a communicator even after it failed; one whose init in a
+// group is still pending or failed has nothing to report yet.
 Status liveComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
   if (!comm) return invalidArgument("comm is NULL");
-  if (!isLiveHandle(comm) || !comm->impl) {
+  if (!isLiveHandle(comm)) {
     return invalidArgument(fmt::format("comm {} is not a valid communicator (destroyed or never created)",
                                        static_cast<const void*>(comm)));
   }
+  if (comm->initPending.load(std::memory_order_acquire) || !comm->impl) {
+    std::shared_ptr<Communicator> none;
+    return checkComm(comm, none);  // says why there is nothing yet
+  }
   out = comm->impl;
   return {};
+}
+
+// Where a communicator's init in a group stands: in progress, or its error.
+bool initNotDone(hclComm_t comm, hclResult_t* asyncError) {
+  if (!comm || !isLiveHandle(comm)) return false;
+  if (comm->initPending.load(std::memory_order_acquire)) {
+    *asyncError = hclInProgress;
+    return true;
+  }
+  if (comm->impl) return false;
+  *asyncError = comm->initStatus.code();
+  return true;
 }
 
 }  // namespace
@@ -31,6 +48,7 @@ const char* hclGetLastError(hclComm_t comm) { return lastErrorText(comm); }
 void hclResetDebugInit(void) { log::reset(); }
 
 hclResult_t hclCommGetAsyncError(hclComm_t comm, hclResult_t* asyncError) {
+  if (asyncError && initNotDone(comm, asyncError)) return hclSuccess;  // as NCCL: the init's state
   std::shared_ptr<Communicator> c;
   Status s = liveComm(comm, c);
   if (s.ok() && !asyncError) s = invalidArgument("asyncError is NULL");
@@ -96,15 +114,16 @@ hclResult_t hclCommRegister(const hclComm_t comm, void* buff, size_t size, void*
   if (s.ok() && !handle) s = invalidArgument("handle is NULL");
   if (s.ok() && !buff && size > 0) s = invalidArgument(fmt::format("buff is NULL with size {}", size));
   if (!s.ok()) return report(s.withContext("hclCommRegister"), comm);
-  // Host memory needs no registration with the CPU transports; the handle
-  // is the buffer itself so deregistration can be checked.
-  *handle = buff;
+  *handle = c->registrations().add(buff, size);
   return hclSuccess;
 }
 
 hclResult_t hclCommDeregister(const hclComm_t comm, void* handle) {
   std::shared_ptr<Communicator> c;
   Status s = liveComm(comm, c);
+  if (s.ok() && !c->registrations().remove(handle)) {
+    s = invalidUsage(fmt::format("handle {} is not a registration of this communicator (deregistered already?)", handle));
+  }
   return report(s.withContext("hclCommDeregister"), comm);
 }
 

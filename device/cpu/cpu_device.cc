@@ -1,5 +1,8 @@
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -30,10 +33,26 @@ class CpuDevice final : public Device {
     hcl::convert(dst, dstForm, src, srcForm, count, spec);
     return {};
   }
-  Status allocDevice(size_t bytes, void** ptr) override { return allocPinned(bytes, ptr); }
-  Status freeDevice(void* ptr) override { return freePinned(ptr); }
+  // "Device" memory is host memory here; what the API hands out is tracked,
+  // so that freeing anything else is an error instead of heap corruption.
+  Status allocDevice(size_t bytes, void** ptr) override {
+    HCL_TRY(allocPinned(bytes, ptr));
+    std::lock_guard lock(mutex_);
+    handedOut_.insert(*ptr);
+    return {};
+  }
+  Status freeDevice(void* ptr) override {
+    {
+      std::lock_guard lock(mutex_);
+      if (handedOut_.erase(ptr) == 0) {
+        return invalidArgument(fmt::format("ptr {} was not allocated on the CPU device, or was freed already", ptr));
+      }
+    }
+    return freePinned(ptr);
+  }
   Status allocPinned(size_t bytes, void** ptr) override {
-    *ptr = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    *ptr = nullptr;
+    if (bytes <= SIZE_MAX - 63) *ptr = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!*ptr) return systemError(fmt::format("cannot allocate {} bytes of host memory", bytes));
     return {};
   }
@@ -52,6 +71,10 @@ class CpuDevice final : public Device {
     return invalidUsage("the CPU device has no native streams");
   }
   std::unique_ptr<Stream> createStream() override { return std::make_unique<CpuStream>(); }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_set<const void*> handedOut_;
 };
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
+#include <climits>
+#include <cstddef>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -107,6 +109,67 @@ TEST_F(BadArguments, GroupMisuse) {
   EXPECT_NE(lastError(nullptr).find("hclGroupStart"), std::string::npos);
 }
 
+TEST_F(BadArguments, HandlesOfTheOtherKind) {
+  hclStream_t stream = nullptr;
+  ASSERT_EQ(hclStreamCreate(&stream), hclSuccess);
+  auto* streamAsComm = reinterpret_cast<hclComm_t>(stream);
+  auto* commAsStream = reinterpret_cast<hclStream_t>(comms_[0]);
+  int n = 0;
+  expectError(hclAllReduce(buf_, buf_, 1, hclFloat, hclSum, comms_[0], commAsStream), hclInvalidArgument,
+              {"hclAllReduce", "stream"});
+  EXPECT_EQ(hclStreamSynchronize(commAsStream), hclInvalidArgument);
+  EXPECT_NE(lastError(nullptr).find("not a stream"), std::string::npos) << lastError(nullptr);
+  EXPECT_EQ(hclStreamDestroy(commAsStream), hclInvalidArgument);
+  for (hclResult_t r : {hclAllReduce(buf_, buf_, 1, hclFloat, hclSum, streamAsComm, nullptr),
+                        hclCommCount(streamAsComm, &n), hclCommDestroy(streamAsComm)}) {
+    EXPECT_EQ(r, hclInvalidArgument);
+    EXPECT_NE(lastError(nullptr).find("not a valid communicator"), std::string::npos) << lastError(nullptr);
+  }
+  EXPECT_EQ(hclStreamDestroy(stream), hclSuccess);
+}
+
+TEST_F(BadArguments, CommMemFreeOfMemoryItDidNotAllocate) {
+  float onStack = 0;
+  void* shared = nullptr;
+  ASSERT_EQ(hclMemAlloc(&shared, 4096), hclSuccess);
+  void* mine = nullptr;
+  ASSERT_EQ(hclCommMemAlloc(comms_[0], &mine, 4096), hclSuccess);
+  for (void* p : {static_cast<void*>(&onStack), shared, reinterpret_cast<void*>(0x1000)}) {
+    expectError(hclCommMemFree(comms_[0], p), hclInvalidArgument, {"hclCommMemFree", "ptr", "was not allocated"});
+  }
+  EXPECT_EQ(hclCommMemFree(comms_[0], mine), hclSuccess);
+  expectError(hclCommMemFree(comms_[0], mine), hclInvalidArgument, {"hclCommMemFree", "freed already"});
+  EXPECT_EQ(hclMemFree(shared), hclSuccess);
+  void* huge = nullptr;
+  EXPECT_EQ(hclCommMemAlloc(comms_[0], &huge, SIZE_MAX), hclSystemError);
+  EXPECT_NE(lastError(comms_[0]).find(std::to_string(SIZE_MAX)), std::string::npos) << lastError(comms_[0]);
+}
+
+// A send to self without its receive is the caller's error: found before
+// anything runs, it leaves the communicator usable (TearDown checks).
+TEST_F(BadArguments, UnmatchedSelfSendOrReceive) {
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  ASSERT_EQ(hclSend(buf_, 1, hclFloat, 0, comms_[0], nullptr), hclSuccess);
+  expectError(hclGroupEnd(), hclInvalidUsage, {"hclGroupEnd", "rank 0 has 1 send(s) to itself but 0 receive(s)"});
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  ASSERT_EQ(hclSend(buf_, 2, hclFloat, 0, comms_[0], nullptr), hclSuccess);
+  ASSERT_EQ(hclRecv(buf_ + 2, 1, hclFloat, 0, comms_[0], nullptr), hclSuccess);
+  expectError(hclGroupEnd(), hclInvalidUsage, {"send to itself number 1 has 8 bytes but the receive has 4"});
+  expectError(hclRecv(buf_, 1, hclFloat, 0, comms_[0], nullptr), hclInvalidUsage, {"hclRecv", "0 send(s)"});
+  hclResult_t async = hclInternalError;
+  EXPECT_EQ(hclCommGetAsyncError(comms_[0], &async), hclSuccess);
+  EXPECT_EQ(async, hclSuccess);
+}
+
+TEST_F(BadArguments, DeregisterChecksTheHandle) {
+  void* handle = nullptr;
+  ASSERT_EQ(hclCommRegister(comms_[0], buf_, sizeof buf_, &handle), hclSuccess);
+  int other = 0;
+  expectError(hclCommDeregister(comms_[0], &other), hclInvalidUsage, {"hclCommDeregister", "not a registration"});
+  EXPECT_EQ(hclCommDeregister(comms_[0], handle), hclSuccess);
+  expectError(hclCommDeregister(comms_[0], handle), hclInvalidUsage, {"hclCommDeregister", "deregistered already"});
+}
+
 TEST(LifecycleErrors, DestroyedCommunicatorIsRejected) {
   hclComm_t comm;
   ASSERT_EQ(hclCommInitAll(&comm, 1, nullptr), hclSuccess);
@@ -127,10 +190,93 @@ TEST(LifecycleErrors, BadInitArguments) {
   EXPECT_NE(lastError(nullptr).find("rank 2"), std::string::npos) << lastError(nullptr);
   EXPECT_EQ(hclCommInitRank(&comm, 0, id, 0), hclInvalidArgument);
   EXPECT_NE(lastError(nullptr).find("nranks 0"), std::string::npos);
+  EXPECT_EQ(hclCommInitRank(&comm, INT_MAX, id, 0), hclInvalidArgument);  // the root would size tables by it
+  EXPECT_NE(lastError(nullptr).find("nranks 2147483647"), std::string::npos) << lastError(nullptr);
+  hclComm_t many[1];
+  EXPECT_EQ(hclCommInitAll(many, INT_MAX, nullptr), hclInvalidArgument);
+  EXPECT_NE(lastError(nullptr).find("ndev 2147483647"), std::string::npos) << lastError(nullptr);
   hclConfig_t config = HCL_CONFIG_INITIALIZER;
   config.magic = 1;
   EXPECT_EQ(hclCommInitRankConfig(&comm, 1, id, 0, &config), hclInvalidArgument);
   EXPECT_NE(lastError(nullptr).find("magic"), std::string::npos);
+  // Config values NCCL rejects.
+  const auto rejected = [&](const char* words, auto&& set) {
+    hclConfig_t c = HCL_CONFIG_INITIALIZER;
+    set(c);
+    EXPECT_EQ(hclCommInitRankConfig(&comm, 1, id, 0, &c), hclInvalidArgument) << words;
+    EXPECT_NE(lastError(nullptr).find(words), std::string::npos) << lastError(nullptr);
+  };
+  rejected("config->blocking 7 must be 0 or 1", [](hclConfig_t& c) { c.blocking = 7; });
+  rejected("config->splitShare 3", [](hclConfig_t& c) { c.splitShare = 3; });
+  rejected("config->cgaClusterSize -2", [](hclConfig_t& c) { c.cgaClusterSize = -2; });
+  rejected("config->minCTAs 8 is above config->maxCTAs 4", [](hclConfig_t& c) {
+    c.minCTAs = 8;
+    c.maxCTAs = 4;
+  });
+  // A config of an older, shorter layout: fields past its size are not read.
+  hclConfig_t old = HCL_CONFIG_INITIALIZER;
+  old.size = offsetof(hclConfig_t, splitShare);
+  old.splitShare = 3;
+  ASSERT_EQ(hclCommInitRankConfig(&comm, 1, id, 0, &old), hclSuccess) << lastError(nullptr);
+  EXPECT_EQ(hclCommDestroy(comm), hclSuccess);
+}
+
+// A communicator created in a group is the group's until hclGroupEnd: it
+// cannot be destroyed before (the deferred init still refers to it), and
+// its asynchronous error says it is in progress.
+TEST(LifecycleErrors, CommunicatorStillBeingCreatedInAGroup) {
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  hclComm_t comm = nullptr;
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  ASSERT_EQ(hclCommInitRank(&comm, 1, id, 0), hclSuccess);
+  hclResult_t async = hclSuccess;
+  EXPECT_EQ(hclCommGetAsyncError(comm, &async), hclSuccess);
+  EXPECT_EQ(async, hclInProgress);
+  for (hclResult_t r : {hclCommDestroy(comm), hclCommAbort(comm)}) {
+    EXPECT_EQ(r, hclInvalidUsage);
+    EXPECT_NE(lastError(nullptr).find("still being created in an open group"), std::string::npos)
+        << lastError(nullptr);
+  }
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << lastError(nullptr);
+  EXPECT_EQ(hclCommGetAsyncError(comm, &async), hclSuccess);
+  EXPECT_EQ(async, hclSuccess);
+  EXPECT_EQ(hclCommDestroy(comm), hclSuccess);
+}
+
+// A deferred init that failed: the handle stays valid, reports the init's
+// error, and can be destroyed.
+TEST(LifecycleErrors, CommunicatorWhoseInitInAGroupFailed) {
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  setenv("HCL_TIMEOUT_MS", "300", 1);
+  hclComm_t comm = nullptr;
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  ASSERT_EQ(hclCommInitRank(&comm, 2, id, 0), hclSuccess);  // rank 1 never comes
+  const hclResult_t ended = hclGroupEnd();
+  unsetenv("HCL_TIMEOUT_MS");
+  ASSERT_NE(ended, hclSuccess);
+  hclResult_t async = hclSuccess;
+  EXPECT_EQ(hclCommGetAsyncError(comm, &async), hclSuccess);
+  EXPECT_EQ(async, ended);
+  int n = 0;
+  EXPECT_EQ(hclCommCount(comm, &n), ended);
+  EXPECT_NE(lastError(nullptr).find("failed to initialize"), std::string::npos) << lastError(nullptr);
+  EXPECT_EQ(hclCommDestroy(comm), hclSuccess);
+}
+
+// A timeout beyond what the clock can hold means no timeout, not an
+// immediate one.
+TEST(LifecycleErrors, HugeTimeoutIsNoTimeout) {
+  setenv("HCL_TIMEOUT_MS", "9223372036854775", 1);
+  hclComm_t comm = nullptr;
+  const hclResult_t r = hclCommInitAll(&comm, 1, nullptr);
+  unsetenv("HCL_TIMEOUT_MS");
+  ASSERT_EQ(r, hclSuccess) << lastError(nullptr);
+  float x = 2;
+  EXPECT_EQ(hclAllReduce(&x, &x, 1, hclFloat, hclSum, comm, nullptr), hclSuccess) << lastError(comm);
+  EXPECT_EQ(x, 2.0f);
+  EXPECT_EQ(hclCommDestroy(comm), hclSuccess);
 }
 
 TEST(Errors, EveryResultHasAString) {

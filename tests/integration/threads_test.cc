@@ -150,6 +150,37 @@ TEST(Threads, SplitColorsKeysNoColorAndConcurrentUse) {
   destroyAll(comms);
 }
 
+// As in NCCL, splits inside a group run at hclGroupEnd, so one thread can
+// split several ranks of a communicator (each split waits for the others).
+TEST(Threads, OneThreadSplitsEveryRankInAGroup) {
+  auto comms = initAll(3);
+  std::vector<hclComm_t> sub(3, nullptr);
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  for (int r = 0; r < 3; ++r) {
+    const int color = r == 1 ? HCL_SPLIT_NOCOLOR : 0;
+    ASSERT_EQ(hclCommSplit(comms[static_cast<size_t>(r)], color, -r, &sub[static_cast<size_t>(r)], nullptr),
+              hclSuccess);
+  }
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
+  EXPECT_EQ(sub[1], nullptr);
+  int rank0 = -1, rank2 = -1, count = 0;
+  ASSERT_EQ(hclCommUserRank(sub[0], &rank0), hclSuccess);
+  ASSERT_EQ(hclCommUserRank(sub[2], &rank2), hclSuccess);
+  ASSERT_EQ(hclCommCount(sub[0], &count), hclSuccess);
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(rank0, 1);  // keys -0 and -2: rank 2 first
+  EXPECT_EQ(rank2, 0);
+  std::vector<int32_t> values = {1, 10};
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  ASSERT_EQ(hclAllReduce(&values[0], &values[0], 1, hclInt32, hclSum, sub[0], nullptr), hclSuccess);
+  ASSERT_EQ(hclAllReduce(&values[1], &values[1], 1, hclInt32, hclSum, sub[2], nullptr), hclSuccess);
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
+  EXPECT_EQ(values, (std::vector<int32_t>{11, 11}));
+  EXPECT_EQ(hclCommDestroy(sub[0]), hclSuccess);
+  EXPECT_EQ(hclCommDestroy(sub[2]), hclSuccess);
+  destroyAll(comms);
+}
+
 TEST(Threads, GroupedSendRecvPatterns) {
   const int n = 4;
   auto comms = initAll(n);

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -184,10 +185,13 @@ TEST(NcclLibrary, MemoryAndRegistration) {
   EXPECT_EQ(ncclCommDestroy(nullptr), ncclSuccess);
 }
 
-// A config laid out as NCCL 2.19's header made it (fields up to splitShare),
-// embedded in a buffer whose other bytes are garbage.
+// A config laid out as an older or newer NCCL header made it (e.g. 2.19's:
+// fields up to splitShare), its fields unset as that header's initializer
+// leaves them, embedded in a buffer whose other bytes are garbage.
 struct OldConfigBuffer {
   explicit OldConfigBuffer(size_t size, unsigned version) : bytes(256, 0x5a) {
+    const ncclConfig_t unset = NCCL_CONFIG_INITIALIZER;
+    std::memcpy(bytes.data(), &unset, std::min(size, sizeof unset));
     std::memcpy(bytes.data() + offsetof(ncclConfig_t, size), &size, sizeof size);
     const unsigned magic = 0xcafebeef;
     std::memcpy(bytes.data() + offsetof(ncclConfig_t, magic), &magic, sizeof magic);

@@ -247,6 +247,42 @@ TEST_F(ParamsTest, InvalidValuesFallBackToDefaultAndWarnOnce) {
   EXPECT_NE(text.find("HCL WARN ENV Invalid value"), std::string::npos) << text;
 }
 
+TEST_F(ParamsTest, OutOfRangeIntegersFallBackToDefaultAndSayWhatIsAccepted) {
+  const std::string logPath = dir_.file("range.log");
+  ::setenv("HCL_DEBUG_FILE", logPath.c_str(), 1);
+  log::reset();
+  ::setenv("HCL_TCP_STREAMS", "65", 1);
+  EXPECT_EQ(paramInt("HCL_TCP_STREAMS"), 1);
+  ::setenv("HCL_TCP_STREAMS", "64", 1);
+  EXPECT_EQ(paramInt("HCL_TCP_STREAMS"), 64);
+  ::setenv("HCL_TIMEOUT_MS", "-1", 1);
+  EXPECT_EQ(paramInt("HCL_TIMEOUT_MS"), 60000);
+  ::setenv("HCL_TIMEOUT_MS", "0", 1);  // documented: never time out
+  EXPECT_EQ(paramInt("HCL_TIMEOUT_MS"), 0);
+  ::setenv("HCL_CHUNK_BYTES", "0", 1);
+  EXPECT_EQ(paramInt("HCL_CHUNK_BYTES"), 524288);
+  ::unsetenv("HCL_DEBUG_FILE");
+  log::reset();
+  const std::string text = test::readFile(logPath);
+  EXPECT_NE(text.find("'65' for HCL_TCP_STREAMS (from env; accepted: 1 to 64), using default 1"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("'-1' for HCL_TIMEOUT_MS"), std::string::npos) << text;
+  EXPECT_NE(text.find("'0' for HCL_CHUNK_BYTES"), std::string::npos) << text;
+  EXPECT_EQ(text.find("'64' for"), std::string::npos) << text;
+  EXPECT_EQ(text.find("'0' for HCL_TIMEOUT_MS"), std::string::npos) << text;
+}
+
+TEST(ParamTable, DefaultsAreWithinTheirRanges) {
+  for (const ParamSpec& spec : paramTable()) {
+    if (spec.type != ParamType::Int) continue;
+    SCOPED_TRACE(spec.name);
+    const auto v = parseParamInt(spec.defaultValue);
+    ASSERT_TRUE(v.has_value());
+    EXPECT_GE(*v, spec.min);
+    EXPECT_LE(*v, spec.max);
+  }
+}
+
 TEST_F(ParamsTest, ConcurrentLookupsAgree) {
   writeConf("HCL_SHM_SLOTS=12\n");
   ::setenv("HCL_SPIN_US", "7", 1);
