@@ -12,9 +12,10 @@
 namespace hcl {
 namespace {
 
-PeerBuffer describeOwnBuffer(const void* p) {
+PeerBuffer describeOwnBuffer(const void* p, size_t bytes) {
   PeerBuffer b;
   b.address = reinterpret_cast<uintptr_t>(p);
+  b.bytes = bytes;
   if (p == nullptr) return b;
   if (const auto a = findSharedAllocation(p, 1)) {
     b.allocBase = a->base;
@@ -41,9 +42,9 @@ ScheduleRun::ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSched
   if (prepared_->direct) {
     addresses_ = std::make_unique<AddressEntry[]>(static_cast<size_t>(comm_.nranks()));
     AddressEntry& self = addresses_[static_cast<size_t>(comm_.rank())];
-    self.send = describeOwnBuffer(buffers_.send);
-    self.recv = describeOwnBuffer(buffers_.recv);
-    self.scratch = describeOwnBuffer(scratch_);
+    self.send = describeOwnBuffer(buffers_.send, schedule_.sendBytes);
+    self.recv = describeOwnBuffer(buffers_.recv, schedule_.recvBytes);
+    self.scratch = describeOwnBuffer(scratch_, schedule_.scratchBytes);
   }
 }
 
@@ -63,7 +64,8 @@ void* ScheduleRun::resolve(const BufferRef& ref) const {
   return base ? base + ref.offset : nullptr;
 }
 
-Status ScheduleRun::peerBuffer(int peer, const BufferRef& ref, const PeerBuffer** buffer, uint64_t* address) const {
+Status ScheduleRun::peerBuffer(int peer, const BufferRef& ref, size_t bytes, const PeerBuffer** buffer,
+                               uint64_t* address) const {
   const PeerBuffer* b = nullptr;
   if (addresses_) {
     const AddressEntry& e = addresses_[static_cast<size_t>(peer)];
@@ -71,10 +73,18 @@ Status ScheduleRun::peerBuffer(int peer, const BufferRef& ref, const PeerBuffer*
     if (ref.id == BufferId::Recv) b = &e.recv;
     if (ref.id == BufferId::Scratch) b = &e.scratch;
   }
+  static const char* const kNames[] = {"send", "receive", "scratch", "user", "addresses"};
+  const char* name = kNames[static_cast<size_t>(ref.id)];
   if (b == nullptr || b->address == 0) {
-    static const char* const kNames[] = {"send", "receive", "scratch", "user", "addresses"};
     return internalError(fmt::format("rank {}: {} schedule reaches a {} buffer rank {} did not give", comm_.rank(),
-                                     schedule_.algorithm, kNames[static_cast<size_t>(ref.id)], peer));
+                                     schedule_.algorithm, name, peer));
+  }
+  // Ranks that disagree on the call's size would otherwise reach past each
+  // other's buffers.
+  if (ref.offset > b->bytes || bytes > b->bytes - ref.offset) {
+    return invalidUsage(fmt::format("rank {}: rank {}'s {} buffer covers {} bytes but this call reaches byte {} of it "
+                                    "(do the ranks agree on the count and data type?)",
+                                    comm_.rank(), peer, name, b->bytes, ref.offset + bytes));
   }
   *buffer = b;
   *address = b->address + ref.offset;
@@ -90,7 +100,7 @@ Status ScheduleRun::runPeerStep(const Step& st, Device& dev) {
   const bool write = st.kind == Step::Kind::WritePeer;
   const PeerBuffer* pb = nullptr;
   uint64_t at = 0;
-  HCL_TRY(peerBuffer(st.peer, write ? st.dst : st.a, &pb, &at));
+  HCL_TRY(peerBuffer(st.peer, write ? st.dst : st.a, st.bytes, &pb, &at));
   Connection* c = comm_.connection(st.peer);
   // Mapped peer memory is loaded and stored directly; otherwise the
   // connection copies (process_vm_readv/writev, or in-process memcpy).
@@ -114,7 +124,7 @@ Status ScheduleRun::runPeerStep(const Step& st, Device& dev) {
 Status ScheduleRun::peerOperand(const Step& reduce, const void** operand) {
   const PeerBuffer* from = nullptr;
   uint64_t at = 0;
-  HCL_TRY(peerBuffer(reduce.peer, reduce.a, &from, &at));
+  HCL_TRY(peerBuffer(reduce.peer, reduce.a, reduce.bytes, &from, &at));
   Connection* c = comm_.connection(reduce.peer);
   *operand = c->mapPeer(*from, at, reduce.bytes);
   if (*operand) return {};
@@ -136,7 +146,9 @@ bool ScheduleRun::fuseReduceAndWrite(const Step& reduce, const Step& write) {
   if (write.kind != Step::Kind::WritePeer || !fusableSum(reduce, write)) return false;
   const PeerBuffer *from = nullptr, *to = nullptr;
   uint64_t fromAt = 0, toAt = 0;
-  if (!peerBuffer(reduce.peer, reduce.a, &from, &fromAt).ok() || !peerBuffer(write.peer, write.dst, &to, &toAt).ok())
+  // Out of range: the unfused steps report it.
+  if (!peerBuffer(reduce.peer, reduce.a, reduce.bytes, &from, &fromAt).ok() ||
+      !peerBuffer(write.peer, write.dst, write.bytes, &to, &toAt).ok())
     return false;
   // Mapping `in` never drops `out`, the mapping returned just before.
   void* out = comm_.connection(write.peer)->mapPeer(*to, toAt, write.bytes);

@@ -59,7 +59,9 @@ class ScheduleRun final : public OpRun {
   void* resolve(const BufferRef& ref) const;
   // A peer's send or receive buffer, from the Addresses table, and the
   // address of `ref` in it.
-  Status peerBuffer(int peer, const BufferRef& ref, const PeerBuffer** buffer, uint64_t* address) const;
+  // Where `bytes` at `ref` of `peer`'s buffer are; an error if they are not
+  // all within what the peer's call covers.
+  Status peerBuffer(int peer, const BufferRef& ref, size_t bytes, const PeerBuffer** buffer, uint64_t* address) const;
   Status pollConnections(bool* progressed);
   // ReadPeer, WritePeer and ReducePeer.
   Status runPeerStep(const Step& st, Device& dev);

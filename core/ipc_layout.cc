@@ -32,21 +32,12 @@ bool ipcServes(CollKind kind, size_t count, ReduceKind op) {
 }
 
 IpcBufferUse ipcBufferUse(const CollArgs& a) {
-  const size_t block = a.count * dataTypeSize(a.type);
-  const size_t all = block * static_cast<size_t>(a.nranks);
+  const CallBufferBytes bytes = callBufferBytes(a);
   const bool root = a.rank == a.root;
-  IpcBufferUse u;
-  switch (a.kind) {
-    case CollKind::AllReduce: u = {true, true, block, block}; break;
-    case CollKind::Broadcast: u = {root, true, root ? block : 0, block}; break;
-    case CollKind::Reduce: u = {true, root, block, root ? block : 0}; break;
-    case CollKind::AllGather: u = {true, true, block, all}; break;
-    case CollKind::ReduceScatter: u = {true, true, all, block}; break;
-    case CollKind::AlltoAll: u = {true, true, all, all}; break;
-    case CollKind::Gather: u = {true, root, block, root ? all : 0}; break;
-    case CollKind::Scatter: u = {root, true, root ? all : 0, block}; break;
-    default: break;
-  }
+  IpcBufferUse u{true, true, bytes.send, bytes.recv};
+  if (a.kind == CollKind::Broadcast || a.kind == CollKind::Scatter) u.send = root;
+  if (a.kind == CollKind::Reduce || a.kind == CollKind::Gather) u.recv = root;
+  if (a.kind == CollKind::SendRecv || a.kind == CollKind::Control) u = {};
   return u;
 }
 

@@ -57,6 +57,7 @@ struct PeerBuffer {
   uint64_t allocBase = 0;
   uint64_t allocSerial = 0;
   int64_t allocFd = -1;
+  uint64_t bytes = 0;  // from address, what the owner's call covers
 };
 
 class Connection {

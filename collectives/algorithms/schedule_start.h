@@ -11,6 +11,9 @@ inline Schedule beginSchedule(const CollArgs& a, const char* algorithm) {
   Schedule s;
   s.tag = static_cast<uint32_t>(a.kind);
   s.algorithm = algorithm;
+  const CallBufferBytes bytes = callBufferBytes(a);
+  s.sendBytes = bytes.send;
+  s.recvBytes = bytes.recv;
   return s;
 }
 

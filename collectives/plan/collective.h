@@ -50,4 +50,12 @@ struct CollArgs {
   const Topology* topology = nullptr;
 };
 
+// The bytes of this rank's send and receive buffers a call covers (0 for a
+// buffer the rank's role leaves alone, such as a broadcast's send buffer
+// off the root).
+struct CallBufferBytes {
+  size_t send = 0, recv = 0;
+};
+CallBufferBytes callBufferBytes(const CollArgs& a);
+
 }  // namespace hcl

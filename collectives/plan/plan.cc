@@ -64,6 +64,23 @@ const char* collKindName(CollKind k) {
   return "unknown";
 }
 
+CallBufferBytes callBufferBytes(const CollArgs& a) {
+  const size_t block = a.count * dataTypeSize(a.type);
+  const size_t all = block * static_cast<size_t>(a.nranks);
+  const bool root = a.rank == a.root;
+  switch (a.kind) {
+    case CollKind::AllReduce: return {block, block};
+    case CollKind::Broadcast: return {root ? block : 0, block};
+    case CollKind::Reduce: return {block, root ? block : 0};
+    case CollKind::AllGather: return {block, all};
+    case CollKind::ReduceScatter: return {all, block};
+    case CollKind::AlltoAll: return {all, all};
+    case CollKind::Gather: return {block, root ? all : 0};
+    case CollKind::Scatter: return {root ? all : 0, block};
+    default: return {};
+  }
+}
+
 Planner::Planner(std::string_view overrideSpec) : spec_(overrideSpec) {
   constexpr int kLastKind = static_cast<int>(CollKind::Control);
   allowed_.resize(kLastKind + 1);

@@ -37,11 +37,10 @@ namespace hcl {
 // exchangeAddresses() refers to it.
 enum class BufferId : uint8_t { Send, Recv, Scratch, User, Addresses };
 
-// An Addresses entry: three of the executor's PeerBuffer (32 bytes each),
-// whose first word is the address and second the allocation serial (0: not
-// shareable).
-constexpr size_t kAddressEntryBytes = 96;
-constexpr size_t kAddressSendOffset = 0, kAddressRecvOffset = 32, kAddressScratchOffset = 64;
+// An Addresses entry: three of the executor's PeerBuffer (40 bytes each),
+// whose first word is the address and last the bytes peers may reach.
+constexpr size_t kAddressEntryBytes = 120;
+constexpr size_t kAddressSendOffset = 0, kAddressRecvOffset = 40, kAddressScratchOffset = 80;
 
 struct BufferRef {
   BufferId id = BufferId::Send;
@@ -88,6 +87,9 @@ struct Schedule {
   std::vector<Step> steps;
   uint32_t transfers = 0;
   size_t scratchBytes = 0;
+  // Of this rank's own send and receive buffers, the bytes the call covers:
+  // peers' steps must stay within them.
+  size_t sendBytes = 0, recvBytes = 0;
   uint32_t tag = 0;  // message tag: the collective kind, for mismatch detection
   std::string algorithm;
 };

@@ -7,7 +7,10 @@
 
 #include <climits>
 #include <cstddef>
+#include <algorithm>
+#include <cstdlib>
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <csignal>
 #include <string>
@@ -21,6 +24,32 @@
 namespace {
 
 std::string lastError(hclComm_t comm) { return hclGetLastError(comm); }
+
+#if defined(__SANITIZE_THREAD__)
+#define SKIP_UNDER_TSAN() GTEST_SKIP() << "TSan cannot follow threads started after fork in a multi-threaded process"
+#else
+#define SKIP_UNDER_TSAN() (void)0
+#endif
+
+// Runs fn(rank, comm) in `n` forked rank processes that form one
+// communicator (rank 0 runs the bootstrap root); fn's value is the rank's
+// exit code.
+std::vector<hcltest::ProcessResult> onRankProcesses(int n, const std::string& timeoutMs,
+                                                    const std::function<int(int, hclComm_t)>& fn,
+                                                    const hcltest::EnvList& extraEnv = {}) {
+  hcltest::EnvList env = hcltest::rank0RootEnv(timeoutMs);
+  env.insert(env.end(), extraEnv.begin(), extraEnv.end());
+  return hcltest::runProcesses(
+      n,
+      [&](int rank) {
+        hclUniqueId id;
+        RANK_HCL(hclGetUniqueId(&id));
+        hclComm_t comm;
+        RANK_HCL(hclCommInitRank(&comm, n, id, rank));
+        return fn(rank, comm);
+      },
+      60, env);
+}
 
 class BadArguments : public ::testing::Test {
  protected:
@@ -307,23 +336,109 @@ TEST(Abort, FromAnotherThreadWithAnOperationInFlight) {
   EXPECT_EQ(hclCommAbort(comms[1]), hclSuccess);
 }
 
+// Ranks that disagree on a collective's count, on the algorithms that reach
+// into peers' buffers (shared memory between processes): every rank gets an
+// error, and none writes past another's buffer (a guard after each rank's
+// receive buffer must keep its pattern). Both malloc buffers and
+// hclMemAlloc ones, which peers map.
+class MismatchedCount : public ::testing::TestWithParam<bool> {};
+
+TEST_P(MismatchedCount, EveryRankFailsAndNoBufferIsOverrun) {
+  SKIP_UNDER_TSAN();
+  const bool memAlloc = GetParam();
+  auto results = onRankProcesses(2, "3000", [&](int rank, hclComm_t comm) {
+        const size_t count = rank == 1 ? 2 << 20 : 1 << 20;  // rank 1 asks for twice as much
+        const size_t guard = 1 << 20, bytes = (count + guard) * sizeof(float);
+        void* mem = nullptr;
+        if (memAlloc) {
+          RANK_HCL(hclMemAlloc(&mem, 2 * bytes));
+        } else {
+          mem = std::malloc(2 * bytes);
+        }
+        auto* send = static_cast<float*>(mem);
+        float* recv = send + count + guard;
+        std::fill(send, send + 2 * (count + guard), 7.0f);
+        const hclResult_t r = hclAllReduce(send, recv, count, hclFloat, hclSum, comm, nullptr);
+        const std::string text = hclGetLastError(comm);
+        RANK_CHECK(r != hclSuccess, "rank %d: the mismatched allreduce succeeded", rank);
+        for (size_t i = count; i < count + guard; ++i) {
+          RANK_CHECK(recv[i] == 7.0f, "rank %d: element %zu past the receive buffer was overwritten", rank, i - count);
+        }
+        RANK_HCL(hclCommAbort(comm));
+        if (memAlloc) {
+          RANK_HCL(hclMemFree(mem));
+        } else {
+          std::free(mem);
+        }
+        return 0;
+      });
+  EXPECT_EQ(hcltest::describeFailures(results), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Buffers, MismatchedCount, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "hclMemAlloc" : "malloc"; });
+
+// A send into the shared-memory queue of a peer that is gone would never
+// be read: it fails, although the queue has room.
+TEST(DeadPeer, SendToItFails) {
+  SKIP_UNDER_TSAN();
+  auto results = onRankProcesses(2, "4000", [&](int rank, hclComm_t comm) {
+        std::vector<float> v(1000, 1.0f);
+        RANK_HCL(hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr));
+        if (rank == 1) raise(SIGKILL);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        const hclResult_t r = hclSend(v.data(), v.size(), hclFloat, 1, comm, nullptr);
+        RANK_CHECK(r != hclSuccess, "a send to a rank killed 300 ms earlier succeeded");
+        RANK_CHECK(std::string(hclGetLastError(comm)).find("rank 1") != std::string::npos, "%s",
+                   hclGetLastError(comm));
+        RANK_HCL(hclCommAbort(comm));
+        return 0;
+      });
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].exited && results[0].code == 0) << hcltest::describeFailures(results);
+  EXPECT_FALSE(results[1].exited);
+}
+
+// A rank that comes late to a collective whose peer already gave up (its
+// call timed out and returned) must not write into that peer's buffers,
+// which hclMemAlloc makes mappable: the late rank fails instead.
+TEST(DeadPeer, LateRankLeavesTheSurvivorsBufferAlone) {
+  SKIP_UNDER_TSAN();
+  auto results = onRankProcesses(2, "700", [&](int rank, hclComm_t comm) {
+        const size_t count = 1 << 20;
+        void* mem = nullptr;
+        RANK_HCL(hclMemAlloc(&mem, 2 * count * sizeof(float)));
+        auto* send = static_cast<float*>(mem);
+        float* recv = send + count;
+        std::fill(send, send + count, 1.0f);
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        const hclResult_t r = hclAllReduce(send, recv, count, hclFloat, hclSum, comm, nullptr);
+        RANK_CHECK(r != hclSuccess, "rank %d: the allreduce succeeded", rank);
+        if (rank == 0) {
+          std::fill(recv, recv + count, -5.0f);  // the call has returned: the buffer is ours
+          std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // rank 1 arrives meanwhile
+          for (size_t i = 0; i < count; ++i) {
+            RANK_CHECK(recv[i] == -5.0f, "element %zu was written after the call returned", i);
+          }
+        }
+        RANK_HCL(hclCommAbort(comm));
+        RANK_HCL(hclMemFree(mem));
+        return 0;
+      });
+  EXPECT_EQ(hcltest::describeFailures(results), "");
+}
+
 class KilledRank : public ::testing::TestWithParam<bool> {};
 
 TEST_P(KilledRank, SurvivorsGetAnErrorNamingThePeer) {
-#if defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "TSan cannot follow threads started after fork in a multi-threaded process";
-#endif
+  SKIP_UNDER_TSAN();
   const bool tcp = GetParam();
   // Rank 0 runs the bootstrap root, so the parent forks with no threads.
-  hcltest::EnvList env = hcltest::rank0RootEnv("4000");
+  hcltest::EnvList env;
   if (tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
-  auto results = hcltest::runProcesses(
-      3,
-      [&](int rank) {
-        hclUniqueId id;
-        RANK_HCL(hclGetUniqueId(&id));
-        hclComm_t comm;
-        RANK_HCL(hclCommInitRank(&comm, 3, id, rank));
+  auto results = onRankProcesses(
+      3, "4000",
+      [&](int rank, hclComm_t comm) {
         std::vector<float> v(1 << 20, 1.0f);
         RANK_HCL(hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr));
         if (rank == 2) raise(SIGKILL);
@@ -341,7 +456,7 @@ TEST_P(KilledRank, SurvivorsGetAnErrorNamingThePeer) {
         RANK_HCL(hclCommAbort(comm));
         return 0;
       },
-      60, env);
+      env);
   ASSERT_EQ(results.size(), 3u);
   EXPECT_TRUE(results[0].exited && results[0].code == 0) << hcltest::describeFailures(results);
   EXPECT_TRUE(results[1].exited && results[1].code == 0) << hcltest::describeFailures(results);

@@ -69,6 +69,10 @@ class ShmConnection final : public Connection {
     }
     t.progressed = 0;
     (t.isSend ? sends_ : recvs_).push_back(&t);
+    // A send may land in a free slot at once: the next progress reads the
+    // clock, so a peer gone for longer than the check interval is noticed
+    // before the send counts as done.
+    if (t.isSend) pollsSinceCheck_ = kPollsPerClockRead - 1;
     return {};
   }
 
@@ -76,12 +80,15 @@ class ShmConnection final : public Connection {
     if (!failure_.ok()) return failure_;
     // Look at the peer before the FIFO: whatever a peer published before it
     // exited is then seen below, so only a peer gone with nothing left fails.
+    // A send into the FIFO of a peer that is gone would never be read, so
+    // it fails even when it moved.
     const Status peer = hasPendingWork() ? checkPeer() : Status{};
+    const bool sending = !sends_.empty();
     bool moved = false;
     Status s = progressSends(moved);
     if (s.ok()) s = progressReceives(moved);
     if (s.ok()) completeSingleCopySends(moved);
-    if (s.ok() && !moved) s = peer;
+    if (s.ok() && (!moved || sending)) s = peer;
     if (!s.ok()) {
       if (madeProgress) *madeProgress = true;
       return fail(std::move(s));
@@ -114,6 +121,9 @@ class ShmConnection final : public Connection {
 
   void* mapPeer(const PeerBuffer& buffer, uint64_t peerAddress, size_t bytes) override {
     if (!mapPeerMemory_ || !failure_.ok() || !peerMemoryAccess()) return nullptr;
+    // An aborted peer's call has returned, and its buffers are its own
+    // again: the copying path then reports the abort instead.
+    if (header_.side[1 - side_].aborted.load(std::memory_order_acquire) != 0) return nullptr;
     return mappings_.map(buffer, peerAddress, bytes);
   }
 
@@ -389,8 +399,6 @@ class ShmConnection final : public Connection {
 
   // Rate-limited: is the peer still there and not aborted?
   Status checkPeer() {
-    // The clock itself is read only every few polls.
-    constexpr uint32_t kPollsPerClockRead = 64;
     if (++pollsSinceCheck_ % kPollsPerClockRead != 0) return {};
     const auto now = Clock::now();
     if (now < nextPeerCheck_) return {};
@@ -435,6 +443,8 @@ class ShmConnection final : public Connection {
 
   Status failure_;
   Clock::time_point nextPeerCheck_{};
+  // The clock itself is read only every few polls.
+  static constexpr uint32_t kPollsPerClockRead = 64;
   uint32_t pollsSinceCheck_ = 0;
 
   // Producer side of FIFO side_.
