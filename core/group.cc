@@ -6,6 +6,7 @@
 #include <atomic>
 #include <thread>
 
+#include "collectives/algorithms/p2p.h"
 #include "core/executor.h"
 #include "core/group_tasks.h"
 #include "core/stream_launch.h"
@@ -66,21 +67,12 @@ Status checkSelfExchanges(const std::vector<PendingOp>& ops) {
   for (const PendingOp& first : ops) {
     if (!toSelf(first) || std::find(checked.begin(), checked.end(), first.comm.get()) != checked.end()) continue;
     checked.push_back(first.comm.get());
-    std::vector<size_t> sends, recvs;
+    std::vector<P2PCall> calls;
     for (const PendingOp& op : ops) {
-      if (op.comm == first.comm && toSelf(op)) (op.isSend ? sends : recvs).push_back(op.count * dataTypeSize(op.type));
+      if (op.comm == first.comm && toSelf(op)) calls.push_back({op.isSend, op.root, op.count * dataTypeSize(op.type)});
     }
-    const int rank = first.comm->rank();
-    if (sends.size() != recvs.size()) {
-      return invalidUsage(fmt::format("rank {} has {} send(s) to itself but {} receive(s) from itself", rank,
-                                      sends.size(), recvs.size()));
-    }
-    for (size_t i = 0; i < sends.size(); ++i) {
-      if (sends[i] != recvs[i]) {
-        return invalidUsage(fmt::format("rank {}: send to itself number {} has {} bytes but the receive has {}", rank,
-                                        i + 1, sends[i], recvs[i]));
-      }
-    }
+    std::string error;
+    if (!selfExchangesPair(calls, first.comm->rank(), error)) return invalidUsage(error);
   }
   return {};
 }

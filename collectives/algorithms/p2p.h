@@ -17,6 +17,10 @@ struct P2PCall {
   uint32_t buffer = 0;  // index into the task's user buffer table
 };
 
+// Whether the sends to self and receives from self among `calls` pair up,
+// in order and of equal sizes; if not, `error` says how.
+bool selfExchangesPair(const std::vector<P2PCall>& calls, int rank, std::string& error);
+
 // Fails (returns false, with `error` set) when self sends and receives do
 // not pair up.
 bool p2pSchedule(const std::vector<P2PCall>& calls, int rank, Schedule& out, std::string& error);

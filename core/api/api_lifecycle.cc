@@ -54,10 +54,15 @@ Status checkConfig(const hclConfig_t* config) {
   }
   const bool minSet = given(offsetof(hclConfig_t, minCTAs), config->minCTAs);
   const bool maxSet = given(offsetof(hclConfig_t, maxCTAs), config->maxCTAs);
-  if (minSet && config->minCTAs <= 0) return invalidArgument(fmt::format("config->minCTAs {} is not positive", config->minCTAs));
-  if (maxSet && config->maxCTAs <= 0) return invalidArgument(fmt::format("config->maxCTAs {} is not positive", config->maxCTAs));
+  if (minSet && config->minCTAs <= 0) {
+    return invalidArgument(fmt::format("config->minCTAs {} is not positive", config->minCTAs));
+  }
+  if (maxSet && config->maxCTAs <= 0) {
+    return invalidArgument(fmt::format("config->maxCTAs {} is not positive", config->maxCTAs));
+  }
   if (minSet && maxSet && config->minCTAs > config->maxCTAs) {
-    return invalidArgument(fmt::format("config->minCTAs {} is above config->maxCTAs {}", config->minCTAs, config->maxCTAs));
+    return invalidArgument(
+        fmt::format("config->minCTAs {} is above config->maxCTAs {}", config->minCTAs, config->maxCTAs));
   }
   return {};
 }
@@ -73,6 +78,20 @@ Status checkNotPending(const char* call, hclComm_t comm) {
   if (!comm->initPending.load(std::memory_order_acquire)) return {};
   return invalidUsage(fmt::format("{}: comm {} is still being created in an open group (call hclGroupEnd first)", call,
                                   static_cast<const void*>(comm)));
+}
+
+// Runs fill() at hclGroupEnd, beside the group's other inits; `handle`
+// (null: none to fill) is pending until then and keeps fill's result.
+void deferCreation(hclComm* handle, std::function<Status()> fill) {
+  if (handle) handle->initPending.store(true);
+  deferInit([handle, fill = std::move(fill)]() -> Status {
+    Status r = fill();
+    if (handle) {
+      handle->initStatus = r;
+      handle->initPending.store(false, std::memory_order_release);
+    }
+    return r;
+  });
 }
 
 hclComm* newHandle() {
@@ -115,12 +134,8 @@ hclResult_t initRankApi(const char* call, hclComm_t* comm, int nranks, hclUnique
   hclComm* handle = newHandle();
   *comm = handle;
   if (inGroup()) {
-    handle->initPending.store(true);
-    deferInit([handle, nranks, commId, rank, settings, call]() -> Status {
-      Status r = initRank(handle, nranks, commId, rank, settings).withContext(call);
-      handle->initStatus = r;
-      handle->initPending.store(false, std::memory_order_release);
-      return r;
+    deferCreation(handle, [handle, nranks, commId, rank, settings, call] {
+      return initRank(handle, nranks, commId, rank, settings).withContext(call);
     });
     return hclSuccess;
   }
@@ -223,16 +238,11 @@ hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm,
     // As NCCL: the split runs at hclGroupEnd, beside the group's other
     // inits, so that one thread can split several ranks of a communicator.
     hclComm* handle = color == HCL_SPLIT_NOCOLOR ? nullptr : newHandle();
-    if (handle) handle->initPending.store(true);
     *newcomm = handle;
-    deferInit([parent, color, key, settings, handle]() -> Status {
+    deferCreation(handle, [parent, color, key, settings, handle] {
       std::shared_ptr<Communicator> child;
       Status r = splitCommunicator(parent, color, key, settings, child).withContext("hclCommSplit");
-      if (handle) {
-        handle->impl = std::move(child);
-        handle->initStatus = r;
-        handle->initPending.store(false, std::memory_order_release);
-      }
+      if (handle) handle->impl = std::move(child);
       return r;
     });
     return hclSuccess;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -17,6 +18,16 @@ class ParamsTest : public ::testing::Test {
  protected:
   void SetUp() override { ::setenv("HCL_CONF_FILE", conf_.c_str(), 1); }
   void writeConf(const std::string& text) { test::writeFile(conf_, text); }
+  // What the log says while fn() runs.
+  std::string logOf(const std::function<void()>& fn) {
+    const std::string logPath = dir_.file("params.log");
+    ::setenv("HCL_DEBUG_FILE", logPath.c_str(), 1);
+    log::reset();
+    fn();
+    ::unsetenv("HCL_DEBUG_FILE");
+    log::reset();
+    return test::readFile(logPath);
+  }
 
   test::CleanEnv env_;
   test::ScratchDir dir_;
@@ -221,21 +232,15 @@ TEST_F(ParamsTest, BoolParamsFromEnv) {
 }
 
 TEST_F(ParamsTest, InvalidValuesFallBackToDefaultAndWarnOnce) {
-  const std::string logPath = dir_.file("warn.log");
-  ::setenv("HCL_DEBUG_FILE", logPath.c_str(), 1);
-  log::reset();
-
-  ::setenv("HCL_TIMEOUT_MS", "soon-ish", 1);
-  EXPECT_EQ(paramInt("HCL_TIMEOUT_MS"), 60000);
-  EXPECT_EQ(paramInt("HCL_TIMEOUT_MS"), 60000);
-  ::setenv("HCL_COMM_BLOCKING", "perhaps", 1);
-  EXPECT_TRUE(paramBool("HCL_COMM_BLOCKING"));
-  writeConf("HCL_SHM_SLOTS=lots\n");
-  EXPECT_EQ(paramInt("HCL_SHM_SLOTS"), 8);
-
-  ::unsetenv("HCL_DEBUG_FILE");
-  log::reset();
-  const std::string text = test::readFile(logPath);
+  const std::string text = logOf([&] {
+    ::setenv("HCL_TIMEOUT_MS", "soon-ish", 1);
+    EXPECT_EQ(paramInt("HCL_TIMEOUT_MS"), 60000);
+    EXPECT_EQ(paramInt("HCL_TIMEOUT_MS"), 60000);
+    ::setenv("HCL_COMM_BLOCKING", "perhaps", 1);
+    EXPECT_TRUE(paramBool("HCL_COMM_BLOCKING"));
+    writeConf("HCL_SHM_SLOTS=lots\n");
+    EXPECT_EQ(paramInt("HCL_SHM_SLOTS"), 8);
+  });
   auto count = [&](const std::string& needle) {
     size_t n = 0;
     for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
@@ -248,22 +253,18 @@ TEST_F(ParamsTest, InvalidValuesFallBackToDefaultAndWarnOnce) {
 }
 
 TEST_F(ParamsTest, OutOfRangeIntegersFallBackToDefaultAndSayWhatIsAccepted) {
-  const std::string logPath = dir_.file("range.log");
-  ::setenv("HCL_DEBUG_FILE", logPath.c_str(), 1);
-  log::reset();
-  ::setenv("HCL_TCP_STREAMS", "65", 1);
-  EXPECT_EQ(paramInt("HCL_TCP_STREAMS"), 1);
-  ::setenv("HCL_TCP_STREAMS", "64", 1);
-  EXPECT_EQ(paramInt("HCL_TCP_STREAMS"), 64);
-  ::setenv("HCL_TIMEOUT_MS", "-1", 1);
-  EXPECT_EQ(paramInt("HCL_TIMEOUT_MS"), 60000);
-  ::setenv("HCL_TIMEOUT_MS", "0", 1);  // documented: never time out
-  EXPECT_EQ(paramInt("HCL_TIMEOUT_MS"), 0);
-  ::setenv("HCL_CHUNK_BYTES", "0", 1);
-  EXPECT_EQ(paramInt("HCL_CHUNK_BYTES"), 524288);
-  ::unsetenv("HCL_DEBUG_FILE");
-  log::reset();
-  const std::string text = test::readFile(logPath);
+  const std::string text = logOf([] {
+    ::setenv("HCL_TCP_STREAMS", "65", 1);
+    EXPECT_EQ(paramInt("HCL_TCP_STREAMS"), 1);
+    ::setenv("HCL_TCP_STREAMS", "64", 1);
+    EXPECT_EQ(paramInt("HCL_TCP_STREAMS"), 64);
+    ::setenv("HCL_TIMEOUT_MS", "-1", 1);
+    EXPECT_EQ(paramInt("HCL_TIMEOUT_MS"), 60000);
+    ::setenv("HCL_TIMEOUT_MS", "0", 1);  // documented: never time out
+    EXPECT_EQ(paramInt("HCL_TIMEOUT_MS"), 0);
+    ::setenv("HCL_CHUNK_BYTES", "0", 1);
+    EXPECT_EQ(paramInt("HCL_CHUNK_BYTES"), 524288);
+  });
   EXPECT_NE(text.find("'65' for HCL_TCP_STREAMS (from env; accepted: 1 to 64), using default 1"), std::string::npos)
       << text;
   EXPECT_NE(text.find("'-1' for HCL_TIMEOUT_MS"), std::string::npos) << text;
