@@ -115,6 +115,7 @@ class RootServer {
   void handleBye(Conn& c);
   void connectionLost(Conn& c, const std::string& why);
   void failAll(const std::string& text);
+  void notifyJoined(const std::string& text);
   void send(Conn& c, Kind kind, std::span<const uint8_t> payload);
   void send(Conn& c, Buffer frame);
   void flush(Conn& c);
@@ -146,6 +147,7 @@ class RootServer {
   int nranks_ = 0;
   int joined_ = 0;
   int firstLeaver_ = -1;
+  std::string joinFailure_;  // why the ranks can never form one communicator
   Phase phase_ = Phase::Joining;
   std::optional<Clock::time_point> joinDeadline_;
   Clock::time_point finishDeadline_;
@@ -353,10 +355,18 @@ void RootServer::admit(Conn& c, const bootwire::Hello& hello) {
     rankConn_.assign(nranks_, nullptr);
     left_.assign(nranks_, false);
   }
+  if (!joinFailure_.empty()) {
+    reject(c, ErrorKind::Fatal, joinFailure_);
+    return;
+  }
   if (hello.nranks != nranks_) {
-    reject(c, ErrorKind::Fatal,
-           fmt::format("rank {} joined with nranks={} but the ranks already joined have nranks={}", hello.rank,
-                       hello.nranks, nranks_));
+    // Ranks that disagree on the size can never form one communicator. Every
+    // rank hears why at once, also those still to come, instead of waiting
+    // out the join timeout; the root lives on until that deadline to tell them.
+    joinFailure_ = fmt::format("rank {} joined with nranks={} but the ranks already joined have nranks={}",
+                               hello.rank, hello.nranks, nranks_);
+    reject(c, ErrorKind::Fatal, joinFailure_);
+    notifyJoined(joinFailure_);
     return;
   }
   if (Conn* first = rankConn_[hello.rank]; first != nullptr) {
@@ -482,6 +492,11 @@ void RootServer::connectionLost(Conn& c, const std::string& why) {
 }
 
 void RootServer::failAll(const std::string& text) {
+  notifyJoined(text);
+  enterFinishing();
+}
+
+void RootServer::notifyJoined(const std::string& text) {
   log::warn(log::Bootstrap, "bootstrap root {}: {}", address_, text);
   auto frame = std::make_shared<std::vector<uint8_t>>();
   bootwire::appendFrame(*frame, Kind::Error, bootwire::encodeError(ErrorKind::Fatal, text));
@@ -492,7 +507,6 @@ void RootServer::failAll(const std::string& text) {
     rc->closeWhenFlushed = true;
     send(*rc, shared);
   }
-  enterFinishing();
 }
 
 void RootServer::enterFinishing() {

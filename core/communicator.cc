@@ -91,7 +91,7 @@ void Communicator::fail(const Status& s) {
 Status Communicator::failure() const {
   if (!failed_.load(std::memory_order_acquire)) return {};
   std::lock_guard lock(failureMutex_);
-  return failure_;
+  return {failure_.code(), "communicator has failed (first error: " + failure_.message() + ")"};
 }
 
 std::byte* Communicator::acquireScratch(size_t bytes) {

@@ -89,7 +89,8 @@ class Communicator {
 
   // A fatal error: remember it, and break every link so peers fail fast.
   void fail(const Status& s);
-  // hclSuccess, or the fatal error that broke the communicator.
+  // hclSuccess, or the fatal error that broke the communicator, its text
+  // quoted as the first error (it already names the call that failed).
   Status failure() const;
 
   // Scratch memory for the operation in flight (one at a time per

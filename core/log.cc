@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/api_wording.h"
 #include "core/params.h"
 
 namespace hcl::log {
@@ -155,7 +156,7 @@ class Logger {
     auto out = std::back_inserter(line);
     fmt::format_to(out, "{}:{}:{} ", host_, ::getpid(), ::gettid());
     if (threadRank_ >= 0) fmt::format_to(out, "[{}] ", threadRank_);
-    fmt::format_to(out, "HCL {} {} {}\n", levelName(level), subsysName(subsys), message);
+    fmt::format_to(out, "HCL {} {} {}\n", levelName(level), subsysName(subsys), apiWording(message));
     std::lock_guard lock(mutex_);  // keeps fd_ open while reset() may run
     writeAll(fd_, line.data(), line.size());
   }

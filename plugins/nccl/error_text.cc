@@ -1,5 +1,6 @@
 #include "plugins/nccl/error_text.h"
 
+#include "core/api_wording.h"
 #include "core/errors.h"
 #include "core/log.h"
 #include "plugins/nccl/abi.h"
@@ -50,3 +51,10 @@ ncclResult_t notSupported(const char* call, const std::string& what, ncclComm_t 
 }
 
 }  // namespace hcl::nccl
+
+namespace hcl {
+
+// Replaces the core's weak definition: log lines name the NCCL API.
+std::string apiWording(std::string_view text) { return nccl::ncclWording(text); }
+
+}  // namespace hcl

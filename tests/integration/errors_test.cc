@@ -453,6 +453,13 @@ TEST_P(KilledRank, SurvivorsGetAnErrorNamingThePeer) {
         hclResult_t async = hclSuccess;
         RANK_HCL(hclCommGetAsyncError(comm, &async));
         RANK_CHECK(async != hclSuccess, "async error not set");
+        // A later call fails at once and quotes the first error once.
+        const hclResult_t later = hclBroadcast(v.data(), v.data(), 4, hclFloat, 0, comm, nullptr);
+        const std::string laterText = hclGetLastError(comm);
+        RANK_CHECK(later == r, "later call gave %d, first %d", (int)later, (int)r);
+        RANK_CHECK(laterText.rfind("hclBroadcast: communicator has failed (first error: hclAllReduce: ", 0) == 0 &&
+                       laterText.find(text) != std::string::npos,
+                   "later call's message: %s", laterText.c_str());
         RANK_HCL(hclCommAbort(comm));
         return 0;
       },

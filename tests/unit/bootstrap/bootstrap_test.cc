@@ -311,31 +311,39 @@ TEST(Bootstrap, DuplicateRankIsRejectedWithoutDisturbingTheRanks) {
   EXPECT_EQ(kind, bootwire::Kind::JoinOk);
 }
 
-TEST(Bootstrap, WrongCommunicatorSizeIsRejectedWithoutDisturbingTheRanks) {
-  const hclUniqueId id = freshId();
+// Reads one frame from `client` and returns its error text ("" if it was not an error).
+std::string errorFrameText(RawClient& client) {
+  bootwire::Kind kind{};
+  std::vector<uint8_t> payload;
+  if (!client.readFrame(kind, payload) || kind != bootwire::Kind::Error) return "";
+  bootwire::ErrorKind errorKind{};
+  std::string text;
+  if (!bootwire::decodeError(payload, errorKind, text) || errorKind != bootwire::ErrorKind::Fatal) return "";
+  return text;
+}
+
+TEST(Bootstrap, WrongCommunicatorSizeFailsEveryRankAtOnce) {
+  hclUniqueId id;
+  {
+    test::ScopedEnv timeout("HCL_TIMEOUT_MS", "60000");  // far beyond what the test waits
+    id = freshId();
+  }
   const UniqueIdContents contents = contentsOf(id);
   // Sent from one thread in this order, the hellos reach the root in this order.
   RawClient rank0(id);
   rank0.sendHello(contents, 2, 0);
   RawClient wrongSize(id);
   wrongSize.sendHello(contents, 6, 1);
-  bootwire::Kind kind{};
-  std::vector<uint8_t> payload;
-  ASSERT_TRUE(wrongSize.readFrame(kind, payload));
-  EXPECT_EQ(kind, bootwire::Kind::Error);
-  bootwire::ErrorKind errorKind{};
-  std::string text;
-  ASSERT_TRUE(bootwire::decodeError(payload, errorKind, text));
-  EXPECT_NE(text.find("nranks=6"), std::string::npos) << text;
+  const std::string told = errorFrameText(wrongSize);
+  EXPECT_NE(told.find("nranks=6"), std::string::npos) << told;
   EXPECT_TRUE(wrongSize.closedByPeer());
-
-  std::jthread rank1([&] {
-    std::unique_ptr<Oob> oob;
-    const Status joined = connectBootstrap(id, 2, 1, kGenerousMs, nullptr, oob);
-    EXPECT_TRUE(joined.ok()) << joined.message();
-  });
-  ASSERT_TRUE(rank0.readFrame(kind, payload));
-  EXPECT_EQ(kind, bootwire::Kind::JoinOk);
+  // The rank already in hears the same reason, not a timeout later.
+  EXPECT_EQ(errorFrameText(rank0), told);
+  // So does a correct rank arriving afterwards: the communicator can no longer form.
+  std::unique_ptr<Oob> oob;
+  const Status late = connectBootstrap(id, 2, 1, kGenerousMs, nullptr, oob);
+  EXPECT_EQ(late.code(), hclRemoteError) << late.message();
+  EXPECT_NE(late.message().find(told), std::string::npos) << late.message();
 }
 
 TEST(Bootstrap, CrashedRankFailsTheOthersWithAnError) {

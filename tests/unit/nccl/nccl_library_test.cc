@@ -3,10 +3,14 @@
 // several communicators, the device API's team queries and pointer routing.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -71,6 +75,41 @@ TEST(NcclLibrary, LastErrorNamesTheNcclCall) {
   EXPECT_EQ(lastError(comm).find("hcl"), std::string::npos) << lastError(comm);
   EXPECT_EQ(ncclCommCount(nullptr, nullptr), ncclInvalidArgument);
   EXPECT_EQ(lastError().rfind("ncclCommCount: ", 0), 0u) << lastError();
+}
+
+// Makes the library re-read NCCL_DEBUG*: deprecated in NCCL, still exported,
+// and the only way to change the log settings of a running process.
+void rereadDebugSettings() {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  ncclResetDebugInit();
+#pragma GCC diagnostic pop
+}
+
+TEST(NcclLibrary, LogLinesNameTheNcclCall) {
+  char path[] = "/tmp/hcl_nccl_log_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_FILE", path, 1);
+  setenv("NCCL_DEBUG_SUBSYS", "ALL", 1);
+  rereadDebugSettings();
+  {
+    LocalComms local(1);
+    float buf[4] = {};
+    EXPECT_EQ(ncclSend(buf, 4, ncclFloat, 5, local.comms[0], nullptr), ncclInvalidArgument);
+  }
+  unsetenv("NCCL_DEBUG");
+  unsetenv("NCCL_DEBUG_FILE");
+  unsetenv("NCCL_DEBUG_SUBSYS");
+  rereadDebugSettings();
+  std::ifstream in(path);
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(path);
+  EXPECT_NE(log.find("ncclSend: peer 5"), std::string::npos) << log;
+  EXPECT_EQ(log.find("hclSend"), std::string::npos) << log;
+  EXPECT_NE(log.find(" HCL INFO "), std::string::npos) << "the library still says who it is:\n" << log;
 }
 
 void expectNotSupported(ncclResult_t r, const char* call) {
