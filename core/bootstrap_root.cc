@@ -477,6 +477,9 @@ void RootServer::handleBye(Conn& c) {
 void RootServer::connectionLost(Conn& c, const std::string& why) {
   const int rank = c.rank;
   const bool expected = rank < 0 || c.notified || c.closeWhenFlushed || phase_ == Phase::Finishing;
+  // A rank that gives up while others are still missing most likely timed
+  // out waiting for them: the others should hear who never came.
+  const std::string missing = rank >= 0 && phase_ == Phase::Joining ? missingRanks() : "";
   if (rank < 0 && !c.closeWhenFlushed)
     log::trace(log::Bootstrap, "bootstrap root {}: connection from {} ended before its hello: {}", address_, c.peer, why);
   close(c);
@@ -488,7 +491,8 @@ void RootServer::connectionLost(Conn& c, const std::string& why) {
   }
   log::warn(log::Bootstrap, "bootstrap root {}: rank {} ({}) {} before leaving", address_, rank, c.peer, why);
   left_[rank] = true;
-  failAll(fmt::format("rank {} left the bootstrap", rank));
+  failAll(missing.empty() ? fmt::format("rank {} left the bootstrap", rank)
+                          : fmt::format("rank {} left the bootstrap while ranks {} had not joined", rank, missing));
 }
 
 void RootServer::failAll(const std::string& text) {
