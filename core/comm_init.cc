@@ -66,8 +66,26 @@ void logGpuDirect(const Device& device, const std::vector<std::unique_ptr<Transp
 // may run on, a rank that busy-polls holds a CPU its peer needs to make the
 // progress it waits for: waits yield at once instead (what Open MPI does when
 // it finds itself oversubscribed), unless HCL_SPIN_US was set.
+// Slices of a message are matched by size between ranks, so ranks with
+// different slice sizes could never complete a call: refuse at init, on
+// every rank alike (all see the same peer table), naming the setting.
+Status checkSharedSettings(const std::vector<PeerInfo>& peers) {
+  const auto check = [&](const char* name, uint64_t PeerInfo::*field) -> Status {
+    for (const PeerInfo& p : peers) {
+      if (p.*field != peers[0].*field) {
+        return invalidUsage(fmt::format("{} differs between ranks (rank 0: {}, rank {}: {}); set the same value on "
+                                        "every rank",
+                                        name, peers[0].*field, p.rank, p.*field));
+      }
+    }
+    return {};
+  };
+  HCL_TRY(check("HCL_CHUNK_BYTES", &PeerInfo::chunkBytes));
+  return check("HCL_STAGE_CHUNK_BYTES", &PeerInfo::stageChunkBytes);
+}
+
 void avoidSpinningWhenOversubscribed(Communicator& comm) {
-  if (resolveParam("HCL_SPIN_US").source != ParamSource::Default) return;
+  if (paramSetByUser("HCL_SPIN_US")) return;
   const std::string& host = comm.peers()[static_cast<size_t>(comm.rank())].hostId;
   const auto local = std::count_if(comm.peers().begin(), comm.peers().end(),
                                    [&](const PeerInfo& p) { return p.hostId == host; });
@@ -112,6 +130,8 @@ Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16]
   ctx.abortFlag = &comm->abortFlag();
 
   PeerInfo self = describeSelf(rank, comm->device());
+  self.chunkBytes = settings.chunkBytes;
+  self.stageChunkBytes = settings.stageChunkBytes;
   std::vector<std::unique_ptr<Transport>> transports;
   for (TransportKind k : kAllKinds) transports.push_back(makeTransport(k));
   // Only TCP needs a listener, and only when some peer may be off-host or
@@ -128,6 +148,8 @@ Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16]
       return internalError(fmt::format("rank {}: malformed peer info from rank {}", rank, r));
     }
   }
+
+  HCL_TRY(checkSharedSettings(peers));
 
   std::vector<Link> links(static_cast<size_t>(nranks));
   std::vector<std::vector<int>> peersByKind(std::size(kAllKinds));

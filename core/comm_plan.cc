@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -33,6 +34,10 @@ double tcpLatencyUs(NicKind kind) {
 Status readLinkModel(std::vector<LinkModelRule>& rules) {
   const std::string path = paramString("HCL_LINK_MODEL");
   if (path.empty()) return {};
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return invalidUsage(fmt::format("HCL_LINK_MODEL={}: is a directory, not a link model file", path));
+  }
   std::ifstream in(path);
   if (!in) return invalidUsage(fmt::format("HCL_LINK_MODEL={}: cannot open the file", path));
   std::stringstream text;

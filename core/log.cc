@@ -15,6 +15,7 @@
 
 #include "core/api_wording.h"
 #include "core/params.h"
+#include "hcl.h"
 
 namespace hcl::log {
 namespace {
@@ -180,6 +181,9 @@ class Logger {
       ready_.store(true, std::memory_order_release);
     }
     for (const auto& note : notes) write(Level::Warn, Env, note);
+    if (level_.load(std::memory_order_relaxed) == static_cast<int>(Level::Version)) {
+      write(Level::Version, Init, versionText());
+    }
   }
 
   void initLocked(std::vector<std::string>& notes) {
@@ -190,6 +194,9 @@ class Logger {
     level_.store(static_cast<int>(parseLevel(paramString("HCL_DEBUG"), notes)),
                  std::memory_order_relaxed);
     mask_.store(parseSubsysMask(paramString("HCL_DEBUG_SUBSYS"), notes), std::memory_order_relaxed);
+    if (level_.load(std::memory_order_relaxed) >= static_cast<int>(Level::Warn)) {
+      for (std::string& problem : configFileProblems()) notes.push_back(std::move(problem));
+    }
 
     closeFileLocked();
     const std::string pattern = paramString("HCL_DEBUG_FILE");
@@ -224,6 +231,12 @@ thread_local int Logger::threadRank_ = -1;
 constinit Logger gLogger;
 
 }  // namespace
+
+std::string versionText() {
+  return fmt::format("HCL version {}.{}.{} (NCCL API {}.{}.{})", HCL_MAJOR, HCL_MINOR, HCL_PATCH,
+                     HCL_NCCL_VERSION_CODE / 10000, (HCL_NCCL_VERSION_CODE / 100) % 100,
+                     HCL_NCCL_VERSION_CODE % 100);
+}
 
 bool enabled(Level level, Subsys subsys) { return gLogger.enabled(level, subsys); }
 void write(Level level, Subsys subsys, std::string_view message) { gLogger.write(level, subsys, message); }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace hcl::log {
@@ -38,6 +39,9 @@ void write(Level level, Subsys subsys, std::string_view message);
 Level currentLevel();
 // Re-reads HCL_DEBUG* on next use (hclResetDebugInit).
 void reset();
+// "HCL version x.y.z (NCCL API a.b.c)": at level VERSION the logger writes
+// it once each time it reads its settings; at INFO the first init logs it.
+std::string versionText();
 // The rank shown in log lines written by this thread (-1: none).
 void setThreadRank(int rank);
 

@@ -125,12 +125,35 @@ bool interfaceMatches(std::string_view spec, std::string_view name) {
 
 namespace {
 
+// A per-interface spec none of whose names is an interface of this host
+// applies to nothing here: most likely a typo. (One name missing is normal
+// when one value serves hosts with different interfaces.)
+void warnIfSpecNamesNoInterface(const char* name, const std::string& spec) {
+  const std::vector<std::string> named = specInterfaceNames(spec);
+  if (named.empty()) return;
+  const std::vector<NetInterface> all = listInterfaces();
+  const auto exists = [&](const std::string& ifname) {
+    return std::any_of(all.begin(), all.end(), [&](const NetInterface& itf) { return itf.name == ifname; });
+  };
+  if (std::none_of(named.begin(), named.end(), exists)) {
+    std::vector<std::string> names;
+    for (const NetInterface& itf : all) {
+      if (std::find(names.begin(), names.end(), itf.name) == names.end()) names.push_back(itf.name);
+    }
+    std::string here;
+    for (const std::string& n : names) here += (here.empty() ? "" : ",") + n;
+    log::warn(log::Env, "{}='{}' names no interface of this host (it has {}); it applies to none", name, spec, here);
+  }
+}
+
 std::vector<NetInterface> withNicFacts(std::vector<NetInterface> interfaces) {
   // A bad spec is ignored where it does not parse, as NCCL ignores bad
   // variables, but never silently.
   for (const auto& [name, rates] : {std::pair{"HCL_FABRIC", false}, std::pair{"HCL_NIC_SPEED", true}}) {
-    const std::string problem = nicSpecProblem(name, paramString(name), rates);
+    const std::string spec = paramString(name);
+    const std::string problem = nicSpecProblem(name, spec, rates);
     if (!problem.empty()) log::warn(log::Env, "{}; ignoring what does not parse", problem);
+    warnIfSpecNamesNoInterface(name, spec);
   }
   for (NetInterface& itf : interfaces) {
     NicFacts facts = describeNic(itf.name, itf.ip, itf.prefixLen, itf.loopback);

@@ -7,12 +7,14 @@
 #include <cctype>
 #include <charconv>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "core/params.h"
+#include "core/rate.h"
 
 namespace hcl {
 namespace {
@@ -60,10 +62,15 @@ SpecItem parseItem(std::string_view item) {
 }
 
 // The value a "value" or "ifname=value,..." spec gives `ifname`, or "".
+// In a per-interface spec (any item names one) an item without a name is an
+// error that nicSpecProblem reports; it applies to no interface.
 std::string valueFor(std::string_view spec, std::string_view ifname) {
-  for (const std::string& text : splitItems(spec)) {
+  const std::vector<std::string> texts = splitItems(spec);
+  const bool perInterface =
+      std::any_of(texts.begin(), texts.end(), [](const std::string& t) { return parseItem(t).named; });
+  for (const std::string& text : texts) {
     const SpecItem item = parseItem(text);
-    if (!item.named || item.ifname == ifname) return item.value;
+    if (perInterface ? item.ifname == ifname : !item.named) return item.value;
   }
   return {};
 }
@@ -93,22 +100,20 @@ uint32_t speedFromSysfs(std::string_view ifname) {
 std::string fabricFromSpec(std::string_view spec, std::string_view ifname) { return valueFor(spec, ifname); }
 
 uint32_t parseRateMbps(std::string_view text) {
-  std::string t = trim(text);
-  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
-  double value = 0;
-  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-  if (ec != std::errc() || value <= 0) return 0;
-  std::string unit(end, static_cast<const char*>(t.data() + t.size()));
-  for (const char* suffix : {"/s", "ps", "it"}) {
-    if (unit.ends_with(suffix)) unit.resize(unit.size() - 2);
+  const auto bytesPerSecond = parseRateBytesPerSecond(text, RateUnit::Bits);
+  if (!bytesPerSecond) return 0;
+  const double mbps = *bytesPerSecond * 8 / 1e6;
+  if (mbps < 1 || mbps > std::numeric_limits<uint32_t>::max()) return 0;
+  return static_cast<uint32_t>(mbps + 0.5);
+}
+
+std::vector<std::string> specInterfaceNames(std::string_view spec) {
+  std::vector<std::string> names;
+  for (const std::string& text : splitItems(spec)) {
+    const SpecItem item = parseItem(text);
+    if (item.named && !item.ifname.empty()) names.push_back(item.ifname);
   }
-  double mbps = 0;
-  if (unit.empty() || unit == "m" || unit == "mb") mbps = value;
-  else if (unit == "k" || unit == "kb") mbps = value / 1000;
-  else if (unit == "g" || unit == "gb") mbps = value * 1000;
-  else if (unit == "t" || unit == "tb") mbps = value * 1000 * 1000;
-  else return 0;
-  return mbps >= 1 ? static_cast<uint32_t>(mbps + 0.5) : 0;
+  return names;
 }
 
 std::string nicSpecProblem(std::string_view name, std::string_view spec, bool rates) {

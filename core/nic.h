@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/peer_info.h"
 
@@ -30,8 +31,11 @@ std::string fabricFromSpec(std::string_view spec, std::string_view ifname);
 // carries a unit: "125mbit", "1gbit", "200g", "25000". Returns 0 when the spec
 // names no speed for `ifname` (or the rate does not parse).
 uint32_t speedFromSpec(std::string_view spec, std::string_view ifname);
+// The interface names an "ifname=value,..." spec mentions (none for a lone value).
+std::vector<std::string> specInterfaceNames(std::string_view spec);
 
-// Parses one rate to Mbit/s; nullopt-like 0 when invalid.
+// Parses one rate to Mbit/s (core/rate.h: a unit-less "200g" or a bare
+// number counts bits); 0 when invalid or beyond 2^32 Mbit/s.
 uint32_t parseRateMbps(std::string_view text);
 
 // What is wrong with an HCL_FABRIC (rates = false) or HCL_NIC_SPEED

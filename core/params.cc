@@ -2,7 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -10,6 +13,9 @@
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "core/log.h"
 
@@ -42,28 +48,67 @@ std::optional<std::string> envValue(const char* name) {
 
 using ConfigEntries = std::unordered_map<std::string, std::string>;
 
-ConfigEntries parseConfigFile(const std::string& path) {
+bool isParamName(std::string_view key) {
+  return !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+bool knownName(std::string_view key) {
+  for (const ParamSpec& spec : paramTable()) {
+    if (key == spec.name || (spec.ncclAlias != nullptr && key == spec.ncclAlias)) return true;
+  }
+  return false;
+}
+
+// The value after '=': a quoted value keeps everything inside its quotes; an
+// unquoted one ends at a '#' that follows whitespace ("eth#0" stays a value).
+std::optional<std::string_view> configLineValue(std::string_view rest) {
+  rest = trim(rest);
+  if (!rest.empty() && (rest.front() == '"' || rest.front() == '\'')) {
+    const size_t close = rest.find(rest.front(), 1);
+    if (close == std::string_view::npos) return std::nullopt;
+    const std::string_view after = trim(rest.substr(close + 1));
+    if (!after.empty() && after.front() != '#') return std::nullopt;
+    return rest.substr(1, close - 1);
+  }
+  for (size_t i = 1; i < rest.size(); ++i) {
+    if (rest[i] == '#' && (rest[i - 1] == ' ' || rest[i - 1] == '\t')) return trim(rest.substr(0, i));
+  }
+  return rest;
+}
+
+// NAME=value lines; `problems` gets one text per line that sets nothing
+// although it looks meant to. NCCL_ names HCL does not implement are
+// skipped quietly: the same file may configure NVIDIA's NCCL too.
+ConfigEntries parseConfigFile(const std::string& path, std::vector<std::string>& problems) {
   ConfigEntries entries;
   std::ifstream in(path);
   std::string raw;
+  int number = 0;
   while (std::getline(in, raw)) {
-    std::string_view line = trim(raw);
+    ++number;
+    const std::string_view line = trim(raw);
     if (line.empty() || line.front() == '#') continue;
-    // A '#' after whitespace starts a trailing comment; "eth#0" stays a value.
-    for (size_t i = 1; i < line.size(); ++i) {
-      if (line[i] == '#' && (line[i - 1] == ' ' || line[i - 1] == '\t')) {
-        line = trim(line.substr(0, i));
-        break;
-      }
-    }
+    const auto problem = [&](std::string_view why) {
+      problems.push_back(fmt::format("config file {} line {}: '{}' {}; ignored", path, number, line, why));
+    };
     const auto eq = line.find('=');
-    if (eq == std::string_view::npos) continue;
+    if (eq == std::string_view::npos) {
+      problem("is not NAME=value");
+      continue;
+    }
     const std::string_view key = trim(line.substr(0, eq));
-    std::string_view value = trim(line.substr(eq + 1));
-    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
-        value.back() == value.front())
-      value = value.substr(1, value.size() - 2);
-    if (!key.empty()) entries[std::string(key)] = std::string(value);  // last one wins
+    const auto value = configLineValue(line.substr(eq + 1));
+    if (!isParamName(key)) {
+      problem("does not start with a parameter name");
+    } else if (!value) {
+      problem("has an unterminated quote or text after its quoted value");
+    } else if (!knownName(key) && !key.starts_with("NCCL_")) {
+      problem(fmt::format("names no HCL parameter ({} is not one)", key));
+    } else {
+      entries[std::string(key)] = std::string(*value);  // last one wins
+    }
   }
   return entries;
 }
@@ -78,24 +123,17 @@ class ParamState {
   }
 
   std::optional<std::string> configValue(const std::string& path, const std::string& key) {
-    struct stat st {};
-    const bool exists = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
     std::lock_guard lock(mutex_);
-    if (!exists) {
-      cachedPath_.clear();
-      entries_.clear();
-      return std::nullopt;
-    }
-    const int64_t mtimeNs = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
-    if (path != cachedPath_ || mtimeNs != cachedMtimeNs_ || st.st_size != cachedSize_) {
-      entries_ = parseConfigFile(path);
-      cachedPath_ = path;
-      cachedMtimeNs_ = mtimeNs;
-      cachedSize_ = st.st_size;
-    }
+    refreshLocked(path);
     const auto it = entries_.find(key);
     if (it == entries_.end() || it->second.empty()) return std::nullopt;
     return it->second;
+  }
+
+  std::vector<std::string> configProblems(const std::string& path) {
+    std::lock_guard lock(mutex_);
+    refreshLocked(path);
+    return problems_;
   }
 
   // True the first time this (name, text) pair is reported.
@@ -105,11 +143,30 @@ class ParamState {
   }
 
  private:
+  // Re-reads the file when its path, size or mtime changed.
+  void refreshLocked(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      cachedPath_.clear();
+      entries_.clear();
+      problems_.clear();
+      return;
+    }
+    const int64_t mtimeNs = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+    if (path == cachedPath_ && mtimeNs == cachedMtimeNs_ && st.st_size == cachedSize_) return;
+    problems_.clear();
+    entries_ = parseConfigFile(path, problems_);
+    cachedPath_ = path;
+    cachedMtimeNs_ = mtimeNs;
+    cachedSize_ = st.st_size;
+  }
+
   std::mutex mutex_;
   std::string cachedPath_;
   int64_t cachedMtimeNs_ = 0;
   off_t cachedSize_ = 0;
   ConfigEntries entries_;
+  std::vector<std::string> problems_;
   std::set<std::string> warned_;
 };
 
@@ -173,6 +230,20 @@ std::string paramConfigFilePath() {
   return {};
 }
 
+std::vector<std::string> configFileProblems() {
+  const std::string path = paramConfigFilePath();
+  if (path.empty()) return {};
+  const bool named = envValue("HCL_CONF_FILE") || envValue("NCCL_CONF_FILE");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (!named) return {};  // the file in $HOME is optional
+    return {fmt::format("config file {} (from {}): {}; no setting is read from it", path,
+                        envValue("HCL_CONF_FILE") ? "HCL_CONF_FILE" : "NCCL_CONF_FILE", std::strerror(errno))};
+  }
+  if (!S_ISREG(st.st_mode)) return {fmt::format("config file {} is not a regular file; no setting is read from it", path)};
+  return ParamState::instance().configProblems(path);
+}
+
 ParamValue resolveParam(std::string_view name) {
   const ParamSpec& spec = requireParam(name);
   if (auto v = envValue(spec.name)) return {*v, ParamSource::Env, spec.name};
@@ -225,18 +296,37 @@ std::optional<bool> parseParamBool(std::string_view text) {
   return std::nullopt;
 }
 
+namespace {
+
+std::optional<int64_t> parseParamIntFor(const ParamSpec& spec, std::string_view text) {
+  auto v = parseParamInt(text);
+  if (v && (*v < spec.min || *v > spec.max)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+bool paramTextAccepted(const ParamSpec& spec, std::string_view text) {
+  switch (spec.type) {
+    case ParamType::Int: return parseParamIntFor(spec, text).has_value();
+    case ParamType::Bool: return parseParamBool(text).has_value();
+    case ParamType::String: return true;
+  }
+  return true;
+}
+
+bool paramSetByUser(std::string_view name) {
+  const ParamValue value = resolveParam(name);
+  const ParamSpec* spec = findParam(name);
+  return value.source != ParamSource::Default && spec != nullptr && paramTextAccepted(*spec, value.text);
+}
+
 int64_t paramInt(std::string_view name) {
   const ParamSpec& spec = requireParam(name, ParamType::Int, "paramInt");
   const bool bounded = spec.min != std::numeric_limits<int64_t>::min() || spec.max != std::numeric_limits<int64_t>::max();
   const std::string accepted = bounded ? fmt::format("; accepted: {} to {}", spec.min, spec.max) : "";
   return parseOrDefault<int64_t>(
-      spec,
-      [&spec](std::string_view text) -> std::optional<int64_t> {
-        auto v = parseParamInt(text);
-        if (v && (*v < spec.min || *v > spec.max)) return std::nullopt;
-        return v;
-      },
-      accepted);
+      spec, [&spec](std::string_view text) { return parseParamIntFor(spec, text); }, accepted);
 }
 
 bool paramBool(std::string_view name) {

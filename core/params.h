@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hcl {
 
@@ -44,6 +45,11 @@ const ParamSpec* findParam(std::string_view name);
 std::string paramSourceName(const ParamValue& value);
 // The config file consulted now: HCL_CONF_FILE, NCCL_CONF_FILE or $HOME/.hcl.conf.
 std::string paramConfigFilePath();
+// What in the config file sets nothing although it looks meant to (lines
+// that are not NAME=value, unknown HCL names), and a file named by
+// HCL_CONF_FILE / NCCL_CONF_FILE that cannot be read. One text each; the
+// logger warns with them when it reads its settings.
+std::vector<std::string> configFileProblems();
 
 // Parsers used by paramInt/paramBool, shared with other text-to-value code.
 // Decimal with an optional binary K/M/G suffix ("64K" = 65536); nullopt if invalid.
@@ -57,6 +63,11 @@ std::optional<bool> parseParamBool(std::string_view text);
 // paramBool for a parameter of another type, throws std::logic_error.
 // Invalid text logs one WARN per (name, text) and yields the default.
 ParamValue resolveParam(std::string_view name);
+// Whether `text` would be used for `spec` (it parses and is within range),
+// rather than warned about and replaced by the default.
+bool paramTextAccepted(const ParamSpec& spec, std::string_view text);
+// Whether the value in effect for `name` is one the user gave (set, and accepted).
+bool paramSetByUser(std::string_view name);
 int64_t paramInt(std::string_view name);
 bool paramBool(std::string_view name);
 std::string paramString(std::string_view name);

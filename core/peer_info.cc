@@ -41,6 +41,8 @@ std::vector<uint8_t> PeerInfo::serialize() const {
   w.putString(vendor);
   w.put<int32_t>(deviceIndex);
   w.put<uint8_t>(static_cast<uint8_t>((shmEnabled ? 1 : 0) | (ipcCapable ? 2 : 0)));
+  w.put(chunkBytes);
+  w.put(stageChunkBytes);
   w.put<uint32_t>(static_cast<uint32_t>(addresses.size()));
   for (const auto& a : addresses) {
     w.putString(a.ifname);
@@ -69,6 +71,8 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
   r.getString(out.vendor);
   r.get(devIndex);
   r.get(shm);
+  r.get(out.chunkBytes);
+  r.get(out.stageChunkBytes);
   r.get(naddr);
   if (!r.ok() || kind > static_cast<uint8_t>(DeviceKind::Sim) || naddr > 1024) return false;
   out.rank = rank;

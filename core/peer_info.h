@@ -38,6 +38,9 @@ struct PeerInfo {
   bool shmEnabled = true;  // false under HCL_SHM_DISABLE=1
   bool ipcCapable = false;  // its device can share memory with same-vendor peers on the host (IPC)
   std::vector<NetAddress> addresses;
+  // Settings every rank of a communicator must share (checked at init).
+  uint64_t chunkBytes = 0;       // HCL_CHUNK_BYTES in effect
+  uint64_t stageChunkBytes = 0;  // HCL_STAGE_CHUNK_BYTES in effect
 
   std::vector<uint8_t> serialize() const;
   static bool deserialize(const uint8_t* data, size_t size, PeerInfo& out);

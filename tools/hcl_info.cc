@@ -39,14 +39,11 @@ const char* typeName(hcl::ParamType t) {
   return "?";
 }
 
-// The text as resolved; an int or bool that does not parse is shown with the
-// default used in its place.
+// The text as resolved; an int or bool that does not parse, or is out of
+// range, is shown with the default used in its place.
 std::string displayValue(const hcl::ParamSpec& spec, const std::string& text) {
   if (text.empty()) return "\"\"";
-  const bool valid = spec.type == hcl::ParamType::Int    ? hcl::parseParamInt(text).has_value()
-                     : spec.type == hcl::ParamType::Bool ? hcl::parseParamBool(text).has_value()
-                                                         : true;
-  if (valid) return text;
+  if (hcl::paramTextAccepted(spec, text)) return text;
   return fmt::format("{} (invalid, using {})", text, spec.defaultValue);
 }
 
@@ -78,8 +75,10 @@ void printInfo() {
 
   const std::string conf = hcl::paramConfigFilePath();
   struct stat st {};
-  const bool found = !conf.empty() && ::stat(conf.c_str(), &st) == 0;
-  fmt::print("\nConfig file: {} ({})\n", conf.empty() ? "none" : conf, found ? "found" : "absent");
+  const bool exists = !conf.empty() && ::stat(conf.c_str(), &st) == 0;
+  fmt::print("\nConfig file: {} ({})\n", conf.empty() ? "none" : conf,
+             !exists ? "absent" : S_ISREG(st.st_mode) ? "found" : "not a regular file, not read");
+  for (const std::string& problem : hcl::configFileProblems()) fmt::print("  {}\n", problem);
 
   fmt::print("\nParameters\n");
   std::vector<Row> rows{{"NAME", "VALUE", "SOURCE", "NCCL ALIAS", "TYPE", "DESCRIPTION"}};

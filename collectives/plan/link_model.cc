@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <sstream>
 
+#include "core/rate.h"
 #include "core/wire.h"
 
 namespace hcl {
@@ -22,9 +24,20 @@ std::string lower(std::string_view s) {
 bool numberAndUnit(std::string_view text, double& value, std::string& unit) {
   const std::string t = lower(text);
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-  if (ec != std::errc() || value < 0) return false;
+  if (ec != std::errc() || !std::isfinite(value) || value < 0) return false;
   unit.assign(end, t.data() + t.size());
   return true;
+}
+
+// Link classes are "local", "shm" and "net:<fabric>"; a pattern that can
+// match none of them is a typo.
+bool canMatchAClass(const std::string& pattern) {
+  if (pattern.ends_with('*')) {
+    const std::string_view prefix = std::string_view(pattern).substr(0, pattern.size() - 1);
+    return std::string_view("local").starts_with(prefix) || std::string_view("shm").starts_with(prefix) ||
+           std::string_view("net:").starts_with(prefix) || prefix.starts_with("net:");
+  }
+  return pattern == "local" || pattern == "shm" || (pattern.starts_with("net:") && pattern.size() > 4);
 }
 
 bool matches(const std::string& pattern, const std::string& name) {
@@ -102,19 +115,8 @@ double parseTimeUs(std::string_view text) {
 }
 
 double parseBandwidth(std::string_view text) {
-  double v = 0;
-  std::string unit;
-  if (!numberAndUnit(text, v, unit)) return -1;
-  if (unit.ends_with("/s")) unit.resize(unit.size() - 2);
-  else if (unit.ends_with("ps")) unit.resize(unit.size() - 2);
-  // bytes per us == MB/s
-  if (unit.empty() || unit == "mb") return v;
-  if (unit == "kb") return v / 1000;
-  if (unit == "gb") return v * 1000;
-  if (unit == "kbit") return v / 8000;
-  if (unit == "mbit") return v / 8;
-  if (unit == "gbit") return v * 1000 / 8;
-  return -1;
+  const auto bytesPerSecond = parseRateBytesPerSecond(text, RateUnit::Bytes);
+  return bytesPerSecond ? *bytesPerSecond / 1e6 : -1;  // bytes per us == MB/s
 }
 
 bool parseLinkModel(std::string_view text, std::vector<LinkModelRule>& rules, std::string& error) {
@@ -129,6 +131,11 @@ bool parseLinkModel(std::string_view text, std::vector<LinkModelRule>& rules, st
     if (!(words >> pattern)) continue;
     if (!(words >> alpha >> bandwidth) || (words >> extra)) {
       error = "line " + std::to_string(number) + ": expected '<class> <alpha> <bandwidth>', got '" + line + "'";
+      return false;
+    }
+    if (!canMatchAClass(pattern)) {
+      error = "line " + std::to_string(number) + ": '" + pattern +
+              "' matches no link class (classes are local, shm and net:<fabric>; a trailing * matches a prefix)";
       return false;
     }
     LinkModelRule rule{pattern, {parseTimeUs(alpha), parseBandwidth(bandwidth)}};

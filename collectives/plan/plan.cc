@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "core/log.h"
 
@@ -16,19 +19,33 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+std::string trim(std::string s) {
+  s.erase(0, s.find_first_not_of(" \t"));
+  s.erase(s.find_last_not_of(" \t") + 1);
+  return s;
+}
+
 std::vector<std::string> split(std::string_view s, char sep) {
   std::vector<std::string> parts;
   size_t start = 0;
   while (start <= s.size()) {
     size_t end = s.find(sep, start);
     if (end == std::string_view::npos) end = s.size();
-    std::string part(s.substr(start, end - start));
-    part.erase(0, part.find_first_not_of(" \t"));
-    part.erase(part.find_last_not_of(" \t") + 1);
+    std::string part = trim(std::string(s.substr(start, end - start)));
     if (!part.empty()) parts.push_back(part);
     start = end + 1;
   }
   return parts;
+}
+
+constexpr int kLastKind = static_cast<int>(CollKind::Control);
+
+// The collective a clause names ("allreduce : ring" -> allreduce), if any.
+std::optional<CollKind> clauseKind(const std::string& name) {
+  for (int k = 1; k < kLastKind; ++k) {
+    if (lower(trim(name)) == collKindName(static_cast<CollKind>(k))) return static_cast<CollKind>(k);
+  }
+  return std::nullopt;
 }
 
 // The algorithm list that applies to `kind`: the "coll:" clause for it if
@@ -39,14 +56,47 @@ std::string clauseFor(const std::string& spec, CollKind kind) {
     const size_t colon = clause.find(':');
     if (colon == std::string::npos) {
       generic = clause;
-    } else if (lower(clause.substr(0, colon)) == lower(collKindName(kind))) {
-      return clause.substr(colon + 1);
+    } else if (clauseKind(clause.substr(0, colon)) == kind) {
+      return trim(clause.substr(colon + 1));
     }
   }
   return generic;
 }
 
+bool hasAlgorithm(const std::string& name, std::optional<CollKind> kind) {
+  const std::string n = lower(name);
+  const auto table = algorithmTable();
+  return std::any_of(table.begin(), table.end(),
+                     [&](const AlgorithmEntry& e) { return n == e.name && (!kind || e.kind == *kind); });
+}
+
+
 }  // namespace
+
+std::vector<std::string> overrideProblems(const std::string& spec) {
+  std::vector<std::string> problems;
+  for (const std::string& clause : split(spec, ';')) {
+    const size_t colon = clause.find(':');
+    std::optional<CollKind> kind;
+    std::string list = clause;
+    if (colon != std::string::npos) {
+      kind = clauseKind(clause.substr(0, colon));
+      if (!kind) {
+        problems.push_back(fmt::format("'{}' is not a collective", trim(clause.substr(0, colon))));
+        continue;
+      }
+      list = trim(clause.substr(colon + 1));
+    }
+    if (!list.empty() && list[0] == '^') list.erase(0, 1);
+    for (const std::string& name : split(list, ',')) {
+      if (!hasAlgorithm(name, kind)) {
+        problems.push_back(kind ? fmt::format("'{}' is not an algorithm of {}", name, collKindName(*kind))
+                                : fmt::format("'{}' is not an algorithm", name));
+      }
+    }
+  }
+  return problems;
+}
 
 const char* collKindName(CollKind k) {
   switch (k) {
@@ -82,7 +132,9 @@ CallBufferBytes callBufferBytes(const CollArgs& a) {
 }
 
 Planner::Planner(std::string_view overrideSpec) : spec_(overrideSpec) {
-  constexpr int kLastKind = static_cast<int>(CollKind::Control);
+  for (const std::string& problem : overrideProblems(spec_)) {
+    log::warn(log::Tuning, "HCL_ALGO '{}': {}; ignoring it", spec_, problem);
+  }
   allowed_.resize(kLastKind + 1);
   for (int k = 1; k <= kLastKind; ++k) allowed_[static_cast<size_t>(k)] = allowed(static_cast<CollKind>(k));
 }
@@ -110,9 +162,10 @@ std::vector<const AlgorithmEntry*> Planner::allowed(CollKind kind) {
   };
   if (std::none_of(kept.begin(), kept.end(), universal)) {
     const AlgorithmEntry* fallback = *std::find_if(candidates.begin(), candidates.end(), universal);
-    log::warn(log::Tuning, "HCL_ALGO '{}' leaves {} without an algorithm for every size; adding {}", spec_,
-              collKindName(kind), fallback->name);
+    log::warn(log::Tuning, "HCL_ALGO '{}' leaves {} without an algorithm for every size; adding {} where none of "
+              "the others runs", spec_, collKindName(kind), fallback->name);
     kept.push_back(fallback);
+    lastResort_.push_back(fallback);
   }
   return kept;
 }
@@ -129,7 +182,19 @@ bool Planner::usable(const AlgorithmEntry& e, size_t bytes, int nranks, bool pee
          (e.maxRanks == 0 || nranks <= e.maxRanks || named);
 }
 
+bool Planner::lastResort(const AlgorithmEntry& e) const {
+  return std::find(lastResort_.begin(), lastResort_.end(), &e) != lastResort_.end();
+}
+
+bool Planner::chosenAlgorithmRuns(CollKind kind, size_t bytes, int nranks, bool peerAccess) const {
+  const auto& allowed = allowed_[static_cast<size_t>(kind)];
+  return std::any_of(allowed.begin(), allowed.end(), [&](const AlgorithmEntry* e) {
+    return !lastResort(*e) && usable(*e, bytes, nranks, peerAccess);
+  });
+}
+
 const AlgorithmEntry* Planner::fallback(CollKind kind, size_t bytes, int nranks, bool peerAccess) const {
+  // The last resort comes last in the allowed list, after every chosen one.
   for (const AlgorithmEntry* e : allowed_[static_cast<size_t>(kind)]) {
     if (usable(*e, bytes, nranks, peerAccess)) return e;
   }

@@ -38,6 +38,11 @@ struct AlgorithmEntry {
 // Every registered algorithm (collectives/algorithms/registry.cc).
 std::span<const AlgorithmEntry> algorithmTable();
 
+// What in an HCL_ALGO / NCCL_ALGO value selects nothing (an unknown
+// collective or algorithm), one text per problem; a typo there would
+// otherwise quietly leave the default choice in place.
+std::vector<std::string> overrideProblems(const std::string& spec);
+
 // The choice for this communicator. `overrideSpec` restricts the candidates
 // with NCCL_ALGO's grammar: "ring,tree" or "allreduce:ring;broadcast:^tree";
 // "^name" excludes. Algorithms not registered for a collective are ignored.
@@ -67,9 +72,14 @@ class Planner {
   // `peerAccess`: whether this call may use algorithms that reach peers' buffers.
   const AlgorithmEntry* fallback(CollKind kind, size_t bytes, int nranks, bool peerAccess) const;
   bool usable(const AlgorithmEntry& e, size_t bytes, int nranks, bool peerAccess) const;
+  // Added because the override left no algorithm for some sizes: used only
+  // where no algorithm the override chose runs.
+  bool lastResort(const AlgorithmEntry& e) const;
+  bool chosenAlgorithmRuns(CollKind kind, size_t bytes, int nranks, bool peerAccess) const;
   std::string spec_;
   bool peerAccess_ = false;
   std::vector<const AlgorithmEntry*> named_;  // listed (not excluded) in the override
+  std::vector<const AlgorithmEntry*> lastResort_;
   // Decided once per communicator, so a bad override warns once.
   std::vector<std::vector<const AlgorithmEntry*>> allowed_;
   std::shared_ptr<const PlanTable> table_;

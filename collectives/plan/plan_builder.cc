@@ -58,8 +58,9 @@ PlanTable Planner::buildTable(const LinkGraph& graph, const Topology& topology, 
       const AlgorithmEntry* best = nullptr;
       ScheduleEstimate bestEst, dfltEst;
       std::string candidates;
+      const bool chosenRuns = chosenAlgorithmRuns(kind, bytes, graph.nranks, peerAccess_);
       for (const AlgorithmEntry* e : allowed_[static_cast<size_t>(kind)]) {
-        if (!usable(*e, bytes, graph.nranks, peerAccess_)) continue;
+        if (!usable(*e, bytes, graph.nranks, peerAccess_) || (chosenRuns && lastResort(*e))) continue;
         const ScheduleEstimate est = priceAlgorithm(*e, graph, table.topology, bytes, chunkBytes);
         candidates += fmt::format("{}{} {}", candidates.empty() ? "" : ", ", e->name,
                                   est.valid ? fmt::format("{:.1f} us", est.us) : std::string("invalid"));

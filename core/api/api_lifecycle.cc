@@ -23,8 +23,7 @@ std::once_flag versionLogged;
 
 void logVersionOnce() {
   std::call_once(versionLogged, [] {
-    log::info(log::Init, "HCL version {}.{}.{} (NCCL API {}.{}.{})", HCL_MAJOR, HCL_MINOR, HCL_PATCH,
-              HCL_NCCL_VERSION_CODE / 10000, (HCL_NCCL_VERSION_CODE / 100) % 100, HCL_NCCL_VERSION_CODE % 100);
+    log::info(log::Init, "{}", log::versionText());
   });
 }
 

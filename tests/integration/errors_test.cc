@@ -296,6 +296,27 @@ TEST(LifecycleErrors, CommunicatorWhoseInitInAGroupFailed) {
 
 // A timeout beyond what the clock can hold means no timeout, not an
 // immediate one.
+TEST(LifecycleErrors, RanksWithDifferentChunkSizesFailInitTogether) {
+  SKIP_UNDER_TSAN();
+  auto results = hcltest::runProcesses(
+      3,
+      [&](int rank) {
+        ::setenv("HCL_CHUNK_BYTES", rank == 2 ? "64K" : "4K", 1);
+        hclUniqueId id;
+        RANK_HCL(hclGetUniqueId(&id));
+        hclComm_t comm = nullptr;
+        const hclResult_t r = hclCommInitRank(&comm, 3, id, rank);
+        const std::string text = hclGetLastError(nullptr);
+        RANK_CHECK(r == hclInvalidUsage, "init gave %d: %s", (int)r, text.c_str());
+        RANK_CHECK(text.find("HCL_CHUNK_BYTES differs between ranks (rank 0: 4096, rank 2: 65536)") !=
+                       std::string::npos,
+                   "message: %s", text.c_str());
+        return 0;
+      },
+      60, hcltest::rank0RootEnv("20000"));
+  EXPECT_EQ(hcltest::describeFailures(results), "");
+}
+
 TEST(LifecycleErrors, HugeTimeoutIsNoTimeout) {
   setenv("HCL_TIMEOUT_MS", "9223372036854775", 1);
   hclComm_t comm = nullptr;

@@ -17,6 +17,30 @@ TEST(LinkModelUnits, TimesAndBandwidths) {
   EXPECT_DOUBLE_EQ(parseBandwidth("1gbit"), 125);
   EXPECT_DOUBLE_EQ(parseBandwidth("800"), 800);
   EXPECT_LT(parseBandwidth("fast"), 0);
+  EXPECT_DOUBLE_EQ(parseBandwidth("100Mbps"), 12.5);
+  EXPECT_DOUBLE_EQ(parseBandwidth("1Gb/s"), 125);
+  EXPECT_DOUBLE_EQ(parseBandwidth("1gb"), 125);
+  EXPECT_DOUBLE_EQ(parseBandwidth("1GB"), 1000);
+}
+
+TEST(LinkModelFile, PatternsThatMatchNoClassAreRefused) {
+  std::vector<LinkModelRule> rules;
+  std::string error;
+  for (const char* line : {"smh 1us 1GB/s\n", "SHM 1us 1GB/s\n", "net: 1us 1GB/s\n", "tcp* 1us 1GB/s\n"}) {
+    EXPECT_FALSE(parseLinkModel(line, rules, error)) << line;
+    EXPECT_NE(error.find("matches no link class"), std::string::npos) << error;
+  }
+  rules.clear();
+  EXPECT_TRUE(parseLinkModel("* 1us 1GB/s\nn* 1us 1GB/s\nnet:* 1us 1GB/s\nnet:wan* 1us 1GB/s\nlocal 1us 1GB/s\n"
+                             "sh* 1us 1GB/s\nnet:x 1us 1GB/s\n",
+                             rules, error))
+      << error;
+  EXPECT_EQ(rules.size(), 7u);
+}
+
+TEST(LinkModelUnits, NonFiniteValuesAreRefused) {
+  for (const char* text : {"nan", "inf", "nanus", "infms"}) EXPECT_LT(parseTimeUs(text), 0) << text;
+  for (const char* text : {"nan", "inf", "nanGB/s"}) EXPECT_LT(parseBandwidth(text), 0) << text;
 }
 
 TEST(LinkModelFile, ParsesRulesAndComments) {
@@ -40,6 +64,10 @@ TEST(LinkModelFile, BadLinesNameTheLine) {
   EXPECT_NE(error.find("bad bandwidth 'quick'"), std::string::npos) << error;
   EXPECT_FALSE(parseLinkModel("net:wan later 1GB/s\n", rules, error));
   EXPECT_NE(error.find("bad latency 'later'"), std::string::npos) << error;
+  EXPECT_FALSE(parseLinkModel("shm nan 100MB/s\n", rules, error));
+  EXPECT_NE(error.find("bad latency 'nan'"), std::string::npos) << error;
+  EXPECT_FALSE(parseLinkModel("shm 1us inf\n", rules, error));
+  EXPECT_NE(error.find("bad bandwidth 'inf'"), std::string::npos) << error;
 }
 
 TEST(LinkModelFile, LastMatchingRuleWins) {

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
+#include "core/rate.h"
+
 namespace hcl {
 namespace {
 
@@ -19,16 +23,39 @@ TEST(FabricSpec, PerInterfaceLabels) {
   EXPECT_EQ(fabricFromSpec("", "eth0"), "");
 }
 
+TEST(FabricSpec, AnUnnamedItemInAPerInterfaceSpecAppliesToNoInterface) {
+  EXPECT_EQ(fabricFromSpec("eth0=a,b", "lo"), "");
+  EXPECT_EQ(fabricFromSpec("eth0=a,b", "eth0"), "a");
+  EXPECT_EQ(speedFromSpec("eth0=1g,125m", "lo"), 0u);
+  EXPECT_EQ(speedFromSpec("eth0=1g,125m", "eth0"), 1000u);
+  EXPECT_NE(nicSpecProblem("HCL_FABRIC", "eth0=a,b", false).find("item 'b' has no interface name"), std::string::npos);
+  EXPECT_EQ(specInterfaceNames("fab0=c1, wan0=wan"), (std::vector<std::string>{"fab0", "wan0"}));
+  EXPECT_TRUE(specInterfaceNames("cluster1").empty());
+}
+
 TEST(RateParsing, UnitsAndBareNumbers) {
-  EXPECT_EQ(parseRateMbps("125mbit"), 125u);
-  EXPECT_EQ(parseRateMbps("1gbit"), 1000u);
-  EXPECT_EQ(parseRateMbps("200g"), 200000u);
-  EXPECT_EQ(parseRateMbps("25000"), 25000u);
-  EXPECT_EQ(parseRateMbps("2.5Gbit/s"), 2500u);
-  EXPECT_EQ(parseRateMbps("100Gbps"), 100000u);
-  EXPECT_EQ(parseRateMbps("fast"), 0u);
-  EXPECT_EQ(parseRateMbps("-5"), 0u);
-  EXPECT_EQ(parseRateMbps("10 parsecs"), 0u);
+  // A capital B is bytes, a small b or "bit" bits; a bare number or a lone
+  // prefix counts bits for NIC speeds.
+  const std::pair<const char*, uint32_t> cases[] = {
+      {"125mbit", 125},  {"1gbit", 1000},     {"200g", 200000},   {"25000", 25000},  {"2.5Gbit/s", 2500},
+      {"100Gbps", 100000}, {"1GB/s", 8000},   {"100MB/s", 800},   {"1gb", 1000},     {"100Mbps", 100},
+      {"10GBps", 80000}, {"fast", 0},         {"-5", 0},          {"10 parsecs", 0}};
+  for (const auto& [text, mbps] : cases) EXPECT_EQ(parseRateMbps(text), mbps) << text;
+  EXPECT_DOUBLE_EQ(*parseRateBytesPerSecond("1000Bps", RateUnit::Bits), 1000);
+  EXPECT_DOUBLE_EQ(*parseRateBytesPerSecond("8kbit", RateUnit::Bytes), 1000);
+  EXPECT_DOUBLE_EQ(*parseRateBytesPerSecond("3", RateUnit::Bytes), 3e6);
+  EXPECT_DOUBLE_EQ(*parseRateBytesPerSecond("3", RateUnit::Bits), 3e6 / 8);
+  EXPECT_DOUBLE_EQ(*parseRateBytesPerSecond(" 2 G ", RateUnit::Bytes), 2e9);
+}
+
+TEST(RateParsing, NonFiniteAndOutOfRangeRatesAreRejected) {
+  for (const char* text : {"nan", "inf", "-inf", "nanGB/s", "infGbit", "0", "0Gbit", "1e400", "ps", "5ps", "1Xbit"}) {
+    EXPECT_FALSE(parseRateBytesPerSecond(text, RateUnit::Bits).has_value()) << text;
+    EXPECT_EQ(parseRateMbps(text), 0u) << text;
+  }
+  EXPECT_EQ(parseRateMbps("4294t"), 4294000000u);
+  EXPECT_EQ(parseRateMbps("4295t"), 0u) << "beyond 2^32 Mbit/s: refused, not wrapped";
+  EXPECT_EQ(parseRateMbps("5000t"), 0u);
 }
 
 TEST(NicSpecs, GoodSpecsHaveNoProblem) {

@@ -88,6 +88,48 @@ TEST(PlanTable, OverrideRestrictsTheChoiceAndTheTableIsComplete) {
   EXPECT_EQ(t.find(CollKind::SendRecv, 8), nullptr);
 }
 
+TEST(PlanTable, AForcedAlgorithmRunsWhereverItCanAndTheAddedDefaultOnlyBeyond) {
+  // rd runs up to 16 KiB; the ring HCL adds for larger messages must not win
+  // below that on price.
+  const Planner planner("allreduce:rd");
+  const PlanTable t = planner.buildTable(uniform(3, {10, 100}), {}, 512 * 1024);
+  for (size_t bytes : {size_t{8}, size_t{2048}, size_t{4096}, size_t{16384}}) {
+    const PlanChoice* c = t.find(CollKind::AllReduce, bytes);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->algorithm, "rd") << bytes << " bytes, candidates: " << c->candidates;
+    EXPECT_EQ(c->candidates.find("ring"), std::string::npos) << c->candidates;
+  }
+  for (size_t bytes : {size_t{16385}, size_t{1} << 20}) {
+    const PlanChoice* c = t.find(CollKind::AllReduce, bytes);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->algorithm, "ring") << bytes;
+  }
+}
+
+TEST(PlanOverride, NamesThatSelectNothingAreReported) {
+  EXPECT_TRUE(overrideProblems("").empty());
+  EXPECT_TRUE(overrideProblems("ring,tree;allreduce:hier").empty());
+  EXPECT_TRUE(overrideProblems("Ring,TREE").empty());
+  EXPECT_TRUE(overrideProblems("^ring;allgather:rhd").empty());
+  EXPECT_TRUE(overrideProblems(" allreduce : tree ; broadcast:^ring").empty());
+  const auto has = [](const std::vector<std::string>& problems, const std::string& text) {
+    for (const auto& p : problems)
+      if (p.find(text) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has(overrideProblems("ring,rnig"), "'rnig' is not an algorithm"));
+  EXPECT_TRUE(has(overrideProblems("ring,^tree"), "'^tree' is not an algorithm"));
+  EXPECT_TRUE(has(overrideProblems("allreduc:tree"), "'allreduc' is not a collective"));
+  EXPECT_TRUE(has(overrideProblems("allreduce=tree"), "'allreduce=tree' is not an algorithm"));
+  EXPECT_TRUE(has(overrideProblems("allgather:rd"), "'rd' is not an algorithm of allgather"));
+  EXPECT_EQ(overrideProblems("rnig;allreduc:tree").size(), 2u);
+}
+
+TEST(PlanOverride, SpacesAroundTheColonAreAllowed) {
+  EXPECT_STREQ(Planner("allreduce : tree").algorithmFor(CollKind::AllReduce, 1 << 20), "tree");
+  EXPECT_STREQ(Planner(" allreduce:tree ").algorithmFor(CollKind::AllReduce, 1 << 20), "tree");
+}
+
 TEST(PlanTable, TheTableDrivesThePlannerEvenAgainstItsOwnOverride) {
   // Rank 0 allowed only ring; a rank whose own HCL_ALGO says rd still runs ring.
   auto table = std::make_shared<PlanTable>(Planner("allreduce:ring").buildTable(uniform(2, {10, 100}), {}, 512 * 1024));

@@ -73,7 +73,8 @@ std::string shortHostName() {
 class LogTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ::setenv("HCL_CONF_FILE", dir_.file("absent.conf").c_str(), 1);
+    test::writeFile(dir_.file("empty.conf"), "");
+    ::setenv("HCL_CONF_FILE", dir_.file("empty.conf").c_str(), 1);
     ::setenv("HCL_DEBUG", "INFO", 1);
     ::setenv("HCL_DEBUG_FILE", dir_.file("hcl.%p.log").c_str(), 1);
     log::reset();
@@ -183,6 +184,20 @@ TEST_F(LogTest, LevelsAndNcclAlias) {
   EXPECT_FALSE(log::enabled(log::Level::Version, log::Init));
 }
 
+TEST_F(LogTest, VersionLevelPrintsTheVersionAndNothingElse) {
+  ::setenv("HCL_DEBUG", "VERSION", 1);
+  log::reset();
+  log::warn(log::Init, "a warning");
+  log::info(log::Init, "some info");
+  const auto got = logged();
+  ASSERT_EQ(got.size(), 1u) << test::readFile(logPath_);
+  const auto line = parseLine(got[0]);
+  ASSERT_TRUE(line) << got[0];
+  EXPECT_EQ(line->level, "VERSION");
+  EXPECT_EQ(line->message, log::versionText());
+  EXPECT_EQ(line->message.rfind("HCL version ", 0), 0u) << line->message;
+}
+
 TEST_F(LogTest, UnknownLevelFallsBackToWarnAndSaysSo) {
   ::setenv("HCL_DEBUG", "LOUD", 1);
   log::reset();
@@ -190,6 +205,25 @@ TEST_F(LogTest, UnknownLevelFallsBackToWarnAndSaysSo) {
   const auto got = logged();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_NE(got[0].find("HCL WARN ENV Unknown HCL_DEBUG level 'LOUD'"), std::string::npos);
+}
+
+TEST_F(LogTest, ConfigFileProblemsAreWarnedWhenTheSettingsAreRead) {
+  test::writeFile(dir_.file("empty.conf"), "HCL_TIMEOUT_M=5\n");
+  log::reset();
+  log::warn(log::Init, "first line");
+  const auto got = logged();
+  ASSERT_EQ(got.size(), 2u) << test::readFile(logPath_);
+  EXPECT_NE(got[0].find("HCL WARN ENV config file "), std::string::npos) << got[0];
+  EXPECT_NE(got[0].find("line 1: 'HCL_TIMEOUT_M=5' names no HCL parameter"), std::string::npos) << got[0];
+  EXPECT_NE(got[1].find("first line"), std::string::npos);
+
+  ::setenv("HCL_CONF_FILE", dir_.file("missing.conf").c_str(), 1);
+  log::reset();
+  log::warn(log::Init, "second line");
+  const auto after = logged();
+  ASSERT_EQ(after.size(), 4u) << test::readFile(logPath_);
+  EXPECT_NE(after[2].find("missing.conf (from HCL_CONF_FILE): No such file or directory"), std::string::npos)
+      << after[2];
 }
 
 TEST_F(LogTest, HostnameInFileName) {

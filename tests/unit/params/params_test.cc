@@ -16,7 +16,10 @@ namespace {
 
 class ParamsTest : public ::testing::Test {
  protected:
-  void SetUp() override { ::setenv("HCL_CONF_FILE", conf_.c_str(), 1); }
+  void SetUp() override {
+    writeConf("");
+    ::setenv("HCL_CONF_FILE", conf_.c_str(), 1);
+  }
   void writeConf(const std::string& text) { test::writeFile(conf_, text); }
   // What the log says while fn() runs.
   std::string logOf(const std::function<void()>& fn) {
@@ -165,6 +168,59 @@ TEST_F(ParamsTest, ConfigFileSyntax) {
   EXPECT_EQ(resolveParam("HCL_COMM_SECRET").source, ParamSource::Default);
 }
 
+TEST_F(ParamsTest, ConfigFileLinesThatSetNothingAreReported) {
+  writeConf(
+      "HCL_TIMEOUT_MS=7000\n"
+      "HCL_TIMEOUT_M=5\n"
+      "HCL_ALGO ring\n"
+      "export HCL_SPIN_US=7\n"
+      "hcl_chunk_bytes=8K\n"
+      "NCCL_IB_HCA=mlx5_0\n"
+      "NCCL_TIMEOUT_MS=5\n"
+      "HCL_FABRIC=\"open\n");
+  EXPECT_EQ(paramInt("HCL_TIMEOUT_MS"), 7000);
+  const auto problems = configFileProblems();
+  std::string all;
+  for (const auto& p : problems) all += p + "\n";
+  ASSERT_EQ(problems.size(), 5u) << all;
+  EXPECT_NE(problems[0].find("line 2: 'HCL_TIMEOUT_M=5' names no HCL parameter"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[1].find("line 3: 'HCL_ALGO ring' is not NAME=value"), std::string::npos) << problems[1];
+  EXPECT_NE(problems[2].find("line 4: 'export HCL_SPIN_US=7' does not start with a parameter name"),
+            std::string::npos)
+      << problems[2];
+  EXPECT_NE(problems[3].find("line 5: 'hcl_chunk_bytes=8K' names no HCL parameter"), std::string::npos)
+      << problems[3];
+  EXPECT_NE(problems[4].find("line 8: 'HCL_FABRIC=\"open' has an unterminated quote"), std::string::npos)
+      << problems[4];
+  EXPECT_EQ(resolveParam("HCL_FABRIC").source, ParamSource::Default);
+  // NCCL's own names that HCL does not implement belong to NVIDIA's library.
+  for (const auto& p : problems) EXPECT_EQ(p.find("NCCL_"), std::string::npos) << p;
+}
+
+TEST_F(ParamsTest, QuotedConfigValuesKeepTheirHashes) {
+  writeConf("HCL_FABRIC=\"my fabric #1\"  # the label\nHCL_HOSTID='a #b'\nHCL_ALGO=\"ring\" tree\n");
+  EXPECT_EQ(paramString("HCL_FABRIC"), "my fabric #1");
+  EXPECT_EQ(paramString("HCL_HOSTID"), "a #b");
+  EXPECT_EQ(resolveParam("HCL_ALGO").source, ParamSource::Default);
+  ASSERT_EQ(configFileProblems().size(), 1u);
+  EXPECT_NE(configFileProblems()[0].find("text after its quoted value"), std::string::npos);
+}
+
+TEST_F(ParamsTest, ANamedConfigFileThatCannotBeReadIsReported) {
+  EXPECT_TRUE(configFileProblems().empty()) << "the fixture's file exists";
+  ::setenv("HCL_CONF_FILE", dir_.file("typo.conf").c_str(), 1);
+  ASSERT_EQ(configFileProblems().size(), 1u);
+  EXPECT_NE(configFileProblems()[0].find("typo.conf (from HCL_CONF_FILE): No such file"), std::string::npos)
+      << configFileProblems()[0];
+  ::setenv("HCL_CONF_FILE", dir_.file("").c_str(), 1);  // a directory
+  ASSERT_EQ(configFileProblems().size(), 1u);
+  EXPECT_NE(configFileProblems()[0].find("is not a regular file"), std::string::npos) << configFileProblems()[0];
+  // $HOME/.hcl.conf is optional: its absence is no problem.
+  ::unsetenv("HCL_CONF_FILE");
+  ::setenv("HOME", dir_.file("nohome").c_str(), 1);
+  EXPECT_TRUE(configFileProblems().empty());
+}
+
 TEST_F(ParamsTest, ConfigFileChangesAreSeen) {
   writeConf("HCL_SHM_SLOTS=3\n");
   EXPECT_EQ(paramInt("HCL_SHM_SLOTS"), 3);
@@ -271,6 +327,21 @@ TEST_F(ParamsTest, OutOfRangeIntegersFallBackToDefaultAndSayWhatIsAccepted) {
   EXPECT_NE(text.find("'0' for HCL_CHUNK_BYTES"), std::string::npos) << text;
   EXPECT_EQ(text.find("'64' for"), std::string::npos) << text;
   EXPECT_EQ(text.find("'0' for HCL_TIMEOUT_MS"), std::string::npos) << text;
+}
+
+TEST_F(ParamsTest, OnlyAnAcceptedValueCountsAsSetByTheUser) {
+  EXPECT_FALSE(paramSetByUser("HCL_SPIN_US"));
+  for (const char* ignored : {"abc", "-1", "20000000"}) {
+    ::setenv("HCL_SPIN_US", ignored, 1);
+    EXPECT_FALSE(paramSetByUser("HCL_SPIN_US")) << ignored;
+    EXPECT_FALSE(paramTextAccepted(*findParam("HCL_SPIN_US"), ignored)) << ignored;
+  }
+  ::setenv("HCL_SPIN_US", "7", 1);
+  EXPECT_TRUE(paramSetByUser("HCL_SPIN_US"));
+  ::unsetenv("HCL_SPIN_US");
+  writeConf("HCL_SHM_DISABLE=maybe\nHCL_ALGO=ring\n");
+  EXPECT_FALSE(paramSetByUser("HCL_SHM_DISABLE"));
+  EXPECT_TRUE(paramSetByUser("HCL_ALGO"));
 }
 
 TEST(ParamTable, DefaultsAreWithinTheirRanges) {
