@@ -11,6 +11,7 @@
 #include "core/bootstrap_socket.h"
 #include "core/bootstrap_wire.h"
 #include "core/log.h"
+#include "core/no_throw.h"
 
 namespace hcl {
 namespace {
@@ -186,10 +187,8 @@ Status startRootForRank0(const UniqueIdContents& id, const asio::ip::address& ip
   }
 }
 
-}  // namespace
-
-Status connectBootstrap(const hclUniqueId& id, int nranks, int rank, int64_t timeoutMs,
-                        const std::atomic<bool>* abortFlag, std::unique_ptr<Oob>& out) {
+Status connectBootstrapThrowing(const hclUniqueId& id, int nranks, int rank, int64_t timeoutMs,
+                                const std::atomic<bool>* abortFlag, std::unique_ptr<Oob>& out) {
   UniqueIdContents contents;
   HCL_TRY(decodeUniqueId(id, contents));
   if (nranks < 1 || nranks > bootwire::kMaxRanks || rank < 0 || rank >= nranks)
@@ -206,6 +205,13 @@ Status connectBootstrap(const hclUniqueId& id, int nranks, int rank, int64_t tim
   HCL_TRY(client->join(deadline));
   out = std::move(client);
   return Status::success();
+}
+
+}  // namespace
+
+Status connectBootstrap(const hclUniqueId& id, int nranks, int rank, int64_t timeoutMs,
+                        const std::atomic<bool>* abortFlag, std::unique_ptr<Oob>& out) {
+  return noThrow("bootstrap", [&] { return connectBootstrapThrowing(id, nranks, rank, timeoutMs, abortFlag, out); });
 }
 
 }  // namespace hcl

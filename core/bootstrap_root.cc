@@ -24,6 +24,7 @@
 #include "core/bootstrap_socket.h"
 #include "core/deadline.h"
 #include "core/log.h"
+#include "core/no_throw.h"
 #include "core/params.h"
 
 namespace hcl {
@@ -38,6 +39,8 @@ using bootwire::Kind;
 constexpr auto kHelloTimeout = 10s;
 // How long the root keeps trying to deliver its last messages before exiting.
 constexpr auto kFlushTimeout = 2s;
+// How long the root stops listening after accept() failed.
+constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
 constexpr size_t kReadChunk = 64 * 1024;
 constexpr size_t kMaxListedRanks = 32;
 
@@ -49,7 +52,7 @@ void setCloseOnExec(int fd) {
 // Owns an eventfd that wakes the root thread when it must stop.
 class StopSignal {
  public:
-  StopSignal() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+  StopSignal() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), error_(fd_ < 0 ? errno : 0) {}
   ~StopSignal() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -57,6 +60,7 @@ class StopSignal {
   StopSignal& operator=(const StopSignal&) = delete;
   bool valid() const { return fd_ >= 0; }
   int fd() const { return fd_; }
+  int error() const { return error_; }  // errno of a failed eventfd()
   void raise() const {
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(fd_, &one, sizeof(one));
@@ -64,6 +68,7 @@ class StopSignal {
 
  private:
   int fd_;
+  int error_;
 };
 
 using Buffer = std::shared_ptr<const std::vector<uint8_t>>;
@@ -148,6 +153,8 @@ class RootServer {
   int joined_ = 0;
   int firstLeaver_ = -1;
   std::string joinFailure_;  // why the ranks can never form one communicator
+  bool acceptFailing_ = false;
+  Clock::time_point acceptPausedUntil_{};
   Phase phase_ = Phase::Joining;
   std::optional<Clock::time_point> joinDeadline_;
   Clock::time_point finishDeadline_;
@@ -157,7 +164,7 @@ Status RootServer::create(const asio::ip::address& ip, uint16_t port, const boot
                           int64_t joinTimeoutMs, std::unique_ptr<RootServer>& out, bool* addressInUse) {
   auto root = std::make_unique<RootServer>(secret, joinTimeoutMs);
   const std::string where = formatEndpoint(ip, port);
-  if (!root->stop_.valid()) return systemError(fmt::format("bootstrap root: eventfd failed: {}", std::strerror(errno)));
+  if (!root->stop_.valid()) return systemError(fmt::format("bootstrap root: eventfd failed: {}", std::strerror(root->stop_.error())));
   const tcp::endpoint endpoint(ip, port);
   std::error_code ec;
   root->acceptor_.open(endpoint.protocol(), ec);
@@ -200,7 +207,7 @@ void RootServer::run() {
     fds.clear();
     polled.clear();
     fds.push_back({stop_.fd(), POLLIN, 0});
-    const bool listening = acceptor_.is_open();
+    const bool listening = acceptor_.is_open() && Clock::now() >= acceptPausedUntil_;
     if (listening) fds.push_back({acceptor_.native_handle(), POLLIN, 0});
     for (auto& c : conns_) {
       short events = 0;
@@ -261,6 +268,7 @@ std::optional<Clock::time_point> RootServer::nextTimer() const {
   };
   if (phase_ == Phase::Joining && joinDeadline_) consider(*joinDeadline_);
   if (phase_ == Phase::Finishing) consider(finishDeadline_);
+  if (acceptor_.is_open() && acceptPausedUntil_ > Clock::now()) consider(acceptPausedUntil_);
   for (const auto& c : conns_) {
     if (c->rank < 0) consider(c->since + (c->closeWhenFlushed ? kFlushTimeout : kHelloTimeout));
   }
@@ -276,9 +284,17 @@ void RootServer::acceptPending() {
     if (ec == asio::error::would_block || ec == asio::error::try_again) return;
     if (ec == asio::error::connection_aborted || ec == asio::error::interrupted) continue;
     if (ec) {
-      log::warn(log::Bootstrap, "bootstrap root {}: accept failed: {}", address_, ec.message());
+      // Out of file descriptors, typically: the pending connection stays
+      // queued, so listening again at once would spin. Pause, say it once.
+      if (!acceptFailing_) {
+        log::warn(log::Bootstrap, "bootstrap root {}: accept failed: {}; retrying every {} ms", address_,
+                  ec.message(), kAcceptRetry.count());
+      }
+      acceptFailing_ = true;
+      acceptPausedUntil_ = Clock::now() + kAcceptRetry;
       return;
     }
+    acceptFailing_ = false;
     socket.non_blocking(true, ec);
     if (ec) continue;
     setCloseOnExec(socket.native_handle());
@@ -632,10 +648,8 @@ class RootRegistry {
   std::vector<std::unique_ptr<RootServer>> roots_;
 };
 
-}  // namespace
-
-Status startBootstrapRoot(const asio::ip::address& ip, uint16_t port, const bootwire::Secret& secret,
-                          uint16_t* boundPort, bool* addressInUse) {
+Status startBootstrapRootThrowing(const asio::ip::address& ip, uint16_t port, const bootwire::Secret& secret,
+                                  uint16_t* boundPort, bool* addressInUse) {
   if (addressInUse != nullptr) *addressInUse = false;
   const int64_t joinTimeoutMs = paramInt("HCL_TIMEOUT_MS");
   RootRegistry& registry = RootRegistry::instance();
@@ -644,6 +658,13 @@ Status startBootstrapRoot(const asio::ip::address& ip, uint16_t port, const boot
   if (boundPort != nullptr) *boundPort = root->port();
   registry.add(std::move(root));
   return Status::success();
+}
+
+}  // namespace
+
+Status startBootstrapRoot(const asio::ip::address& ip, uint16_t port, const bootwire::Secret& secret,
+                          uint16_t* boundPort, bool* addressInUse) {
+  return noThrow("bootstrap root", [&] { return startBootstrapRootThrowing(ip, port, secret, boundPort, addressInUse); });
 }
 
 bool bootstrapRootRunning(uint16_t port) { return RootRegistry::instance().running(port); }

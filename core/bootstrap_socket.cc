@@ -38,7 +38,7 @@ Status checkBudget(const WaitBudget& budget, std::string_view what) {
   if (budget.abortFlag != nullptr && budget.abortFlag->load(std::memory_order_acquire))
     return internalError(fmt::format("bootstrap aborted (abort flag set) while {} (root {})", what, budget.peer));
   if (budget.deadline.expired())
-    return systemError(fmt::format("bootstrap timed out after {} ms while {} (root {})", budget.timeoutMs, what,
+    return remoteError(fmt::format("bootstrap timed out after {} ms while {} (root {})", budget.timeoutMs, what,
                                    budget.peer));
   return Status::success();
 }

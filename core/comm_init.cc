@@ -13,6 +13,7 @@
 #include "core/host_identity.h"
 #include "core/link_probe.h"
 #include "core/log.h"
+#include "core/no_throw.h"
 #include "core/params.h"
 
 namespace hcl {
@@ -115,8 +116,10 @@ CommSettings settingsFromParams(const hclConfig_t* config) {
   return s;
 }
 
-Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16], uint64_t commTag,
-                        const CommSettings& settings, std::shared_ptr<Communicator>& out) {
+namespace {
+
+Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t secret[16], uint64_t commTag,
+                                const CommSettings& settings, std::shared_ptr<Communicator>& out) {
   const auto start = std::chrono::steady_clock::now();
   auto comm = std::make_shared<Communicator>(rank, nranks, secret, commTag, settings);
   log::setThreadRank(rank);
@@ -200,6 +203,13 @@ Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16]
             self.hostId, self.pid, ms);
   out = std::move(comm);
   return {};
+}
+
+}  // namespace
+
+Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16], uint64_t commTag,
+                        const CommSettings& settings, std::shared_ptr<Communicator>& out) {
+  return noThrow("communicator init", [&] { return initCommunicatorThrowing(oob, nranks, rank, secret, commTag, settings, out); });
 }
 
 }  // namespace hcl

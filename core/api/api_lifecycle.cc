@@ -48,17 +48,26 @@ Status checkConfig(const hclConfig_t* config) {
   HCL_TRY(flag("splitShare", offsetof(hclConfig_t, splitShare), config->splitShare));
   HCL_TRY(flag("collnetEnable", offsetof(hclConfig_t, collnetEnable), config->collnetEnable));
   HCL_TRY(flag("shrinkShare", offsetof(hclConfig_t, shrinkShare), config->shrinkShare));
+  HCL_TRY(flag("nvlinkCentricSched", offsetof(hclConfig_t, nvlinkCentricSched), config->nvlinkCentricSched));
+  constexpr int kKnownCtaPolicies = HCL_CTA_POLICY_EFFICIENCY | HCL_CTA_POLICY_ZERO;
+  if (given(offsetof(hclConfig_t, CTAPolicy), config->CTAPolicy) &&
+      (config->CTAPolicy < 0 || (config->CTAPolicy & ~kKnownCtaPolicies) != 0)) {
+    return invalidArgument(fmt::format("config->CTAPolicy {} is not a combination of HCL_CTA_POLICY_* values",
+                                       config->CTAPolicy));
+  }
+  const auto positive = [&](const char* name, size_t offset, int value) -> Status {
+    if (!given(offset, value) || value > 0) return {};
+    return invalidArgument(fmt::format("config->{} {} is not positive", name, value));
+  };
+  HCL_TRY(positive("nvlsCTAs", offsetof(hclConfig_t, nvlsCTAs), config->nvlsCTAs));
+  HCL_TRY(positive("nChannelsPerNetPeer", offsetof(hclConfig_t, nChannelsPerNetPeer), config->nChannelsPerNetPeer));
   if (given(offsetof(hclConfig_t, cgaClusterSize), config->cgaClusterSize) && config->cgaClusterSize < 0) {
     return invalidArgument(fmt::format("config->cgaClusterSize {} is negative", config->cgaClusterSize));
   }
+  HCL_TRY(positive("minCTAs", offsetof(hclConfig_t, minCTAs), config->minCTAs));
+  HCL_TRY(positive("maxCTAs", offsetof(hclConfig_t, maxCTAs), config->maxCTAs));
   const bool minSet = given(offsetof(hclConfig_t, minCTAs), config->minCTAs);
   const bool maxSet = given(offsetof(hclConfig_t, maxCTAs), config->maxCTAs);
-  if (minSet && config->minCTAs <= 0) {
-    return invalidArgument(fmt::format("config->minCTAs {} is not positive", config->minCTAs));
-  }
-  if (maxSet && config->maxCTAs <= 0) {
-    return invalidArgument(fmt::format("config->maxCTAs {} is not positive", config->maxCTAs));
-  }
   if (minSet && maxSet && config->minCTAs > config->maxCTAs) {
     return invalidArgument(
         fmt::format("config->minCTAs {} is above config->maxCTAs {}", config->minCTAs, config->maxCTAs));
@@ -185,9 +194,10 @@ hclResult_t hclCommInitAll(hclComm_t* comms, int ndev, const int* devlist) {
   if (!comms) return report(invalidArgument("hclCommInitAll: comms is NULL"));
   // One thread per rank here: far fewer than a communicator may have.
   constexpr int kMaxLocalRanks = 4096;
-  if (ndev < 1 || ndev > kMaxLocalRanks) {
-    return report(invalidArgument(fmt::format("hclCommInitAll: ndev {} must be between 1 and {}", ndev, kMaxLocalRanks)));
+  if (ndev < 0 || ndev > kMaxLocalRanks) {
+    return report(invalidArgument(fmt::format("hclCommInitAll: ndev {} must be between 0 and {}", ndev, kMaxLocalRanks)));
   }
+  if (ndev == 0) return hclSuccess;  // as NCCL: nothing to create
   hclUniqueId id;
   Status s = createUniqueId(&id);
   if (!s.ok()) return report(s.withContext("hclCommInitAll"));

@@ -16,7 +16,10 @@ extern "C" {
 
 hclResult_t hclMemAlloc(void** ptr, size_t size) {
   if (!ptr) return report(invalidArgument("hclMemAlloc: ptr is NULL"));
-  if (size == 0) return report(invalidArgument("hclMemAlloc: size 0"));
+  if (size == 0) {  // as NCCL (cudaMalloc of 0 bytes): success, and a NULL pointer
+    *ptr = nullptr;
+    return hclSuccess;
+  }
   int fd = -1;
   void* p = mapNewSharedMemory(size, &fd);
   if (!p) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <new>
 #include <thread>
 #include <utility>
 
@@ -130,7 +131,15 @@ Status RankSet::create(const hclUniqueId& id) {
     if (!options_.streamNull) PERF_HCL(hclStreamCreate(&s.stream));
     HCL_TRY(s.send.allocate(bytes));
     HCL_TRY(s.recv.allocate(bytes));
-    if (options_.check) s.expected.resize(bytes);
+    if (options_.check) {
+      try {
+        s.expected.resize(bytes);
+      } catch (const std::bad_alloc&) {
+        return systemError(fmt::format("cannot allocate the {} bytes of the check buffer (-e {} is more than this "
+                                       "host's memory allows?)",
+                                       bytes, options_.maxBytes));
+      }
+    }
   }
   HCL_TRY(initWorld(id));
   HCL_TRY(splitGroups());

@@ -1,5 +1,8 @@
 #include "plugins/nccl/error_text.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "core/api_wording.h"
 #include "core/errors.h"
 #include "core/log.h"
@@ -12,20 +15,35 @@ bool isIdentChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
+constexpr std::string_view kApiNames[] = {
+#include "hcl_api_names.inc"
+};
+
+bool isApiName(std::string_view word) {
+  return std::find(std::begin(kApiNames), std::end(kApiNames), word) != std::end(kApiNames);
+}
+
 }  // namespace
 
 std::string ncclWording(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 16);
-  for (size_t i = 0; i < text.size(); ++i) {
-    const bool wordStart = i == 0 || !isIdentChar(text[i - 1]);
-    if (wordStart && text.substr(i, 3) == "hcl" && i + 3 < text.size() && text[i + 3] >= 'A' &&
-        text[i + 3] <= 'Z') {
-      out += "nccl";
-      i += 2;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (!isIdentChar(text[i])) {
+      out += text[i++];
       continue;
     }
-    out += text[i];
+    size_t end = i;
+    while (end < text.size() && isIdentChar(text[end])) ++end;
+    const std::string_view word = text.substr(i, end - i);
+    if (isApiName(word)) {
+      out += word.starts_with("HCL_") ? "NCCL_" : "nccl";
+      out += word.substr(word.starts_with("HCL_") ? 4 : 3);
+    } else {
+      out += word;
+    }
+    i = end;
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <climits>
@@ -238,6 +239,10 @@ TEST(LifecycleErrors, BadInitArguments) {
   rejected("config->blocking 7 must be 0 or 1", [](hclConfig_t& c) { c.blocking = 7; });
   rejected("config->splitShare 3", [](hclConfig_t& c) { c.splitShare = 3; });
   rejected("config->cgaClusterSize -2", [](hclConfig_t& c) { c.cgaClusterSize = -2; });
+  rejected("config->CTAPolicy 99", [](hclConfig_t& c) { c.CTAPolicy = 99; });
+  rejected("config->nvlsCTAs 0 is not positive", [](hclConfig_t& c) { c.nvlsCTAs = 0; });
+  rejected("config->nChannelsPerNetPeer -2", [](hclConfig_t& c) { c.nChannelsPerNetPeer = -2; });
+  rejected("config->nvlinkCentricSched 5 must be 0 or 1", [](hclConfig_t& c) { c.nvlinkCentricSched = 5; });
   rejected("config->minCTAs 8 is above config->maxCTAs 4", [](hclConfig_t& c) {
     c.minCTAs = 8;
     c.maxCTAs = 4;
@@ -314,6 +319,46 @@ TEST(LifecycleErrors, RanksWithDifferentChunkSizesFailInitTogether) {
         return 0;
       },
       60, hcltest::rank0RootEnv("20000"));
+  EXPECT_EQ(hcltest::describeFailures(results), "");
+}
+
+TEST(LifecycleErrors, RunningOutOfFileDescriptorsIsAnErrorNotACrash) {
+  SKIP_UNDER_TSAN();
+  // In a child, with the descriptor limit at many levels, create ids and
+  // communicators until one fails: each failure must be a returned error
+  // (an exception escaping from an asio object used to abort the process).
+  auto results = hcltest::runProcesses(
+      1,
+      [&](int) {
+        rlimit old{};
+        getrlimit(RLIMIT_NOFILE, &old);
+        int failures = 0;
+        for (rlim_t limit = 40; limit <= 120; limit += 4) {
+          rlimit low = old;
+          low.rlim_cur = limit;
+          RANK_CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0, "setrlimit %d", (int)limit);
+          std::vector<hclComm_t> made;
+          for (int i = 0; i < 64; ++i) {
+            hclComm_t pair[2] = {};
+            const hclResult_t r = hclCommInitAll(pair, 2, nullptr);
+            if (r != hclSuccess) {
+              RANK_CHECK(r == hclSystemError || r == hclRemoteError, "limit %d: init gave %d: %s", (int)limit, (int)r,
+                         hclGetLastError(nullptr));
+              ++failures;
+              break;
+            }
+            made.insert(made.end(), pair, pair + 2);
+          }
+          hclUniqueId id;
+          for (int i = 0; i < 64 && hclGetUniqueId(&id) == hclSuccess; ++i) {
+          }
+          for (hclComm_t c : made) RANK_HCL(hclCommDestroy(c));
+          RANK_CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0, "restoring the limit");
+        }
+        RANK_CHECK(failures > 0, "no limit made an init fail");
+        return 0;
+      },
+      120, {{"HCL_DEBUG", "NONE"}, {"HCL_TIMEOUT_MS", "5000"}});
   EXPECT_EQ(hcltest::describeFailures(results), "");
 }
 

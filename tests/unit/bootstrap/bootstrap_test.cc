@@ -396,7 +396,7 @@ TEST(Bootstrap, MissingRankTimesOutOnTheClient) {
     const Status st = connectBootstrap(id, 3, rank, rank == 0 ? 500 : kGenerousMs, nullptr, oob);
     EXPECT_EQ(oob, nullptr);
     if (rank == 0) {
-      EXPECT_EQ(st.code(), hclSystemError) << st.message();
+      EXPECT_EQ(st.code(), hclRemoteError) << st.message();
       EXPECT_NE(st.message().find("bootstrap"), std::string::npos) << st.message();
       EXPECT_NE(st.message().find("500 ms"), std::string::npos) << st.message();
     } else {

@@ -126,6 +126,13 @@ TEST(NcclWording, HclIdentifiersBecomeNcclOnes) {
   EXPECT_EQ(ncclWording("raise HCL_TIMEOUT_MS; HCL 0.1"), "raise HCL_TIMEOUT_MS; HCL 0.1");
   EXPECT_EQ(ncclWording("xhclFoo hcl hclfoo myhclBar"), "xhclFoo hcl hclfoo myhclBar");
   EXPECT_EQ(ncclWording("hcl"), "hcl");
+  EXPECT_EQ(ncclWording("color -2 must be non-negative or HCL_SPLIT_NOCOLOR"),
+            "color -2 must be non-negative or NCCL_SPLIT_NOCOLOR");
+  // Only HCL's API names change: user text in a message stays as it was.
+  EXPECT_EQ(ncclWording("HCL_LINK_MODEL=/data/hclModels/lm.txt: cannot open"),
+            "HCL_LINK_MODEL=/data/hclModels/lm.txt: cannot open");
+  EXPECT_EQ(ncclWording("HCL_FABRIC 'hclFabric,x' via hclAllReduce"), "HCL_FABRIC 'hclFabric,x' via ncclAllReduce");
+  EXPECT_EQ(ncclWording("HCL_DEVICE=cuda"), "HCL_DEVICE=cuda");
   EXPECT_EQ(ncclWording(""), "");
 }
 

@@ -295,9 +295,15 @@ TEST(NcclLibrary, ScalableInitAndInitAllArguments) {
   EXPECT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 0, ids, nullptr), ncclInvalidArgument);
   EXPECT_EQ(lastError().rfind("ncclCommInitRankScalable: ", 0), 0u) << lastError();
   ncclComm_t comms[1] = {reinterpret_cast<ncclComm_t>(&config)};
-  EXPECT_EQ(ncclCommInitAll(comms, 0, nullptr), ncclInvalidArgument);
-  EXPECT_EQ(lastError().rfind("ncclCommInitAll: ndev 0", 0), 0u) << lastError();
+  EXPECT_EQ(ncclCommInitAll(comms, -1, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(lastError().rfind("ncclCommInitAll: ndev -1", 0), 0u) << lastError();
   EXPECT_EQ(comms[0], reinterpret_cast<ncclComm_t>(&config));
+  EXPECT_EQ(ncclCommInitAll(comms, 0, nullptr), ncclSuccess) << "NCCL rejects only a negative ndev";
+  EXPECT_EQ(comms[0], reinterpret_cast<ncclComm_t>(&config));
+  void* none = &config;
+  EXPECT_EQ(ncclMemAlloc(&none, 0), ncclSuccess) << "as cudaMalloc of 0 bytes";
+  EXPECT_EQ(none, nullptr);
+  EXPECT_EQ(ncclMemFree(none), ncclSuccess);
   EXPECT_EQ(ncclCommInitAll(nullptr, 1, nullptr), ncclInvalidArgument);
   EXPECT_EQ(ncclCommInitRank(nullptr, 1, ids[0], 0), ncclInvalidArgument);
 }
