@@ -211,7 +211,8 @@ Status connectBootstrapThrowing(const hclUniqueId& id, int nranks, int rank, int
 
 Status connectBootstrap(const hclUniqueId& id, int nranks, int rank, int64_t timeoutMs,
                         const std::atomic<bool>* abortFlag, std::unique_ptr<Oob>& out) {
-  return noThrow("bootstrap", [&] { return connectBootstrapThrowing(id, nranks, rank, timeoutMs, abortFlag, out); });
+  return noThrow("bootstrap",
+                 [&] { return connectBootstrapThrowing(id, nranks, rank, timeoutMs, abortFlag, out); });
 }
 
 }  // namespace hcl

@@ -153,8 +153,7 @@ class RootServer {
   int joined_ = 0;
   int firstLeaver_ = -1;
   std::string joinFailure_;  // why the ranks can never form one communicator
-  bool acceptFailing_ = false;
-  Clock::time_point acceptPausedUntil_{};
+  Clock::time_point acceptPausedUntil_{};  // while accept() fails; epoch when it works
   Phase phase_ = Phase::Joining;
   std::optional<Clock::time_point> joinDeadline_;
   Clock::time_point finishDeadline_;
@@ -164,7 +163,9 @@ Status RootServer::create(const asio::ip::address& ip, uint16_t port, const boot
                           int64_t joinTimeoutMs, std::unique_ptr<RootServer>& out, bool* addressInUse) {
   auto root = std::make_unique<RootServer>(secret, joinTimeoutMs);
   const std::string where = formatEndpoint(ip, port);
-  if (!root->stop_.valid()) return systemError(fmt::format("bootstrap root: eventfd failed: {}", std::strerror(root->stop_.error())));
+  if (!root->stop_.valid()) {
+    return systemError(fmt::format("bootstrap root: eventfd failed: {}", std::strerror(root->stop_.error())));
+  }
   const tcp::endpoint endpoint(ip, port);
   std::error_code ec;
   root->acceptor_.open(endpoint.protocol(), ec);
@@ -286,15 +287,14 @@ void RootServer::acceptPending() {
     if (ec) {
       // Out of file descriptors, typically: the pending connection stays
       // queued, so listening again at once would spin. Pause, say it once.
-      if (!acceptFailing_) {
+      if (acceptPausedUntil_ == Clock::time_point{}) {
         log::warn(log::Bootstrap, "bootstrap root {}: accept failed: {}; retrying every {} ms", address_,
                   ec.message(), kAcceptRetry.count());
       }
-      acceptFailing_ = true;
       acceptPausedUntil_ = Clock::now() + kAcceptRetry;
       return;
     }
-    acceptFailing_ = false;
+    acceptPausedUntil_ = {};
     socket.non_blocking(true, ec);
     if (ec) continue;
     setCloseOnExec(socket.native_handle());
@@ -664,7 +664,8 @@ Status startBootstrapRootThrowing(const asio::ip::address& ip, uint16_t port, co
 
 Status startBootstrapRoot(const asio::ip::address& ip, uint16_t port, const bootwire::Secret& secret,
                           uint16_t* boundPort, bool* addressInUse) {
-  return noThrow("bootstrap root", [&] { return startBootstrapRootThrowing(ip, port, secret, boundPort, addressInUse); });
+  return noThrow("bootstrap root",
+                 [&] { return startBootstrapRootThrowing(ip, port, secret, boundPort, addressInUse); });
 }
 
 bool bootstrapRootRunning(uint16_t port) { return RootRegistry::instance().running(port); }

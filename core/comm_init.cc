@@ -63,10 +63,6 @@ void logGpuDirect(const Device& device, const std::vector<std::unique_ptr<Transp
   }
 }
 
-// With more ranks of this communicator on the host than CPUs this process
-// may run on, a rank that busy-polls holds a CPU its peer needs to make the
-// progress it waits for: waits yield at once instead (what Open MPI does when
-// it finds itself oversubscribed), unless HCL_SPIN_US was set.
 // Slices of a message are matched by size between ranks, so ranks with
 // different slice sizes could never complete a call: refuse at init, on
 // every rank alike (all see the same peer table), naming the setting.
@@ -85,6 +81,10 @@ Status checkSharedSettings(const std::vector<PeerInfo>& peers) {
   return check("HCL_STAGE_CHUNK_BYTES", &PeerInfo::stageChunkBytes);
 }
 
+// With more ranks of this communicator on the host than CPUs this process
+// may run on, a rank that busy-polls holds a CPU its peer needs to make the
+// progress it waits for: waits yield at once instead (what Open MPI does when
+// it finds itself oversubscribed), unless HCL_SPIN_US was set.
 void avoidSpinningWhenOversubscribed(Communicator& comm) {
   if (paramSetByUser("HCL_SPIN_US")) return;
   const std::string& host = comm.peers()[static_cast<size_t>(comm.rank())].hostId;
@@ -209,7 +209,8 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
 
 Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16], uint64_t commTag,
                         const CommSettings& settings, std::shared_ptr<Communicator>& out) {
-  return noThrow("communicator init", [&] { return initCommunicatorThrowing(oob, nranks, rank, secret, commTag, settings, out); });
+  return noThrow("communicator init",
+                 [&] { return initCommunicatorThrowing(oob, nranks, rank, secret, commTag, settings, out); });
 }
 
 }  // namespace hcl

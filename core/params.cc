@@ -236,11 +236,14 @@ std::vector<std::string> configFileProblems() {
   const bool named = envValue("HCL_CONF_FILE") || envValue("NCCL_CONF_FILE");
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
     if (!named) return {};  // the file in $HOME is optional
     return {fmt::format("config file {} (from {}): {}; no setting is read from it", path,
-                        envValue("HCL_CONF_FILE") ? "HCL_CONF_FILE" : "NCCL_CONF_FILE", std::strerror(errno))};
+                        envValue("HCL_CONF_FILE") ? "HCL_CONF_FILE" : "NCCL_CONF_FILE", std::strerror(err))};
   }
-  if (!S_ISREG(st.st_mode)) return {fmt::format("config file {} is not a regular file; no setting is read from it", path)};
+  if (!S_ISREG(st.st_mode)) {
+    return {fmt::format("config file {} is not a regular file; no setting is read from it", path)};
+  }
   return ParamState::instance().configProblems(path);
 }
 

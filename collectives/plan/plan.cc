@@ -42,8 +42,9 @@ constexpr int kLastKind = static_cast<int>(CollKind::Control);
 
 // The collective a clause names ("allreduce : ring" -> allreduce), if any.
 std::optional<CollKind> clauseKind(const std::string& name) {
+  const std::string wanted = lower(trim(name));
   for (int k = 1; k < kLastKind; ++k) {
-    if (lower(trim(name)) == collKindName(static_cast<CollKind>(k))) return static_cast<CollKind>(k);
+    if (wanted == collKindName(static_cast<CollKind>(k))) return static_cast<CollKind>(k);
   }
   return std::nullopt;
 }
@@ -69,7 +70,6 @@ bool hasAlgorithm(const std::string& name, std::optional<CollKind> kind) {
   return std::any_of(table.begin(), table.end(),
                      [&](const AlgorithmEntry& e) { return n == e.name && (!kind || e.kind == *kind); });
 }
-
 
 }  // namespace
 
