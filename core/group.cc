@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <thread>
+#include <utility>
 
 #include "collectives/algorithms/p2p.h"
 #include "core/executor.h"
@@ -17,7 +18,8 @@ namespace {
 struct GroupState {
   int depth = 0;
   std::vector<PendingOp> ops;
-  std::vector<std::function<Status()>> inits;
+  std::vector<DeferredInit> inits;
+  Status firstFailure;  // of a call made inside the open group
 };
 
 // NCCL's groups are per thread.
@@ -96,13 +98,13 @@ Status launch(std::vector<PendingOp> ops) {
   return runTasks(tasks);
 }
 
-Status runInits(std::vector<std::function<Status()>> inits) {
-  if (inits.size() == 1) return inits[0]();
+Status runInits(std::vector<DeferredInit> inits) {
+  if (inits.size() == 1) return inits[0].run();
   std::vector<Status> results(inits.size());
   {
     std::vector<std::jthread> threads;
     for (size_t i = 0; i < inits.size(); ++i) {
-      threads.emplace_back([&, i] { results[i] = inits[i](); });
+      threads.emplace_back([&, i] { results[i] = inits[i].run(); });
     }
   }
   for (const Status& s : results) {
@@ -125,8 +127,15 @@ Status groupEnd() {
   if (--tlsGroup.depth > 0) return {};
   auto inits = std::move(tlsGroup.inits);
   auto ops = std::move(tlsGroup.ops);
+  const Status failure = std::exchange(tlsGroup.firstFailure, Status{});
   tlsGroup.inits.clear();
   tlsGroup.ops.clear();
+  if (!failure.ok()) {
+    const Status dropped{failure.code(),
+                         "hclGroupEnd: nothing in the group ran because a call in it failed: " + failure.message()};
+    for (DeferredInit& init : inits) init.drop(dropped);
+    return dropped;
+  }
   if (!inits.empty()) HCL_TRY(runInits(std::move(inits)));
   HCL_TRY(checkSelfExchanges(ops).withContext("hclGroupEnd"));
   return launch(std::move(ops));
@@ -149,6 +158,11 @@ Status submit(PendingOp&& op) {
   return launch(std::move(ops));
 }
 
-void deferInit(std::function<Status()> init) { tlsGroup.inits.push_back(std::move(init)); }
+Status failGroup(Status failure) {
+  if (!failure.ok() && inGroup() && tlsGroup.firstFailure.ok()) tlsGroup.firstFailure = failure;
+  return failure;
+}
+
+void deferInit(DeferredInit init) { tlsGroup.inits.push_back(std::move(init)); }
 
 }  // namespace hcl

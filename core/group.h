@@ -41,8 +41,18 @@ Status groupStart();
 Status groupEnd();
 // Runs the op now (outside a group) or records it (inside one).
 Status submit(PendingOp&& op);
-// hclCommInitRank inside a group: runs at hclGroupEnd, concurrently with the
-// group's other initializations.
-void deferInit(std::function<Status()> init);
+// As NCCL: a call that fails inside an open group fails the whole group.
+// hclGroupEnd then runs none of it and returns the first such error. Returns
+// `failure` unchanged; outside a group it only returns it.
+Status failGroup(Status failure);
+
+// hclCommInitRank inside a group: `run` runs at hclGroupEnd, concurrently
+// with the group's other initializations; `drop` instead, with the reason,
+// when the group fails before it runs.
+struct DeferredInit {
+  std::function<Status()> run;
+  std::function<void(const Status&)> drop;
+};
+void deferInit(DeferredInit init);
 
 }  // namespace hcl

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
 #include <mutex>
 
@@ -34,6 +35,8 @@ PluginSlot& slotFor(DeviceKind kind) {
 }  // namespace
 
 bool parseDeviceChoice(std::string_view text, DeviceChoice& out) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
   DeviceChoice c;
   if (text.empty() || text == "auto") {
     out = c;

@@ -59,7 +59,7 @@ hclResult_t submitCollective(CollCall c, hclComm_t comm, hclStream_t stream) {
     if (c.reduces) {
       Status r = impl->redOps().resolve(static_cast<hclRedOp_t>(c.op), op.type, impl->nranks(), op.spec,
                                         &op.scalarPointer);
-      if (!r.ok()) return report(r.withContext(c.name), comm);
+      if (!r.ok()) return report(failGroup(r.withContext(c.name)), comm);
     } else {
       op.spec.type = op.type;
       op.spec.nranks = impl->nranks();
@@ -69,7 +69,7 @@ hclResult_t submitCollective(CollCall c, hclComm_t comm, hclStream_t stream) {
     op.comm = std::move(impl);
     return report(submit(std::move(op)), comm);
   }
-  return report(s.withContext(c.name), comm);
+  return report(failGroup(s.withContext(c.name)), comm);
 }
 
 }  // namespace
@@ -162,7 +162,7 @@ static hclResult_t submitP2P(const char* name, bool isSend, const void* buff, si
     op.stream = stream;
     return report(submit(std::move(op)), comm);
   }
-  return report(s.withContext(name), comm);
+  return report(failGroup(s.withContext(name)), comm);
 }
 
 hclResult_t hclSend(const void* sendbuff, size_t count, hclDataType_t datatype, int peer, hclComm_t comm,

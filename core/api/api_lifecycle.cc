@@ -92,14 +92,17 @@ Status checkNotPending(const char* call, hclComm_t comm) {
 // (null: none to fill) is pending until then and keeps fill's result.
 void deferCreation(hclComm* handle, std::function<Status()> fill) {
   if (handle) handle->initPending.store(true);
-  deferInit([handle, fill = std::move(fill)]() -> Status {
-    Status r = fill();
-    if (handle) {
-      handle->initStatus = r;
-      handle->initPending.store(false, std::memory_order_release);
-    }
-    return r;
-  });
+  auto settle = [handle](const Status& result) {
+    if (!handle) return;
+    handle->initStatus = result;
+    handle->initPending.store(false, std::memory_order_release);
+  };
+  deferInit({[settle, fill = std::move(fill)]() -> Status {
+               Status r = fill();
+               settle(r);
+               return r;
+             },
+             settle});
 }
 
 hclComm* newHandle() {
@@ -138,7 +141,7 @@ hclResult_t initRankApi(const char* call, hclComm_t* comm, int nranks, hclUnique
   if (s.ok()) s = decodeUniqueId(commId, contents);
   CommSettings settings = settingsFromParams(config);
   if (s.ok()) s = chooseDevice(settings);
-  if (!s.ok()) return report(s.withContext(call));
+  if (!s.ok()) return report(failGroup(s.withContext(call)));
   hclComm* handle = newHandle();
   *comm = handle;
   if (inGroup()) {
@@ -238,7 +241,7 @@ hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm,
     s = invalidArgument(fmt::format("color {} must be non-negative or HCL_SPLIT_NOCOLOR", color));
   }
   if (s.ok()) s = checkConfig(config);
-  if (!s.ok()) return report(s.withContext("hclCommSplit"), comm);
+  if (!s.ok()) return report(failGroup(s.withContext("hclCommSplit")), comm);
   *newcomm = nullptr;
   CommSettings settings = settingsFromParams(config);
   if (!config || !config->commName) settings.name = parent->settings().name;

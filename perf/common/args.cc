@@ -2,10 +2,12 @@
 #include <getopt.h>
 #include <libgen.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <string>
 
 #include "perf/common/names.h"
@@ -97,7 +99,12 @@ void printUsage(const char* program) {
       program);
 }
 
-int toInt(const char* text) { return static_cast<int>(std::strtol(text, nullptr, 0)); }
+// As nccl-tests (strtol), but a value beyond int stays beyond every range
+// check instead of wrapping into one.
+int toInt(const char* text) {
+  const long value = std::strtol(text, nullptr, 0);
+  return static_cast<int>(std::clamp<long>(value, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+}
 
 void ignoredOnCpu(char flag, const char* longName) {
   std::fprintf(stderr, "# -%c (--%s) needs a GPU: ignored on the CPU device\n", flag, longName);
@@ -134,23 +141,41 @@ double parseSize(const char* text) {
   double size = 0;
   char suffix[2] = {0, 0};
   const int n = std::sscanf(text, "%lf %1s", &size, suffix);
-  if (n < 1 || size < 0) return -1.0;
-  if (n == 1) return size;
-  switch (suffix[0]) {
-    case 'G':
-    case 'g': return size * 1024.0 * 1024.0 * 1024.0;
-    case 'M':
-    case 'm': return size * 1024.0 * 1024.0;
-    case 'K':
-    case 'k': return size * 1024.0;
-    default: return -1.0;
+  if (n < 1 || !(size >= 0)) return -1.0;
+  double scale = 1.0;
+  if (n == 2) {
+    switch (suffix[0]) {
+      case 'G':
+      case 'g': scale = 1024.0 * 1024.0 * 1024.0; break;
+      case 'M':
+      case 'm': scale = 1024.0 * 1024.0; break;
+      case 'K':
+      case 'k': scale = 1024.0; break;
+      default: return -1.0;
+    }
   }
+  // Also refuses inf and sizes no buffer could have (the cast to size_t
+  // would be undefined).
+  const double bytes = size * scale;
+  return bytes <= 0x1p62 ? bytes : -1.0;
+}
+
+int64_t scheduleFingerprint(const Options& o) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint64_t v : {uint64_t{o.minBytes}, uint64_t{o.maxBytes}, uint64_t{o.stepBytes}, uint64_t{o.stepFactor},
+                     uint64_t(o.iters), uint64_t(o.warmupIters), uint64_t(o.aggIters), uint64_t(o.runCycles),
+                     uint64_t(o.check), uint64_t(o.op), uint64_t(o.type), uint64_t(o.root), uint64_t(o.blocking),
+                     uint64_t(o.average), uint64_t(o.memoryReport), uint64_t(o.hclDetails)}) {
+    h = (h ^ v) * 0x100000001b3ull;
+  }
+  return static_cast<int64_t>(h >> 1);
 }
 
 ParseOutcome parseOptions(int argc, char** argv, Options& o) {
   std::string program = argv[0];
   program = basename(program.data());
   optind = 1;
+  int stepFactor = static_cast<int>(o.stepFactor);
   int c;
   while ((c = getopt_long(argc, argv, kShortOptions, kLongOptions, nullptr)) != -1) {
     switch (c) {
@@ -165,7 +190,7 @@ ParseOutcome parseOptions(int argc, char** argv, Options& o) {
       case 'i':
         if (!sizeOption(optarg, "stepBytes", o.stepBytes)) return ParseOutcome::ExitFailure;
         break;
-      case 'f': o.stepFactor = static_cast<size_t>(std::strtol(optarg, nullptr, 0)); break;
+      case 'f': stepFactor = toInt(optarg); break;
       case 'n': o.iters = toInt(optarg); break;
       case 'm': o.aggIters = toInt(optarg); break;
       case 'w': o.warmupIters = toInt(optarg); break;
@@ -225,9 +250,19 @@ ParseOutcome parseOptions(int argc, char** argv, Options& o) {
                     {"-a (--average)", o.average, 0, 3},
                     {"-T (--timeout)", o.timeout, 0, 1 << 30},
                     {"-u (--unalign)", o.unalign, 0, 1 << 20},
-                    {"-K (--per_iter_skip)", o.perIterSkip, 0, 1 << 30}})) {
+                    {"-K (--per_iter_skip)", o.perIterSkip, 0, 1 << 30},
+                    {"-f (--stepfactor)", stepFactor, 0, 1 << 20},
+                    {"-p (--parallel_init)", o.parallelInit, 0, 1},
+                    {"-y (--stream_null)", o.streamNull, 0, 1},
+                    {"-C (--report_cputime)", o.reportCputime, 0, 1},
+                    {"-S (--report_timestamps)", o.reportTimestamps, 0, 1},
+                    {"-R (--local_register)", o.localRegister, 0, 1},
+                    {"-M (--memory_report)", o.memoryReport, 0, 1},
+                    {"-I (--per_iter_timing)", o.perIterTiming, 0, 1},
+                    {"-H (--hcl_details)", o.hclDetails, 0, 1}})) {
     return ParseOutcome::ExitFailure;
   }
+  o.stepFactor = static_cast<size_t>(stepFactor);
   if (o.root < -1) {
     std::fprintf(stderr, "invalid value %d for -r (--root)\n", o.root);
     return ParseOutcome::ExitFailure;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "hcl.h"
@@ -47,6 +48,11 @@ enum class ParseOutcome { Run, ExitSuccess, ExitFailure };
 // Parses argv with getopt_long. Usage and errors go to stdout/stderr as
 // nccl-tests prints them; the outcome says whether to go on.
 ParseOutcome parseOptions(int argc, char** argv, Options& out);
+
+// A digest of the options that decide which collectives run and in what
+// order (sizes, iterations, types, ops, roots, modes): every process of a run
+// must have the same one.
+int64_t scheduleFingerprint(const Options& o);
 
 // "32M" -> 33554432 (binary K/M/G suffixes, a fraction is allowed); -1 if invalid.
 double parseSize(const char* text);

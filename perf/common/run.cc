@@ -38,6 +38,19 @@ void reportFailure(const Status& s) {
   std::fflush(stdout);
 }
 
+// Processes started with different sweeps would pair unrelated collectives.
+Status checkSameOptions(RankSet& ranks, const Options& opt) {
+  WorldOps world(worldComms(ranks.all()));
+  int64_t lowest = scheduleFingerprint(opt);
+  int64_t highest = lowest;
+  HCL_TRY(world.reduce(lowest, hclMin));
+  HCL_TRY(world.reduce(highest, hclMax));
+  if (lowest == highest) return {};
+  return Status{hclInvalidUsage,
+                "the processes were started with different options; -b -e -i -f -n -w -m -N -c -o -d -r -z -a -M -H "
+                "must be the same in every process"};
+}
+
 Status gatherDeviceLines(RankSet& ranks, const Options& opt, int color, const LaunchInfo& launch,
                          std::vector<DeviceLine>& lines) {
   std::vector<RankRecord> mine;
@@ -95,6 +108,7 @@ int runPerfTest(const CollectiveTest& coll, int argc, char** argv, char** envp) 
     hclUniqueId id;
     HCL_TRY(agreeOnUniqueId(launch, id));
     HCL_TRY(ranks.create(id));
+    HCL_TRY(checkSameOptions(ranks, opt));
     residentAfterInit = residentBytes();
     std::vector<DeviceLine> lines;
     HCL_TRY(gatherDeviceLines(ranks, opt, color, launch, lines));

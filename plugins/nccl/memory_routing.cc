@@ -6,6 +6,7 @@
 #include <array>
 #include <cstring>
 
+#include "core/group.h"
 #include "core/log.h"
 #include "plugins/nccl/abi.h"
 #include "plugins/nccl/stream_routing.h"
@@ -112,7 +113,7 @@ namespace hcl::nccl {
 ncclResult_t checkHostBuffers(const char* call, ncclComm_t comm, std::initializer_list<NamedBuffer> buffers) {
   if (commOnGpu(comm)) return ncclSuccess;  // its device reaches both kinds of memory
   const Status s = requireHostMemory(buffers, cudaMemoryClassifier());
-  return s.ok() ? ncclSuccess : report(s.withContext(call), comm);
+  return s.ok() ? ncclSuccess : report(failGroup(s.withContext(call)), comm);
 }
 
 }  // namespace hcl::nccl

@@ -1,10 +1,13 @@
 #include "plugins/nccl/stream_routing.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <utility>
 
+#include "core/group.h"
 #include "plugins/nccl/abi.h"
 
 namespace hcl::nccl {
@@ -34,9 +37,12 @@ bool streamFor(const char* call, ncclComm_t comm, cudaStream_t stream, hclStream
   if (!commOnGpu(comm)) return true;
   std::lock_guard lock(table().mutex);
   auto [it, added] = table().streams.try_emplace({comm, stream}, nullptr);
-  if (added && hclCommWrapStream(toHcl(comm), stream, &it->second) != hclSuccess) {
-    table().streams.erase(it);
-    return false;
+  if (added) {
+    if (const hclResult_t r = hclCommWrapStream(toHcl(comm), stream, &it->second); r != hclSuccess) {
+      table().streams.erase(it);
+      (void)failGroup(Status{r, fmt::format("{}: {}", call, hclGetLastError(toHcl(comm)))});
+      return false;
+    }
   }
   *out = it->second;
   return true;

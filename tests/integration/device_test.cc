@@ -798,6 +798,10 @@ TEST(DeviceChoice, BadDeviceTextNamesCallAndValue) {
   EXPECT_EQ(hclSetDevice("sim:9"), hclInvalidArgument);
   EXPECT_NE(std::string(hclGetLastError(nullptr)).find("sim device 9"), std::string::npos);
   EXPECT_EQ(hclSetDevice(nullptr), hclInvalidArgument);
+  // Spaces around the text, as a shell or config file may leave them.
+  EXPECT_EQ(hclSetDevice(" sim:9\n"), hclInvalidArgument);
+  EXPECT_NE(std::string(hclGetLastError(nullptr)).find("sim device 9"), std::string::npos) << hclGetLastError(nullptr);
+  EXPECT_EQ(hclSetDevice(" auto "), hclSuccess) << hclGetLastError(nullptr);
 }
 
 // Without a CUDA driver (this is how CI machines look) choosing CUDA fails

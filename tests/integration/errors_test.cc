@@ -191,6 +191,46 @@ TEST_F(BadArguments, UnmatchedSelfSendOrReceive) {
   EXPECT_EQ(async, hclSuccess);
 }
 
+// As NCCL: a call that fails inside a group fails the group. hclGroupEnd
+// returns that error and runs nothing recorded in the group, inits included;
+// the next group starts clean.
+TEST_F(BadArguments, FailedCallInsideAGroupDropsTheGroup) {
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  buf_[0] = 7;
+  buf_[1] = 0;
+  hclComm_t created = nullptr;
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  ASSERT_EQ(hclCommInitRank(&created, 1, id, 0), hclSuccess);
+  ASSERT_EQ(hclSend(buf_, 1, hclFloat, 0, comms_[0], nullptr), hclSuccess);
+  ASSERT_EQ(hclRecv(buf_ + 1, 1, hclFloat, 0, comms_[0], nullptr), hclSuccess);
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  expectError(hclAllReduce(buf_, buf_, 1, static_cast<hclDataType_t>(42), hclSum, comms_[0], nullptr),
+              hclInvalidArgument, {"hclAllReduce", "datatype"});
+  EXPECT_EQ(hclAllReduce(buf_, buf_, 1, hclFloat, static_cast<hclRedOp_t>(99), comms_[0], nullptr),
+            hclInvalidArgument);
+  EXPECT_EQ(hclGroupEnd(), hclSuccess);  // the inner end only closes its level
+  EXPECT_EQ(hclGroupEnd(), hclInvalidArgument);
+  const std::string ended = lastError(nullptr);
+  for (const char* w : {"hclGroupEnd", "hclAllReduce", "datatype 42"}) {
+    EXPECT_NE(ended.find(w), std::string::npos) << "'" << w << "' not in: " << ended;
+  }
+  EXPECT_EQ(ended.find("op 99"), std::string::npos) << "not the first error: " << ended;
+  EXPECT_EQ(buf_[1], 0.0f) << "the self exchange of the failed group ran";
+  hclResult_t async = hclSuccess;
+  EXPECT_EQ(hclCommGetAsyncError(created, &async), hclSuccess);
+  EXPECT_EQ(async, hclInvalidArgument);
+  int n = 0;
+  EXPECT_EQ(hclCommCount(created, &n), hclInvalidArgument);
+  EXPECT_EQ(hclCommDestroy(created), hclSuccess);
+
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  ASSERT_EQ(hclSend(buf_, 1, hclFloat, 0, comms_[0], nullptr), hclSuccess);
+  ASSERT_EQ(hclRecv(buf_ + 1, 1, hclFloat, 0, comms_[0], nullptr), hclSuccess);
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << lastError(nullptr);
+  EXPECT_EQ(buf_[1], 7.0f);
+}
+
 TEST_F(BadArguments, DeregisterChecksTheHandle) {
   void* handle = nullptr;
   ASSERT_EQ(hclCommRegister(comms_[0], buf_, sizeof buf_, &handle), hclSuccess);

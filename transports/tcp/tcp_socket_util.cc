@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -41,15 +42,32 @@ bool isSameHostConnection(const asio::ip::tcp::socket& socket,
          isThisHostAddress(remote.address(), interfaces);
 }
 
-bool congestionIsAuto(std::string_view setting) { return setting.empty() || setting == "auto"; }
+namespace {
+
+// Linux names its algorithms in lower case, and so do the two keywords.
+std::string normalizedCongestion(std::string_view setting) {
+  while (!setting.empty() && std::isspace(static_cast<unsigned char>(setting.front()))) setting.remove_prefix(1);
+  while (!setting.empty() && std::isspace(static_cast<unsigned char>(setting.back()))) setting.remove_suffix(1);
+  std::string name(setting);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+}  // namespace
+
+bool congestionIsAuto(std::string_view setting) {
+  const std::string name = normalizedCongestion(setting);
+  return name.empty() || name == "auto";
+}
 
 std::vector<std::string> congestionCandidates(std::string_view setting, bool sameHost) {
   if (congestionIsAuto(setting)) {
     if (sameHost) return {"cubic", "reno"};
     return {};
   }
-  if (setting == "system") return {};
-  return {std::string(setting)};
+  std::string name = normalizedCongestion(setting);
+  if (name == "system") return {};
+  return {std::move(name)};
 }
 
 bool applyCongestionControl(int fd, const std::vector<std::string>& candidates,

@@ -346,6 +346,40 @@ TEST(PerfBinaryOutput, HelpAndBadArguments) {
   EXPECT_NE(badOrder.procs[0].code, 0);
   const PerfRun unknown = runSingle(perfBinary("reduce_perf"), {"--no-such-flag"});
   EXPECT_NE(unknown.procs[0].code, 0);
+  for (const char* size : {"inf", "nan", "1e30", "-1K"}) {
+    const PerfRun run = runSingle(perfBinary("reduce_perf"), {"-e", size});
+    EXPECT_NE(run.procs[0].code, 0) << size;
+    EXPECT_NE(run.procs[0].err.find("invalid size specified for 'maxbytes'"), std::string::npos) << size;
+  }
+  const std::vector<std::pair<std::vector<std::string>, std::string>> outOfRange = {
+      {{"-f", "-2"}, "invalid value -2 for -f (--stepfactor)"},
+      {{"-y", "5"}, "invalid value 5 for -y (--stream_null)"},
+      {{"-R", "-1"}, "invalid value -1 for -R (--local_register)"},
+      {{"-H", "2"}, "invalid value 2 for -H (--hcl_details)"},
+      {{"-n", "5000000000"}, "for -n (--iters): must be between 1 and"},
+  };
+  for (const auto& [args, message] : outOfRange) {
+    const PerfRun run = runSingle(perfBinary("reduce_perf"), args);
+    EXPECT_NE(run.procs[0].code, 0) << message;
+    EXPECT_NE(run.procs[0].err.find(message), std::string::npos) << run.procs[0].err;
+  }
+}
+
+// A sweep differing between processes would pair unrelated collectives; the
+// processes find out before the table and fail together.
+TEST(PerfBinaryOutput, ProcessesWithDifferentOptionsFailTogether) {
+  const std::vector<std::string> common{"-b", "1K", "-e", "4K", "-f", "2", "-w", "1"};
+  std::vector<std::string> two = common, three = common;
+  two.insert(two.end(), {"-n", "2"});
+  three.insert(three.end(), {"-n", "3"});
+  const PerfRun run = runWithLauncherEnv(perfBinary("all_reduce_perf"), {two, three});
+  ASSERT_EQ(run.procs.size(), 2u);
+  for (const ProcessOutput& p : run.procs) {
+    EXPECT_TRUE(p.exited && p.code != 0) << run.describe();
+    EXPECT_NE(p.out.find("started with different options"), std::string::npos) << p.out;
+  }
+  const PerfRun same = runWithLauncherEnv(perfBinary("all_reduce_perf"), {two, two});
+  EXPECT_TRUE(same.allSucceeded()) << same.describe();
 }
 
 TEST(PerfBinaryOutput, GpuOnlyFlagsAreIgnoredWithANotice) {

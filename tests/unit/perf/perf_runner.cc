@@ -143,11 +143,18 @@ PerfRun runSingle(const std::string& binary, const std::vector<std::string>& arg
 
 PerfRun runWithLauncherEnv(const std::string& binary, const std::vector<std::string>& args, int nprocs,
                            const EnvVars& env, int timeoutSec) {
+  return runWithLauncherEnv(binary, std::vector<std::vector<std::string>>(static_cast<size_t>(nprocs), args), env,
+                            timeoutSec);
+}
+
+PerfRun runWithLauncherEnv(const std::string& binary, const std::vector<std::vector<std::string>>& argsPerProcess,
+                           const EnvVars& env, int timeoutSec) {
+  const int nprocs = static_cast<int>(argsPerProcess.size());
   const std::string commId = "127.0.0.1:" + std::to_string(freeTcpPort());
   std::vector<std::vector<std::string>> commands;
   std::vector<EnvVars> envs;
   for (int r = 0; r < nprocs; ++r) {
-    commands.push_back(command(binary, args));
+    commands.push_back(command(binary, argsPerProcess[static_cast<size_t>(r)]));
     EnvVars e = env;
     e.insert(e.end(), {{"RANK", std::to_string(r)},
                        {"WORLD_SIZE", std::to_string(nprocs)},

@@ -33,6 +33,9 @@ PerfRun runSingle(const std::string& binary, const std::vector<std::string>& arg
 // nprocs processes with RANK, WORLD_SIZE, LOCAL_RANK and HCL_COMM_ID=127.0.0.1:<free port>.
 PerfRun runWithLauncherEnv(const std::string& binary, const std::vector<std::string>& args, int nprocs,
                            const EnvVars& env = {}, int timeoutSec = 120);
+// The same, with each process's own arguments (one process per entry).
+PerfRun runWithLauncherEnv(const std::string& binary, const std::vector<std::vector<std::string>>& argsPerProcess,
+                           const EnvVars& env = {}, int timeoutSec = 120);
 // mpirun --oversubscribe --allow-run-as-root -np nprocs; stdout of all ranks
 // arrives as procs[0].out.
 PerfRun runMpi(const std::string& mpirun, const std::string& binary, const std::vector<std::string>& args, int nprocs,

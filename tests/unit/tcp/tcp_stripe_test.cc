@@ -194,6 +194,10 @@ TEST(TcpCongestion, AutoPicksANonPacingAlgorithmWithinTheHostOnly) {
   EXPECT_TRUE(congestionIsAuto("auto"));
   EXPECT_TRUE(congestionIsAuto(""));
   EXPECT_FALSE(congestionIsAuto("system"));
+  // Keywords and names in any case, with spaces around them.
+  EXPECT_TRUE(congestionIsAuto(" AUTO "));
+  EXPECT_TRUE(congestionCandidates("System", true).empty());
+  EXPECT_EQ(congestionCandidates(" Reno\t", false), std::vector<std::string>{"reno"});
 }
 
 TEST(TcpCongestion, LoopbackAndOwnAddressesAreThisHost) {
