@@ -7,6 +7,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <cctype>
@@ -14,6 +16,7 @@
 #include <charconv>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "core/log.h"
 #include "core/nic.h"
@@ -190,39 +193,46 @@ std::vector<NetInterface> chooseInterfacesWithoutFacts() {
 
 std::vector<NetInterface> chooseInterfaces() { return withNicFacts(chooseInterfacesWithoutFacts()); }
 
-bool parseHostPort(std::string_view text, std::string& ip, uint16_t& port) {
+bool parseHostPort(std::string_view text, std::string& ip, uint16_t& port, std::string* why) {
+  auto fail = [why](std::string reason) {
+    if (why) *why = std::move(reason);
+    return false;
+  };
+  constexpr const char* kShape = "not host:port (or [ipv6]:port)";
   std::string_view host;
   std::string_view portText;
   if (text.starts_with('[')) {
     size_t close = text.find(']');
-    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') return false;
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') return fail(kShape);
     host = text.substr(1, close - 1);
     portText = text.substr(close + 2);
   } else {
     size_t colon = text.rfind(':');
-    if (colon == std::string_view::npos) return false;
+    if (colon == std::string_view::npos) return fail(kShape);
     host = text.substr(0, colon);
     portText = text.substr(colon + 1);
-    if (host.find(':') != std::string_view::npos) return false;  // bare IPv6 needs brackets
+    if (host.find(':') != std::string_view::npos) return fail("an IPv6 address needs brackets: [ipv6]:port");
   }
-  if (host.empty() || portText.empty()) return false;
+  if (host.empty() || portText.empty()) return fail(kShape);
   unsigned value = 0;
   auto [end, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), value);
   if (ec != std::errc() || end != portText.data() + portText.size() || value == 0 || value > 65535)
-    return false;
+    return fail(fmt::format("port '{}' is not a number from 1 to 65535", portText));
 
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   std::string hostStr(host);
-  if (getaddrinfo(hostStr.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) return false;
+  if (const int rc = getaddrinfo(hostStr.c_str(), nullptr, &hints, &res); rc != 0 || res == nullptr) {
+    return fail(fmt::format("host '{}' does not resolve ({})", hostStr, rc != 0 ? gai_strerror(rc) : "no address"));
+  }
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, &freeaddrinfo);
   std::string numeric;
   for (const addrinfo* ai = res; ai != nullptr && numeric.empty(); ai = ai->ai_next) {
     if (ai->ai_family == AF_INET || ai->ai_family == AF_INET6) numeric = numericAddress(ai->ai_addr);
   }
-  if (numeric.empty()) return false;
+  if (numeric.empty()) return fail(fmt::format("host '{}' has no IPv4 or IPv6 address", hostStr));
   ip = std::move(numeric);
   port = static_cast<uint16_t>(value);
   return true;

@@ -35,6 +35,7 @@ bool interfaceMatches(std::string_view spec, std::string_view name);
 std::vector<NetInterface> chooseInterfaces();
 
 // Parses "host:port" or "[v6]:port"; resolves host names to a numeric IP.
-bool parseHostPort(std::string_view text, std::string& ip, uint16_t& port);
+// On failure `why` (when given) says what is wrong with the text.
+bool parseHostPort(std::string_view text, std::string& ip, uint16_t& port, std::string* why = nullptr);
 
 }  // namespace hcl

@@ -121,8 +121,9 @@ Status createUniqueId(hclUniqueId* out) {
   const ParamValue commId = resolveParam("HCL_COMM_ID");
   if (!commId.text.empty()) {
     const char* variable = commId.source == ParamSource::NcclEnv ? "NCCL_COMM_ID" : "HCL_COMM_ID";
-    if (!parseHostPort(commId.text, contents.rootIp, contents.rootPort))
-      return invalidArgument(fmt::format("{}={} is not a valid host:port (or [ipv6]:port)", variable, commId.text));
+    std::string why;
+    if (!parseHostPort(commId.text, contents.rootIp, contents.rootPort, &why))
+      return invalidArgument(fmt::format("{}={}: {}", variable, commId.text, why));
     deriveSecret(commId.text, paramString("HCL_COMM_SECRET"), contents.secret);
     contents.rootStartedByRank0 = true;
     encodeUniqueId(contents, out);

@@ -184,10 +184,10 @@ hclResult_t hclCommInitRankConfig(hclComm_t* comm, int nranks, hclUniqueId commI
 
 hclResult_t hclCommInitRankScalable(hclComm_t* newcomm, int nranks, int myrank, int nId, hclUniqueId* commIds,
                                     hclConfig_t* config) {
-  if (nId < 1 || !commIds) {
-    return report(invalidArgument(fmt::format("hclCommInitRankScalable: nId {} / commIds {} must name at least one id",
-                                              nId, static_cast<const void*>(commIds))));
+  if (nId < 1) {
+    return report(failGroup(invalidArgument(fmt::format("hclCommInitRankScalable: nId {} must be at least 1", nId))));
   }
+  if (!commIds) return report(failGroup(invalidArgument("hclCommInitRankScalable: commIds is NULL")));
   // Every rank joins the first root; the others are not needed to form the communicator.
   return initRankApi("hclCommInitRankScalable", newcomm, nranks, commIds[0], myrank, config);
 }

@@ -92,6 +92,22 @@ TEST(ParseHostPort, RejectsMalformedText) {
   EXPECT_EQ(port, 7);
 }
 
+TEST(ParseHostPort, SaysWhatIsWrong) {
+  std::string ip;
+  uint16_t port = 0;
+  const std::pair<const char*, const char*> cases[] = {
+      {"1.2.3.4", "not host:port"},
+      {"::1:5", "needs brackets"},
+      {"1.2.3.4:70000", "port '70000' is not a number from 1 to 65535"},
+      {"no-such-host.invalid:5", "host 'no-such-host.invalid' does not resolve"},
+  };
+  for (const auto& [text, reason] : cases) {
+    std::string why;
+    EXPECT_FALSE(parseHostPort(text, ip, port, &why)) << text;
+    EXPECT_NE(why.find(reason), std::string::npos) << text << ": " << why;
+  }
+}
+
 TEST(ListInterfaces, IncludesUpLoopbackAndNoLinkLocalV6) {
   const auto all = listInterfaces();
   EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const NetInterface& i) {

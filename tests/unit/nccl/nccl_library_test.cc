@@ -293,7 +293,9 @@ TEST(NcclLibrary, ScalableInitAndInitAllArguments) {
   EXPECT_EQ(rank, 0);
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   EXPECT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 0, ids, nullptr), ncclInvalidArgument);
-  EXPECT_EQ(lastError().rfind("ncclCommInitRankScalable: ", 0), 0u) << lastError();
+  EXPECT_EQ(lastError(), "ncclCommInitRankScalable: nId 0 must be at least 1");
+  EXPECT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 1, nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(lastError(), "ncclCommInitRankScalable: commIds is NULL");
   ncclComm_t comms[1] = {reinterpret_cast<ncclComm_t>(&config)};
   EXPECT_EQ(ncclCommInitAll(comms, -1, nullptr), ncclInvalidArgument);
   EXPECT_EQ(lastError().rfind("ncclCommInitAll: ndev -1", 0), 0u) << lastError();
