@@ -10,6 +10,7 @@
 #include "collectives/algorithms/p2p.h"
 #include "core/executor.h"
 #include "core/group_tasks.h"
+#include "core/op_estimate.h"
 #include "core/stream_launch.h"
 
 namespace hcl {
@@ -20,6 +21,12 @@ struct GroupState {
   std::vector<PendingOp> ops;
   std::vector<DeferredInit> inits;
   Status firstFailure;  // of a call made inside the open group
+  // A thread that ends with its group open would otherwise leave the
+  // group's communicators pending for ever.
+  ~GroupState() {
+    const Status gone = invalidUsage("the thread that called hclGroupStart ended before its hclGroupEnd");
+    for (DeferredInit& init : inits) init.drop(gone);
+  }
 };
 
 // NCCL's groups are per thread.
@@ -113,6 +120,29 @@ Status runInits(std::vector<DeferredInit> inits) {
   return {};
 }
 
+// Closes one level of the calling thread's group. At the outermost level
+// (`outermost` true) runs the group's inits and hands over its checked
+// operations in `ops`; a group in which a call failed is dropped instead,
+// its inits told why.
+Status closeLevel(const char* call, bool& outermost, std::vector<PendingOp>& ops) {
+  outermost = false;
+  if (tlsGroup.depth == 0) return invalidUsage(fmt::format("{}: no matching hclGroupStart", call));
+  if (--tlsGroup.depth > 0) return {};
+  outermost = true;
+  auto inits = std::exchange(tlsGroup.inits, {});
+  ops = std::exchange(tlsGroup.ops, {});
+  const Status failure = std::exchange(tlsGroup.firstFailure, Status{});
+  if (!failure.ok()) {
+    const Status dropped{failure.code(), fmt::format("{}: nothing in the group ran because a call in it failed: {}",
+                                                     call, failure.message())};
+    for (DeferredInit& init : inits) init.drop(dropped);
+    ops.clear();
+    return dropped;
+  }
+  if (!inits.empty()) HCL_TRY(runInits(std::move(inits)));
+  return checkSelfExchanges(ops).withContext(call);
+}
+
 }  // namespace
 
 bool inGroup() { return tlsGroup.depth > 0; }
@@ -123,22 +153,24 @@ Status groupStart() {
 }
 
 Status groupEnd() {
-  if (tlsGroup.depth == 0) return invalidUsage("hclGroupEnd: no matching hclGroupStart");
-  if (--tlsGroup.depth > 0) return {};
-  auto inits = std::move(tlsGroup.inits);
-  auto ops = std::move(tlsGroup.ops);
-  const Status failure = std::exchange(tlsGroup.firstFailure, Status{});
-  tlsGroup.inits.clear();
-  tlsGroup.ops.clear();
-  if (!failure.ok()) {
-    const Status dropped{failure.code(),
-                         "hclGroupEnd: nothing in the group ran because a call in it failed: " + failure.message()};
-    for (DeferredInit& init : inits) init.drop(dropped);
-    return dropped;
-  }
-  if (!inits.empty()) HCL_TRY(runInits(std::move(inits)));
-  HCL_TRY(checkSelfExchanges(ops).withContext("hclGroupEnd"));
-  return launch(std::move(ops));
+  bool outermost = false;
+  std::vector<PendingOp> ops;
+  HCL_TRY(closeLevel("hclGroupEnd", outermost, ops));
+  return outermost ? launch(std::move(ops)) : Status{};
+}
+
+Status groupSimulateEnd(double& estimated) {
+  estimated = 0;
+  bool outermost = false;
+  std::vector<PendingOp> ops;
+  HCL_TRY(closeLevel("hclGroupSimulateEnd", outermost, ops));
+  for (const PendingOp& op : ops) estimated += estimatedUs(op);
+  return {};
+}
+
+bool openGroupUses(const hclStream* stream) {
+  return std::any_of(tlsGroup.ops.begin(), tlsGroup.ops.end(),
+                     [&](const PendingOp& op) { return op.stream == stream; });
 }
 
 Status submit(PendingOp&& op) {

@@ -39,6 +39,13 @@ struct PendingOp {
 bool inGroup();
 Status groupStart();
 Status groupEnd();
+// NCCL's ncclGroupSimulateEnd: closes the group like groupEnd, running its
+// initializations but none of its operations, and sets `estimatedUs` to the
+// cost model's time for those operations.
+Status groupSimulateEnd(double& estimatedUs);
+// Whether the calling thread's open group has recorded an operation on
+// `stream` (which must then outlive the group).
+bool openGroupUses(const hclStream* stream);
 // Runs the op now (outside a group) or records it (inside one).
 Status submit(PendingOp&& op);
 // As NCCL: a call that fails inside an open group fails the whole group.

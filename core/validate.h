@@ -19,4 +19,8 @@ Status checkCount(const char* name, size_t count, size_t multiplier, hclDataType
 Status checkRank(const char* name, int value, int nranks);
 Status checkStream(hclStream_t stream);
 
+// hclCommInitAll starts one thread per rank: far fewer than a communicator
+// may have.
+inline constexpr int kMaxInitAllRanks = 4096;
+
 }  // namespace hcl

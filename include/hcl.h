@@ -222,6 +222,9 @@ hclResult_t hclRecv(void* recvbuff, size_t count, hclDataType_t datatype, int pe
 /* Groups */
 hclResult_t hclGroupStart(void);
 hclResult_t hclGroupEnd(void);
+/* Ends the group like hclGroupEnd, running its communicator creations but
+ * none of its operations, and sets simInfo->estimatedTime to the cost
+ * model's time for those operations in microseconds. */
 hclResult_t hclGroupSimulateEnd(hclSimInfo_t* simInfo);
 
 /* ---- HCL extensions ---- */

@@ -1,4 +1,6 @@
 // C entry points for collectives and point-to-point calls.
+#include <fmt/format.h>
+
 #include "core/errors.h"
 #include "core/group.h"
 #include "core/log.h"
@@ -180,7 +182,16 @@ hclResult_t hclGroupStart(void) { return report(groupStart()); }
 hclResult_t hclGroupEnd(void) { return report(groupEnd()); }
 
 hclResult_t hclGroupSimulateEnd(hclSimInfo_t* simInfo) {
-  return report(invalidUsage("hclGroupSimulateEnd: not supported by this version of HCL"));
+  if (!simInfo) return report(invalidArgument("hclGroupSimulateEnd: simInfo is NULL"));
+  if (simInfo->magic != HCL_SIM_INFO_MAGIC) {
+    return report(invalidArgument(fmt::format(
+        "hclGroupSimulateEnd: simInfo->magic {:#x} is not HCL_SIM_INFO_MAGIC (initialise it with "
+        "HCL_SIM_INFO_INITIALIZER)", simInfo->magic)));
+  }
+  double estimated = 0;
+  const Status s = groupSimulateEnd(estimated);
+  if (s.ok()) simInfo->estimatedTime = static_cast<float>(estimated);
+  return report(s);
 }
 
 }  // extern "C"

@@ -195,10 +195,8 @@ hclResult_t hclCommInitRankScalable(hclComm_t* newcomm, int nranks, int myrank, 
 hclResult_t hclCommInitAll(hclComm_t* comms, int ndev, const int* devlist) {
   logVersionOnce();
   if (!comms) return report(invalidArgument("hclCommInitAll: comms is NULL"));
-  // One thread per rank here: far fewer than a communicator may have.
-  constexpr int kMaxLocalRanks = 4096;
-  if (ndev < 0 || ndev > kMaxLocalRanks) {
-    return report(invalidArgument(fmt::format("hclCommInitAll: ndev {} must be between 0 and {}", ndev, kMaxLocalRanks)));
+  if (ndev < 0 || ndev > kMaxInitAllRanks) {
+    return report(invalidArgument(fmt::format("hclCommInitAll: ndev {} must be between 0 and {}", ndev, kMaxInitAllRanks)));
   }
   if (ndev == 0) return hclSuccess;  // as NCCL: nothing to create
   hclUniqueId id;
@@ -271,7 +269,7 @@ hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm,
 
 hclResult_t hclCommShrink(hclComm_t comm, int* excludeRanksList, int excludeRanksCount, hclComm_t* newcomm,
                           hclConfig_t* config, int shrinkFlags) {
-  return report(invalidUsage("hclCommShrink: not supported by this version of HCL"), comm);
+  return report(failGroup(invalidUsage("hclCommShrink: not supported by this version of HCL")), comm);
 }
 
 hclResult_t hclCommRevoke(hclComm_t comm, int revokeFlags) {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/errors.h"
+#include "core/group.h"
 #include "core/handles.h"
 #include "core/log.h"
 #include "core/shared_allocations.h"
@@ -74,6 +75,10 @@ hclResult_t hclStreamQuery(hclStream_t stream) {
 
 hclResult_t hclStreamDestroy(hclStream_t stream) {
   Status s = checkLiveStream("hclStreamDestroy", stream);
+  if (s.ok() && openGroupUses(stream)) {
+    s = invalidUsage(fmt::format("hclStreamDestroy: stream {} has operations recorded in the open group; "
+                                 "call hclGroupEnd first", static_cast<const void*>(stream)));
+  }
   if (!s.ok()) return report(s);
   unregisterHandle(stream);
   std::unique_ptr<hclStream> owned(stream);  // finishes queued work, then joins

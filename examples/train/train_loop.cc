@@ -8,7 +8,8 @@
 //
 // At the end every rank checks that all ranks hold bit-identical parameters
 // and that the loss fell; the exit code says whether both held (0), not
-// (1), or a requested device is missing on this machine (77).
+// (1), a requested device is missing on this machine (77), or the options
+// are wrong (2).
 //
 //   train_loop [--ranks N] [--devices cpu,sim,cuda,hip] [--hosts H] [--steps S]
 //              [--batch B] [--hidden W] [--lr RATE]
@@ -20,11 +21,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "hcl.h"
@@ -44,12 +50,47 @@ struct Job {
   float lr = 0.05f;
 };
 
-std::vector<std::string> splitList(const char* text) {
+constexpr int kExitUsage = 2;
+constexpr int kMaxRanks = 256;
+constexpr int kMinSteps = 20;  // fewer cannot show the loss halving
+
+[[noreturn]] void usageError(const std::string& what) {
+  std::fprintf(stderr, "train_loop: %s\n", what.c_str());
+  std::exit(kExitUsage);
+}
+
+// The whole text must be an integer in [lo, hi].
+int intOption(const char* name, const char* text, long lo, long hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno == ERANGE || value < lo || value > hi) {
+    usageError(std::string(name) + " '" + text + "' is not an integer from " + std::to_string(lo) + " to " +
+               std::to_string(hi));
+  }
+  return static_cast<int>(value);
+}
+
+// auto, cpu, or sim/cuda/hip with an optional ":index".
+bool deviceNameIsWellFormed(const std::string& name) {
+  const size_t colon = name.find(':');
+  const std::string kind = name.substr(0, colon);
+  if (kind == "auto" || kind == "cpu") return colon == std::string::npos;
+  if (kind != "sim" && kind != "cuda" && kind != "hip") return false;
+  if (colon == std::string::npos) return true;
+  const std::string index = name.substr(colon + 1);
+  return !index.empty() && index.size() < 6 && std::all_of(index.begin(), index.end(), ::isdigit);
+}
+
+std::vector<std::string> deviceList(const char* text) {
   std::vector<std::string> items;
   std::string item;
   for (const char* p = text;; ++p) {
     if (*p == ',' || *p == '\0') {
-      if (!item.empty()) items.push_back(item);
+      if (!deviceNameIsWellFormed(item)) {
+        usageError("--devices: '" + item + "' is not auto, cpu, sim[:N], cuda[:N] or hip[:N]");
+      }
+      items.push_back(item);
       item.clear();
       if (*p == '\0') break;
     } else {
@@ -69,27 +110,30 @@ Job parse(int argc, char** argv) {
   int c;
   while ((c = getopt_long(argc, argv, "n:d:H:s:b:w:l:h", longOpts, nullptr)) != -1) {
     switch (c) {
-      case 'n': job.ranks = std::atoi(optarg); break;
-      case 'd': job.devices = splitList(optarg); break;
-      case 'H': job.hosts = std::atoi(optarg); break;
-      case 's': job.steps = std::atoi(optarg); break;
-      case 'b': job.batch = std::atoi(optarg); break;
-      case 'w': job.hidden = std::atoi(optarg); break;
-      case 'l': job.lr = std::strtof(optarg, nullptr); break;
+      case 'n': job.ranks = intOption("--ranks", optarg, 1, kMaxRanks); break;
+      case 'd': job.devices = deviceList(optarg); break;
+      case 'H': job.hosts = intOption("--hosts", optarg, 0, kMaxRanks); break;
+      case 's': job.steps = intOption("--steps", optarg, kMinSteps, 10000000); break;
+      case 'b': job.batch = intOption("--batch", optarg, 1, 1 << 20); break;
+      case 'w': job.hidden = intOption("--hidden", optarg, 1, 1 << 16); break;
+      case 'l': {
+        char* end = nullptr;
+        job.lr = std::strtof(optarg, &end);
+        if (end == optarg || *end != '\0' || !(job.lr > 0) || job.lr > 10) {
+          usageError(std::string("--lr '") + optarg + "' is not a number above 0 and at most 10");
+        }
+        break;
+      }
       default:
         std::printf(
             "usage: %s [--ranks N] [--devices cpu,sim,cuda,hip] [--hosts H] [--steps S] [--batch B] [--hidden W] "
             "[--lr RATE]\n",
             argv[0]);
-        std::exit(c == 'h' ? 0 : 2);
+        std::exit(c == 'h' ? 0 : kExitUsage);
     }
   }
-  if (job.ranks < 1 || job.devices.empty() || job.hosts < 0 || job.steps < 1 || job.batch < 1 || job.hidden < 1 ||
-      !(job.lr > 0)) {
-    std::fprintf(stderr, "%s: ranks, steps, batch, hidden and lr must be positive, hosts not negative, and "
-                 "--devices must name at least one device\n", argv[0]);
-    std::exit(2);
-  }
+  if (optind < argc) usageError(std::string("unexpected argument '") + argv[optind] + "'");
+  job.hosts = std::min(job.hosts, job.ranks);  // more hosts than ranks would leave some empty
   return job;
 }
 
@@ -102,51 +146,32 @@ Job parse(int argc, char** argv) {
     }                                                                                                \
   } while (0)
 
-// What forked ranks settle through pipes before any of them joins the
-// communicator: whether every rank's device is usable, so that a missing GPU
-// ends the job at once, and the unique id, which rank 0 creates (the parent
-// starts no HCL threads before it forks).
-class Rendezvous {
+// How forked ranks get the unique id: rank 0 creates it and writes one copy
+// per other rank into a pipe (the parent starts no HCL threads before it
+// forks). Each side keeps only the pipe ends it uses, so that if rank 0 dies
+// first the others read end-of-file instead of waiting.
+class IdPipe {
  public:
-  Rendezvous() {
-    for (int* p : {up_, down_, ids_}) {
-      if (::pipe(p) != 0) std::perror("pipe");
-    }
+  IdPipe() {
+    if (::pipe(fds_) != 0) std::perror("pipe");
   }
-  // Each side keeps only its own pipe ends, so that a rank that dies early
-  // shows as end-of-file instead of leaving the others waiting.
-  void enterRank(int rank) {
-    closeEnd(up_[0]);
-    closeEnd(down_[1]);
-    closeEnd(rank == 0 ? ids_[0] : ids_[1]);
+  ~IdPipe() {
+    closeEnd(fds_[0]);
+    closeEnd(fds_[1]);
   }
+  IdPipe(const IdPipe&) = delete;
+  IdPipe& operator=(const IdPipe&) = delete;
+  void enterRank(int rank) { closeEnd(rank == 0 ? fds_[0] : fds_[1]); }
   void enterParent() {
-    for (int* end : {&up_[1], &down_[0], &ids_[0], &ids_[1]}) closeEnd(*end);
+    closeEnd(fds_[0]);
+    closeEnd(fds_[1]);
   }
-  // In a rank: reports, then waits for the verdict on all ranks.
-  bool allUsable(bool mine) {
-    const char c = mine ? 'y' : 'n';
-    char verdict = 'n';
-    if (::write(up_[1], &c, 1) != 1 || ::read(down_[0], &verdict, 1) != 1) return false;
-    return verdict == 'y';
-  }
-  // In the parent: collects n reports and tells every rank the verdict.
-  bool decide(int n, bool all) {
-    for (int i = 0; i < n; ++i) {
-      char c = 'n';
-      if (::read(up_[0], &c, 1) != 1) c = 'n';
-      all = all && c == 'y';
-    }
-    const std::string verdict(static_cast<size_t>(n), all ? 'y' : 'n');
-    return ::write(down_[1], verdict.data(), verdict.size()) == static_cast<ssize_t>(verdict.size()) && all;
-  }
-  // In a rank: rank 0 creates the id and hands one copy to each other rank
-  // (a pipe write this small is atomic, so each reader gets one whole id).
+  // A pipe write this small is atomic, so each reader gets one whole id.
   bool shareId(int rank, int nranks, hclUniqueId& id) {
-    if (rank != 0) return ::read(ids_[0], &id, sizeof id) == static_cast<ssize_t>(sizeof id);
+    if (rank != 0) return ::read(fds_[0], &id, sizeof id) == static_cast<ssize_t>(sizeof id);
     if (hclGetUniqueId(&id) != hclSuccess) return false;
     for (int r = 1; r < nranks; ++r) {
-      if (::write(ids_[1], &id, sizeof id) != static_cast<ssize_t>(sizeof id)) return false;
+      if (::write(fds_[1], &id, sizeof id) != static_cast<ssize_t>(sizeof id)) return false;
     }
     return true;
   }
@@ -156,9 +181,7 @@ class Rendezvous {
     if (fd >= 0) ::close(fd);
     fd = -1;
   }
-  int up_[2] = {-1, -1};
-  int down_[2] = {-1, -1};
-  int ids_[2] = {-1, -1};
+  int fds_[2] = {-1, -1};
 };
 
 uint64_t fingerprint(const std::vector<float>& values) {
@@ -249,46 +272,104 @@ int train(const Job& job, int rank, int nranks, hclComm_t comm) {
   return learned && differing == 0 ? 0 : 1;
 }
 
-// `meet` is null when another launcher started the rank; the id then comes
+// Whether every rank's device is usable, agreed over the communicator (a
+// rank whose device is missing joins on the CPU), so that one missing GPU
+// ends the whole job at once.
+int agreeUsable(hclComm_t comm, int rank, bool mine, bool& all) {
+  DeviceBuffer flag{comm};
+  CHECK_HCL(hclCommMemAlloc(comm, &flag.ptr, sizeof(int32_t)));
+  const int32_t value = mine ? 1 : 0;
+  CHECK_HCL(hclCommMemcpy(comm, flag.ptr, &value, sizeof value));
+  CHECK_HCL(hclAllReduce(flag.ptr, flag.ptr, 1, hclInt32, hclMin, comm, nullptr));
+  int32_t agreed = 0;
+  CHECK_HCL(hclCommMemcpy(comm, &agreed, flag.ptr, sizeof agreed));
+  all = agreed == 1;
+  return 0;
+}
+
+// `ids` is null when another launcher started the rank; the id then comes
 // from hclGetUniqueId with HCL_COMM_ID set.
-int runRank(const Job& job, int rank, int nranks, Rendezvous* meet) {
+int runRank(const Job& job, int rank, int nranks, IdPipe* ids) {
   const std::string& device = job.devices[static_cast<size_t>(rank) % job.devices.size()];
   // Consecutive ranks share a host, as launchers place them.
   const std::string host =
       job.hosts > 0 ? "host" + std::to_string(static_cast<long>(rank) * job.hosts / nranks) : "";
   if (!host.empty()) setenv("HCL_HOSTID", host.c_str(), 1);
-  const hclResult_t chosen = hclSetDevice(device.c_str());
-  if (chosen != hclSuccess) {
-    std::fprintf(stderr, "rank %d: device %s is not usable here: %s\n", rank, device.c_str(), hclGetLastError(nullptr));
+  const bool usable = hclSetDevice(device.c_str()) == hclSuccess;
+  if (!usable) {
+    std::fprintf(stderr, "rank %d: device %s is not usable here: %s\n", rank, device.c_str(),
+                 hclGetLastError(nullptr));
+    CHECK_HCL(hclSetDevice("cpu"));
   }
-  if (meet && !meet->allUsable(chosen == hclSuccess)) return kExitSkip;
-  if (chosen != hclSuccess) return 1;
 
   hclUniqueId id;
-  if (meet ? !meet->shareId(rank, nranks, id) : hclGetUniqueId(&id) != hclSuccess) {
+  if (ids ? !ids->shareId(rank, nranks, id) : hclGetUniqueId(&id) != hclSuccess) {
     std::fprintf(stderr, "rank %d: no unique id: %s\n", rank, hclGetLastError(nullptr));
     return 1;
   }
   hclComm_t comm = nullptr;
   CHECK_HCL(hclCommInitRank(&comm, nranks, id, rank));
-  char name[64] = {};
-  CHECK_HCL(hclCommGetDevice(comm, name, sizeof name));
-  std::printf("rank %d: device %s%s%s\n", rank, name, host.empty() ? "" : ", emulated ", host.c_str());
-  std::fflush(stdout);
-  if (rank == 0) {
-    std::vector<char> links(16384);
-    size_t needed = 0;
-    if (hclCommDescribeLinks(comm, links.data(), links.size(), &needed) == hclSuccess) {
-      std::printf("links seen from rank 0:\n%s", links.data());
-    }
+  bool allUsable = false;
+  int result = agreeUsable(comm, rank, usable, allUsable);
+  if (result == 0 && !allUsable) {
+    if (rank == 0) std::printf("SKIPPED: a requested device is not usable on this machine (see above)\n");
+    CHECK_HCL(hclCommDestroy(comm));
+    return kExitSkip;
   }
-  const int result = train(job, rank, nranks, comm);
+  if (result == 0) {
+    char name[64] = {};
+    CHECK_HCL(hclCommGetDevice(comm, name, sizeof name));
+    std::printf("rank %d: device %s%s%s\n", rank, name, host.empty() ? "" : ", emulated ", host.c_str());
+    std::fflush(stdout);
+    if (rank == 0) {
+      std::vector<char> links(16384);
+      size_t needed = 0;
+      if (hclCommDescribeLinks(comm, links.data(), links.size(), &needed) == hclSuccess) {
+        std::printf("links seen from rank 0:\n%s", links.data());
+      }
+    }
+    result = train(job, rank, nranks, comm);
+  }
   if (result != 0) {
     hclCommAbort(comm);
     return result;
   }
   CHECK_HCL(hclCommDestroy(comm));
   return 0;
+}
+
+// Waits for every rank, as a launcher does: once one has failed (crashed, or
+// exited with an error), the rest get a grace period to report their own
+// error and are then killed, so a dead rank never leaves the job hanging.
+int reap(std::vector<pid_t> children) {
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kGrace = std::chrono::seconds(10);
+  int worst = 0;
+  bool skipped = false;
+  std::optional<Clock::time_point> failedAt;
+  while (!children.empty()) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      children.erase(std::remove(children.begin(), children.end(), pid), children.end());
+      const bool clean = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == kExitSkip);
+      skipped = skipped || (WIFEXITED(status) && WEXITSTATUS(status) == kExitSkip);
+      if (!clean) {
+        if (WIFSIGNALED(status)) std::fprintf(stderr, "a rank was killed by signal %d\n", WTERMSIG(status));
+        worst = 1;
+        if (!failedAt) failedAt = Clock::now();
+      }
+      continue;
+    }
+    if (pid < 0 && errno != EINTR) break;
+    if (failedAt && Clock::now() - *failedAt > kGrace) {
+      std::fprintf(stderr, "stopping the %zu rank(s) still running after a rank failed\n", children.size());
+      for (pid_t child : children) kill(child, SIGKILL);
+      failedAt.reset();  // reap them; they count as failed already
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return worst != 0 ? worst : skipped ? kExitSkip : 0;
 }
 
 int forkRanks(const Job& job) {
@@ -299,13 +380,13 @@ int forkRanks(const Job& job) {
                 return list;
               }().c_str(), job.hosts, job.hidden, job.batch, job.steps);
   std::fflush(stdout);
-  Rendezvous meet;
+  IdPipe ids;
   std::vector<pid_t> children;
   for (int r = 0; r < job.ranks; ++r) {
     const pid_t pid = fork();
     if (pid == 0) {
-      meet.enterRank(r);
-      _exit(runRank(job, r, job.ranks, &meet));
+      ids.enterRank(r);
+      _exit(runRank(job, r, job.ranks, &ids));
     }
     if (pid < 0) {
       std::perror("fork");
@@ -313,25 +394,13 @@ int forkRanks(const Job& job) {
     }
     children.push_back(pid);
   }
-  meet.enterParent();
+  ids.enterParent();
   const bool forkedAll = children.size() == static_cast<size_t>(job.ranks);
-  const bool usable = meet.decide(static_cast<int>(children.size()), forkedAll);
-  int worst = 0;
-  for (pid_t pid : children) {
-    int status = 0;
-    if (waitpid(pid, &status, 0) == pid && WIFEXITED(status)) {
-      const int code = WEXITSTATUS(status);
-      if (code != 0 && code != kExitSkip) worst = 1;
-    } else {
-      worst = 1;
-    }
+  if (!forkedAll) {
+    for (pid_t child : children) kill(child, SIGKILL);
   }
-  if (!forkedAll) return 1;
-  if (!usable && worst == 0) {
-    std::printf("SKIPPED: a requested device is not usable on this machine (see above)\n");
-    return kExitSkip;
-  }
-  return worst;
+  const int result = reap(std::move(children));
+  return forkedAll ? result : 1;
 }
 
 }  // namespace
@@ -341,13 +410,14 @@ int main(int argc, char** argv) {
   const Job job = parse(argc, argv);
   const char* rankText = std::getenv("RANK");
   const char* worldText = std::getenv("WORLD_SIZE");
-  if (!rankText || !worldText) return forkRanks(job);
+  if (!rankText && !worldText) return forkRanks(job);
   // Launched by another launcher: one rank per process; HCL_COMM_ID makes
   // every process's hclGetUniqueId return the same id.
-  const int rank = std::atoi(rankText), nranks = std::atoi(worldText);
+  if (!rankText || !worldText) usageError("set both RANK and WORLD_SIZE, or neither (to fork the ranks here)");
+  const int nranks = intOption("WORLD_SIZE", worldText, 1, 1 << 20);
+  const int rank = intOption("RANK", rankText, 0, nranks - 1);
   if (!std::getenv("HCL_COMM_ID") && !std::getenv("NCCL_COMM_ID")) {
-    std::fprintf(stderr, "RANK and WORLD_SIZE are set: set HCL_COMM_ID=host:port too, the same in every rank\n");
-    return 2;
+    usageError("RANK and WORLD_SIZE are set: set HCL_COMM_ID=host:port too, the same in every rank");
   }
   Job one = job;
   one.hosts = 0;  // real hosts: keep their identity

@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/group.h"
 #include "core/log.h"
+#include "core/validate.h"
 #include "plugins/nccl/abi.h"
 #include "plugins/nccl/stream_routing.h"
 #include "plugins/nccl/config_compat.h"
@@ -17,7 +19,7 @@ ncclResult_t withConfig(const char* call, ncclConfig_t* config, ncclComm_t comm,
   if (!config) return toNccl(fn(nullptr));
   ConfigTranslation t;
   const hcl::Status s = translateConfig(config, t);
-  if (!s.ok()) return report(s.withContext(call), comm);
+  if (!s.ok()) return report(hcl::failGroup(s.withContext(call)), comm);
   if (t.ignoredBytes > 0) {
     hcl::log::info(hcl::log::Init, "{}: ignoring {} bytes of config fields newer than NCCL 2.28 (config version {})",
                    call, t.ignoredBytes, config->version);
@@ -78,7 +80,11 @@ ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId
 HCL_NCCL_ALIAS(ncclCommInitRank)
 
 ncclResult_t pncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
-  std::vector<hclComm_t> handles(static_cast<size_t>(std::max(ndev, 1)), untouchedMarker<hclComm>());
+  if (ndev < 1 || ndev > hcl::kMaxInitAllRanks) {  // refused, or nothing to create: no handle is written
+    hclComm_t unused = nullptr;
+    return toNccl(hclCommInitAll(comm ? &unused : nullptr, ndev, devlist));
+  }
+  std::vector<hclComm_t> handles(static_cast<size_t>(ndev), untouchedMarker<hclComm>());
   const hclResult_t r = hclCommInitAll(comm ? handles.data() : nullptr, ndev, devlist);
   for (int i = 0; comm && i < ndev; ++i) {
     if (handles[static_cast<size_t>(i)] != untouchedMarker<hclComm>()) comm[i] = toNccl(handles[static_cast<size_t>(i)]);

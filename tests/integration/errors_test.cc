@@ -231,6 +231,43 @@ TEST_F(BadArguments, FailedCallInsideAGroupDropsTheGroup) {
   EXPECT_EQ(buf_[1], 7.0f);
 }
 
+// The open group records the stream; destroying it first would leave the
+// group pointing at freed memory.
+TEST_F(BadArguments, StreamInAnOpenGroupCannotBeDestroyed) {
+  hclStream_t stream = nullptr;
+  ASSERT_EQ(hclStreamCreate(&stream), hclSuccess);
+  buf_[0] = 3;
+  buf_[1] = 0;
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  ASSERT_EQ(hclSend(buf_, 1, hclFloat, 0, comms_[0], stream), hclSuccess);
+  ASSERT_EQ(hclRecv(buf_ + 1, 1, hclFloat, 0, comms_[0], stream), hclSuccess);
+  expectError(hclStreamDestroy(stream), hclInvalidUsage, {"hclStreamDestroy", "open group", "hclGroupEnd"});
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << lastError(nullptr);
+  ASSERT_EQ(hclStreamSynchronize(stream), hclSuccess) << lastError(nullptr);
+  EXPECT_EQ(buf_[1], 3.0f);
+  EXPECT_EQ(hclStreamDestroy(stream), hclSuccess);
+}
+
+// A thread that ends with its group open must not leave the group's
+// communicators pending for ever.
+TEST(LifecycleErrors, ThreadEndingWithItsGroupOpenDropsTheGroup) {
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  hclComm_t created = nullptr;
+  std::thread([&] {
+    ASSERT_EQ(hclGroupStart(), hclSuccess);
+    ASSERT_EQ(hclCommInitRank(&created, 1, id, 0), hclSuccess);
+  }).join();
+  ASSERT_NE(created, nullptr);
+  hclResult_t async = hclSuccess;
+  EXPECT_EQ(hclCommGetAsyncError(created, &async), hclSuccess);
+  EXPECT_EQ(async, hclInvalidUsage) << "still pending";
+  int n = 0;
+  EXPECT_EQ(hclCommCount(created, &n), hclInvalidUsage);
+  EXPECT_NE(lastError(nullptr).find("ended before its hclGroupEnd"), std::string::npos) << lastError(nullptr);
+  EXPECT_EQ(hclCommDestroy(created), hclSuccess) << lastError(nullptr);
+}
+
 TEST_F(BadArguments, DeregisterChecksTheHandle) {
   void* handle = nullptr;
   ASSERT_EQ(hclCommRegister(comms_[0], buf_, sizeof buf_, &handle), hclSuccess);

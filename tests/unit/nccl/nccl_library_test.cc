@@ -133,9 +133,6 @@ TEST(NcclLibrary, UnimplementedFunctionsSayNotSupported) {
   expectNotSupported(ncclCommShrink(comm, exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT), "ncclCommShrink");
   EXPECT_EQ(shrunk, comm) << "a failed shrink leaves *newcomm alone";
   expectNotSupported(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), "ncclCommRevoke");
-  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
-  expectNotSupported(ncclGroupSimulateEnd(&sim), "ncclGroupSimulateEnd");
-  EXPECT_EQ(sim.estimatedTime, NCCL_UNDEF_FLOAT);
   expectNotSupported(ncclDevCommCreate(comm, nullptr, nullptr), "ncclDevCommCreate");
   expectNotSupported(pncclDevCommDestroy(comm, nullptr), "ncclDevCommDestroy");
   expectNotSupported(ncclLsaBarrierCreateRequirement(ncclTeamWorld(comm), 1, nullptr, nullptr),
@@ -306,8 +303,66 @@ TEST(NcclLibrary, ScalableInitAndInitAllArguments) {
   EXPECT_EQ(ncclMemAlloc(&none, 0), ncclSuccess) << "as cudaMalloc of 0 bytes";
   EXPECT_EQ(none, nullptr);
   EXPECT_EQ(ncclMemFree(none), ncclSuccess);
+  EXPECT_EQ(ncclCommInitAll(comms, 1 << 30, nullptr), ncclInvalidArgument) << "refused before any allocation";
+  EXPECT_EQ(lastError().rfind("ncclCommInitAll: ndev 1073741824", 0), 0u) << lastError();
+  EXPECT_EQ(comms[0], reinterpret_cast<ncclComm_t>(&config));
   EXPECT_EQ(ncclCommInitAll(nullptr, 1, nullptr), ncclInvalidArgument);
   EXPECT_EQ(ncclCommInitRank(nullptr, 1, ids[0], 0), ncclInvalidArgument);
+}
+
+// As NCCL: the group ends, its operations are priced and none of them runs.
+TEST(NcclLibrary, GroupSimulateEndEstimatesWithoutRunning) {
+  LocalComms local(2);
+  std::vector<std::vector<float>> data(2, std::vector<float>(1 << 18, 1.0f));
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  EXPECT_EQ(ncclGroupSimulateEnd(&sim), ncclInvalidUsage) << "no group is open";
+  EXPECT_NE(lastError().find("no matching"), std::string::npos) << lastError();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (size_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), data[r].size(), ncclFloat, ncclSum, local.comms[r], nullptr),
+              ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupSimulateEnd(&sim), ncclSuccess) << lastError();
+  EXPECT_GT(sim.estimatedTime, 0.0f);
+  EXPECT_NE(sim.estimatedTime, NCCL_UNDEF_FLOAT);
+  for (const auto& d : data) EXPECT_EQ(d[0], 1.0f) << "a simulated group ran";
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage) << "the simulation closed the group";
+
+  // A larger group costs more.
+  const float one = sim.estimatedTime;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    for (size_t r = 0; r < 2; ++r) {
+      ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), data[r].size(), ncclFloat, ncclSum, local.comms[r],
+                              nullptr),
+                ncclSuccess);
+    }
+  }
+  ASSERT_EQ(ncclGroupSimulateEnd(&sim), ncclSuccess) << lastError();
+  EXPECT_GT(sim.estimatedTime, one);
+
+  ncclSimInfo_t wrong = NCCL_SIM_INFO_INITIALIZER;
+  wrong.magic = 1;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclGroupSimulateEnd(&wrong), ncclInvalidArgument);
+  EXPECT_NE(lastError().find("magic"), std::string::npos) << lastError();
+  EXPECT_EQ(ncclGroupSimulateEnd(nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << "refused simulations leave the group open";
+}
+
+// A config refused inside a group fails the group, as every other call does.
+TEST(NcclLibrary, RefusedConfigInsideAGroupFailsTheGroup) {
+  ncclConfig_t bad = NCCL_CONFIG_INITIALIZER;
+  bad.magic = 0x12345678;
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &bad), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  EXPECT_NE(lastError().find("config->magic"), std::string::npos) << lastError();
+  EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << "the next group starts clean";
 }
 
 TEST(NcclLibrary, MalformedConfigsAreInvalidArguments) {
