@@ -101,6 +101,10 @@ class Communicator {
 
   // Per-call serial number of splits, so every child gets a distinct tag.
   uint64_t nextSplitSerial() { return splitSerial_++; }
+  // Shrinks count apart: ranks a shrink excluded do not see it, so the
+  // members of each shrink agree on the highest of their counts first.
+  uint64_t shrinkSerial() const { return shrinkSerial_; }
+  void setShrinkSerial(uint64_t next) { shrinkSerial_ = next; }
 
   std::string describeLinks() const;
 
@@ -138,6 +142,7 @@ class Communicator {
   Status failure_;
   std::atomic<bool> failed_{false};
   uint64_t splitSerial_ = 0;
+  uint64_t shrinkSerial_ = 0;
   ShareableBuffer scratch_;  // peers map it in algorithms that stage data there
 };
 

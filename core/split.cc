@@ -14,8 +14,8 @@
 namespace hcl {
 namespace {
 
-Status runOne(Communicator& parent, Schedule schedule, RunBuffers buffers) {
-  return runSingle(parent, "hclCommSplit", [&](RunSlot& out) {
+Status runOne(Communicator& parent, const char* call, Schedule schedule, RunBuffers buffers) {
+  return runSingle(parent, call, [&](RunSlot& out) {
     out.emplaceSchedule(parent, std::move(schedule), std::move(buffers), ReduceSpec{});
     return Status{};
   });
@@ -26,8 +26,8 @@ Status runOne(Communicator& parent, Schedule schedule, RunBuffers buffers) {
 // disjoint pairs, so messages never cross.
 class SubsetOob final : public Oob {
  public:
-  SubsetOob(std::shared_ptr<Communicator> parent, std::vector<int> members, int myIndex)
-      : parent_(std::move(parent)), members_(std::move(members)), me_(myIndex) {}
+  SubsetOob(const char* call, std::shared_ptr<Communicator> parent, std::vector<int> members, int myIndex)
+      : call_(call), parent_(std::move(parent)), members_(std::move(members)), me_(myIndex) {}
   int rank() const override { return me_; }
   int size() const override { return static_cast<int>(members_.size()); }
 
@@ -61,9 +61,10 @@ class SubsetOob final : public Oob {
     std::string error;
     if (!p2pSchedule(calls, parent_->rank(), schedule, error)) return internalError(error);
     schedule.tag = static_cast<uint32_t>(CollKind::Control);
-    return runOne(*parent_, std::move(schedule), std::move(buffers));
+    return runOne(*parent_, call_, std::move(schedule), std::move(buffers));
   }
 
+  const char* call_;
   std::shared_ptr<Communicator> parent_;
   std::vector<int> members_;
   int me_;
@@ -90,7 +91,7 @@ Status splitCommunicator(const std::shared_ptr<Communicator>& parent, int color,
   args.count = 2;
   args.type = hclInt32;
   args.chunkBytes = parent->settings().chunkBytes;
-  HCL_TRY(runOne(*parent, ringAllGather(args), RunBuffers{mine, table.data(), {}}));
+  HCL_TRY(runOne(*parent, "hclCommSplit", ringAllGather(args), RunBuffers{mine, table.data(), {}}));
   if (color == HCL_SPLIT_NOCOLOR) return {};
 
   std::vector<int> members;
@@ -101,8 +102,41 @@ Status splitCommunicator(const std::shared_ptr<Communicator>& parent, int color,
     return table[static_cast<size_t>(2 * a + 1)] < table[static_cast<size_t>(2 * b + 1)];
   });
   const int myIndex = static_cast<int>(std::find(members.begin(), members.end(), parent->rank()) - members.begin());
-  SubsetOob oob(parent, members, myIndex);
+  SubsetOob oob("hclCommSplit", parent, members, myIndex);
   const uint64_t tag = mix(mix(parent->commTag(), serial), static_cast<uint32_t>(color));
+  return initCommunicator(oob, static_cast<int>(members.size()), myIndex, parent->secret(), tag, settings, out);
+}
+
+Status shrinkCommunicator(const std::shared_ptr<Communicator>& parent, const std::vector<int>& excluded,
+                          const CommSettings& settings, std::shared_ptr<Communicator>& out) {
+  out.reset();
+  // The parent's links carry the exchange; a failed parent has closed them.
+  if (const Status failed = parent->failure(); !failed.ok()) {
+    return {failed.code(), failed.message() + kShrinkOfFailedParent};
+  }
+  std::vector<int> members;
+  for (int r = 0; r < parent->nranks(); ++r) {
+    if (std::find(excluded.begin(), excluded.end(), r) == excluded.end()) members.push_back(r);
+  }
+  const int myIndex = static_cast<int>(std::find(members.begin(), members.end(), parent->rank()) - members.begin());
+  SubsetOob oob("hclCommShrink", parent, members, myIndex);
+  const uint64_t mine = parent->shrinkSerial();
+  std::vector<std::vector<uint8_t>> serials;
+  HCL_TRY(oob.allgather(std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(&mine),
+                                             reinterpret_cast<const uint8_t*>(&mine) + sizeof mine),
+                        serials));
+  uint64_t serial = 0;
+  for (const auto& bytes : serials) {
+    uint64_t theirs = 0;
+    if (bytes.size() != sizeof theirs) return internalError("hclCommShrink: a member sent a malformed serial");
+    std::memcpy(&theirs, bytes.data(), sizeof theirs);
+    serial = std::max(serial, theirs);
+  }
+  parent->setShrinkSerial(serial + 1);
+  // The tag also covers the member list, so shrinks of one parent to
+  // different lists never share a tag.
+  uint64_t tag = mix(mix(parent->commTag(), serial), 0x5348524eull);  // "SHRN"
+  for (int r : members) tag = mix(tag, static_cast<uint32_t>(r));
   return initCommunicator(oob, static_cast<int>(members.size()), myIndex, parent->secret(), tag, settings, out);
 }
 

@@ -1,8 +1,11 @@
 // C entry points: versions, unique ids, communicator creation and teardown.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include "core/bootstrap.h"
 #include "core/bootstrap_wire.h"
@@ -231,6 +234,42 @@ hclResult_t hclCommInitAll(hclComm_t* comms, int ndev, const int* devlist) {
   return report(s.withContext("hclCommInitAll"));
 }
 
+// The settings of a communicator made from `parent`: the config's, with the
+// parent's name unless the config names it, on the parent's device.
+static CommSettings childSettings(Communicator& parent, const hclConfig_t* config) {
+  CommSettings settings = settingsFromParams(config);
+  if (!config || !config->commName) settings.name = parent.settings().name;
+  settings.device = &parent.device();
+  return settings;
+}
+
+// Makes a communicator from a parent now, or, as NCCL does inside a group,
+// at hclGroupEnd beside the group's other inits (so that one thread can
+// split or shrink several ranks). `none`: this rank gets no communicator.
+static hclResult_t createChild(const char* call, hclComm_t comm, hclComm_t* newcomm, bool none,
+                               std::function<Status(std::shared_ptr<Communicator>&)> make) {
+  *newcomm = nullptr;
+  if (inGroup()) {
+    hclComm* handle = none ? nullptr : newHandle();
+    *newcomm = handle;
+    deferCreation(handle, [call, make = std::move(make), handle] {
+      std::shared_ptr<Communicator> child;
+      Status r = make(child).withContext(call);
+      if (handle) handle->impl = std::move(child);
+      return r;
+    });
+    return hclSuccess;
+  }
+  std::shared_ptr<Communicator> child;
+  const Status s = make(child);
+  if (s.ok() && child) {
+    hclComm* handle = newHandle();
+    handle->impl = std::move(child);
+    *newcomm = handle;
+  }
+  return report(s.withContext(call), comm);
+}
+
 hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm, hclConfig_t* config) {
   std::shared_ptr<Communicator> parent;
   Status s = checkComm(comm, parent);
@@ -240,36 +279,60 @@ hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm,
   }
   if (s.ok()) s = checkConfig(config);
   if (!s.ok()) return report(failGroup(s.withContext("hclCommSplit")), comm);
-  *newcomm = nullptr;
-  CommSettings settings = settingsFromParams(config);
-  if (!config || !config->commName) settings.name = parent->settings().name;
-  settings.device = &parent->device();
-  if (inGroup()) {
-    // As NCCL: the split runs at hclGroupEnd, beside the group's other
-    // inits, so that one thread can split several ranks of a communicator.
-    hclComm* handle = color == HCL_SPLIT_NOCOLOR ? nullptr : newHandle();
-    *newcomm = handle;
-    deferCreation(handle, [parent, color, key, settings, handle] {
-      std::shared_ptr<Communicator> child;
-      Status r = splitCommunicator(parent, color, key, settings, child).withContext("hclCommSplit");
-      if (handle) handle->impl = std::move(child);
-      return r;
-    });
-    return hclSuccess;
+  const CommSettings settings = childSettings(*parent, config);
+  return createChild("hclCommSplit", comm, newcomm, color == HCL_SPLIT_NOCOLOR,
+                     [parent, color, key, settings](std::shared_ptr<Communicator>& child) {
+                       return splitCommunicator(parent, color, key, settings, child);
+                     });
+}
+
+static Status checkExcludedRanks(const Communicator& parent, const int* list, int count, std::vector<int>& out) {
+  const int n = parent.nranks();
+  if (count < 0 || count >= n) {
+    return invalidArgument(fmt::format("excludeRanksCount {} must be from 0 to {} (a communicator of {} ranks)", count,
+                                       n - 1, n));
   }
-  std::shared_ptr<Communicator> child;
-  s = splitCommunicator(parent, color, key, settings, child);
-  if (s.ok() && child) {
-    hclComm* handle = newHandle();
-    handle->impl = std::move(child);
-    *newcomm = handle;
+  if (count > 0 && !list) return invalidArgument(fmt::format("excludeRanksList is NULL with excludeRanksCount {}", count));
+  out.assign(list, list + count);
+  for (int i = 0; i < count; ++i) {
+    const int r = out[static_cast<size_t>(i)];
+    if (r < 0 || r >= n) {
+      return invalidArgument(fmt::format("excludeRanksList[{}] = {} is out of range for a communicator of {} ranks", i,
+                                         r, n));
+    }
+    if (r == parent.rank()) {
+      return invalidArgument(fmt::format("excludeRanksList[{}] = {} is the calling rank; excluded ranks do not call "
+                                         "hclCommShrink", i, r));
+    }
+    if (std::find(out.begin(), out.begin() + i, r) != out.begin() + i) {
+      return invalidArgument(fmt::format("excludeRanksList[{}] = {} is listed twice", i, r));
+    }
   }
-  return report(s.withContext("hclCommSplit"), comm);
+  return {};
 }
 
 hclResult_t hclCommShrink(hclComm_t comm, int* excludeRanksList, int excludeRanksCount, hclComm_t* newcomm,
                           hclConfig_t* config, int shrinkFlags) {
-  return report(failGroup(invalidUsage("hclCommShrink: not supported by this version of HCL")), comm);
+  std::shared_ptr<Communicator> parent;
+  std::vector<int> excluded;
+  Status s = checkComm(comm, parent);
+  if (!s.ok() && comm && isLiveHandle(comm) && comm->impl && !comm->impl->failure().ok()) {
+    s = {s.code(), s.message() + kShrinkOfFailedParent};
+  }
+  if (s.ok() && !newcomm) s = invalidArgument("newcomm is NULL");
+  if (s.ok()) s = checkExcludedRanks(*parent, excludeRanksList, excludeRanksCount, excluded);
+  if (s.ok() && shrinkFlags != HCL_SHRINK_DEFAULT && shrinkFlags != HCL_SHRINK_ABORT) {
+    s = invalidArgument(fmt::format("shrinkFlags {:#x} is not HCL_SHRINK_DEFAULT or HCL_SHRINK_ABORT", shrinkFlags));
+  }
+  if (s.ok()) s = checkConfig(config);
+  if (!s.ok()) return report(failGroup(s.withContext("hclCommShrink")), comm);
+  // Operations of the parent run to completion first (the exchange waits
+  // for the parent's execution lock), with or without HCL_SHRINK_ABORT.
+  const CommSettings settings = childSettings(*parent, config);
+  return createChild("hclCommShrink", comm, newcomm, false,
+                     [parent, excluded, settings](std::shared_ptr<Communicator>& child) {
+                       return shrinkCommunicator(parent, excluded, settings, child);
+                     });
 }
 
 hclResult_t hclCommRevoke(hclComm_t comm, int revokeFlags) {

@@ -571,6 +571,36 @@ TEST(DeadPeer, LateRankLeavesTheSurvivorsBufferAlone) {
   EXPECT_EQ(hcltest::describeFailures(results), "");
 }
 
+// A rank that dies while the others are between operations: they have not
+// noticed, the communicator has not failed, and the survivors shrink it
+// without the dead rank, over the links among themselves.
+TEST(DeadPeer, SurvivorsShrinkTheCommunicatorWithoutIt) {
+  SKIP_UNDER_TSAN();
+  auto results = onRankProcesses(3, "4000", [&](int rank, hclComm_t comm) {
+        std::vector<float> v(4096, 1.0f);
+        RANK_HCL(hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr));
+        if (rank == 1) raise(SIGKILL);
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        int dead[] = {1};
+        hclComm_t survivors = nullptr;
+        RANK_HCL(hclCommShrink(comm, dead, 1, &survivors, nullptr, HCL_SHRINK_ABORT));
+        int newRank = -1, count = 0;
+        RANK_HCL(hclCommUserRank(survivors, &newRank));
+        RANK_HCL(hclCommCount(survivors, &count));
+        RANK_CHECK(count == 2 && newRank == rank / 2, "rank %d became %d of %d", rank, newRank, count);
+        std::fill(v.begin(), v.end(), static_cast<float>(rank + 1));
+        RANK_HCL(hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, survivors, nullptr));
+        for (float x : v) RANK_CHECK(x == 4.0f, "sum %g, expected 1 + 3", static_cast<double>(x));
+        RANK_HCL(hclCommDestroy(survivors));
+        RANK_HCL(hclCommAbort(comm));
+        return 0;
+      });
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_TRUE(results[0].exited && results[0].code == 0) << hcltest::describeFailures(results);
+  EXPECT_TRUE(results[2].exited && results[2].code == 0) << hcltest::describeFailures(results);
+  EXPECT_FALSE(results[1].exited);
+}
+
 class KilledRank : public ::testing::TestWithParam<bool> {};
 
 TEST_P(KilledRank, SurvivorsGetAnErrorNamingThePeer) {
@@ -603,6 +633,15 @@ TEST_P(KilledRank, SurvivorsGetAnErrorNamingThePeer) {
         RANK_CHECK(laterText.rfind("hclBroadcast: communicator has failed (first error: hclAllReduce: ", 0) == 0 &&
                        laterText.find(text) != std::string::npos,
                    "later call's message: %s", laterText.c_str());
+        // Its links are closed: the survivors cannot shrink it, and are told what to do instead.
+        int dead[] = {2};
+        hclComm_t smaller = nullptr;
+        const hclResult_t shrunk = hclCommShrink(comm, dead, 1, &smaller, nullptr, HCL_SHRINK_ABORT);
+        const std::string shrinkText = hclGetLastError(comm);
+        RANK_CHECK(shrunk == r && smaller == nullptr, "shrink of the failed communicator gave %d", (int)shrunk);
+        RANK_CHECK(shrinkText.rfind("hclCommShrink: communicator has failed", 0) == 0 &&
+                       shrinkText.find("create a new communicator") != std::string::npos,
+                   "shrink's message: %s", shrinkText.c_str());
         RANK_HCL(hclCommAbort(comm));
         return 0;
       },

@@ -8,6 +8,7 @@
 #include <barrier>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -178,6 +179,76 @@ TEST(Threads, OneThreadSplitsEveryRankInAGroup) {
   EXPECT_EQ(values, (std::vector<int32_t>{11, 11}));
   EXPECT_EQ(hclCommDestroy(sub[0]), hclSuccess);
   EXPECT_EQ(hclCommDestroy(sub[2]), hclSuccess);
+  destroyAll(comms);
+}
+
+// As NCCL: only the ranks that stay call hclCommShrink; they keep their
+// parent order. Here rank 1 leaves; it keeps using nothing and is not asked.
+TEST(Threads, ShrinkWithoutTheExcludedRank) {
+  auto comms = initAll(4);
+  int excluded[] = {1};
+  std::vector<hclComm_t> small(4, nullptr);
+  auto rc = onThreads(4, [&](int r) {
+    if (r == 1) return 0;
+    const int flags = r == 3 ? HCL_SHRINK_ABORT : HCL_SHRINK_DEFAULT;  // no in-flight work: the same
+    if (hclCommShrink(comms[static_cast<size_t>(r)], excluded, 1, &small[static_cast<size_t>(r)], nullptr, flags) !=
+        hclSuccess) {
+      return 1;
+    }
+    int rank = -1, count = 0;
+    if (hclCommUserRank(small[static_cast<size_t>(r)], &rank) != hclSuccess || rank != (r == 0 ? 0 : r - 1)) return 2;
+    if (hclCommCount(small[static_cast<size_t>(r)], &count) != hclSuccess || count != 3) return 3;
+    int32_t value = 1 << r;
+    if (hclAllReduce(&value, &value, 1, hclInt32, hclSum, small[static_cast<size_t>(r)], nullptr) != hclSuccess) {
+      return 4;
+    }
+    return value == (1 | 4 | 8) ? 0 : 5;
+  });
+  EXPECT_EQ(rc, (std::vector<int>{0, 0, 0, 0})) << hclGetLastError(nullptr);
+  EXPECT_EQ(small[1], nullptr);
+  // The parent still works for all four after the shrink.
+  std::vector<int32_t> values = {1, 2, 3, 4};
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  for (size_t r = 0; r < 4; ++r) {
+    ASSERT_EQ(hclAllReduce(&values[r], &values[r], 1, hclInt32, hclSum, comms[r], nullptr), hclSuccess);
+  }
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
+  EXPECT_EQ(values, (std::vector<int32_t>{10, 10, 10, 10}));
+  // One thread can shrink several ranks in a group, as with split.
+  std::vector<hclComm_t> pair(4, nullptr);
+  int twoGone[] = {3, 0};
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  for (size_t r : {1u, 2u}) {
+    ASSERT_EQ(hclCommShrink(comms[r], twoGone, 2, &pair[r], nullptr, HCL_SHRINK_DEFAULT), hclSuccess);
+  }
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
+  int count = 0;
+  ASSERT_EQ(hclCommCount(pair[2], &count), hclSuccess);
+  EXPECT_EQ(count, 2);
+  for (hclComm_t c : {small[0], small[2], small[3], pair[1], pair[2]}) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+  destroyAll(comms);
+}
+
+TEST(Threads, ShrinkArgumentsAreChecked) {
+  auto comms = initAll(3);
+  hclComm_t out = nullptr;
+  auto expectRefused = [&](int* list, int count, int flags, const char* words) {
+    EXPECT_EQ(hclCommShrink(comms[0], list, count, &out, nullptr, flags), hclInvalidArgument) << words;
+    const std::string text = hclGetLastError(nullptr);
+    EXPECT_EQ(text.rfind("hclCommShrink: ", 0), 0u) << text;
+    EXPECT_NE(text.find(words), std::string::npos) << "'" << words << "' not in: " << text;
+    EXPECT_EQ(out, nullptr);
+  };
+  int one[] = {1}, self[] = {2, 0}, twice[] = {1, 1}, far[] = {3}, all[] = {1, 2, 0};
+  expectRefused(one, -1, HCL_SHRINK_DEFAULT, "excludeRanksCount -1");
+  expectRefused(all, 3, HCL_SHRINK_DEFAULT, "excludeRanksCount 3 must be from 0 to 2");
+  expectRefused(nullptr, 1, HCL_SHRINK_DEFAULT, "excludeRanksList is NULL");
+  expectRefused(far, 1, HCL_SHRINK_DEFAULT, "excludeRanksList[0] = 3 is out of range");
+  expectRefused(self, 2, HCL_SHRINK_DEFAULT, "excludeRanksList[1] = 0 is the calling rank");
+  expectRefused(twice, 2, HCL_SHRINK_DEFAULT, "excludeRanksList[1] = 1 is listed twice");
+  expectRefused(one, 1, 7, "shrinkFlags 0x7");
+  EXPECT_EQ(hclCommShrink(comms[0], one, 1, nullptr, nullptr, HCL_SHRINK_DEFAULT), hclInvalidArgument);
+  EXPECT_NE(std::string(hclGetLastError(nullptr)).find("newcomm is NULL"), std::string::npos);
   destroyAll(comms);
 }
 

@@ -130,8 +130,12 @@ TEST(NcclLibrary, UnimplementedFunctionsSayNotSupported) {
   expectNotSupported(ncclCommWindowDeregister(comm, win), "ncclCommWindowDeregister");
   ncclComm_t shrunk = comm;
   int exclude[] = {0};
-  expectNotSupported(ncclCommShrink(comm, exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT), "ncclCommShrink");
+  EXPECT_EQ(ncclCommShrink(comm, exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument);
+  EXPECT_EQ(lastError().rfind("ncclCommShrink: excludeRanksCount 1 must be from 0 to 0", 0), 0u) << lastError();
   EXPECT_EQ(shrunk, comm) << "a failed shrink leaves *newcomm alone";
+  ASSERT_EQ(ncclCommShrink(comm, nullptr, 0, &shrunk, nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess) << lastError();
+  EXPECT_NE(shrunk, comm);
+  EXPECT_EQ(ncclCommDestroy(shrunk), ncclSuccess);
   expectNotSupported(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), "ncclCommRevoke");
   expectNotSupported(ncclDevCommCreate(comm, nullptr, nullptr), "ncclDevCommCreate");
   expectNotSupported(pncclDevCommDestroy(comm, nullptr), "ncclDevCommDestroy");
