@@ -116,6 +116,12 @@ CommSettings settingsFromParams(const hclConfig_t* config) {
   return s;
 }
 
+uint64_t rootCommTag(const uint8_t secret[16]) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int i = 0; i < 16; ++i) h = (h ^ secret[i]) * 0x100000001b3ull;
+  return h;
+}
+
 namespace {
 
 Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t secret[16], uint64_t commTag,
@@ -140,6 +146,16 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   // Only TCP needs a listener, and only when some peer may be off-host or
   // shared memory is off; opening one is cheap, so always do it.
   for (auto& t : transports) HCL_TRY(t->listen(ctx, self));
+  if (!self.addresses.empty()) {
+    RescuePort rescue;
+    if (const Status held = rescue.open(self.addresses.front().ip); held.ok()) {
+      self.rescueIp = self.addresses.front().ip;
+      self.rescuePort = rescue.port();
+      comm->holdRescuePort(std::move(rescue));
+    } else {
+      log::info(log::Init, "rank {}: no rescue port, so a failure cannot be shrunk away: {}", rank, held.message());
+    }
+  }
 
   std::vector<std::vector<uint8_t>> blobs;
   HCL_TRY(oob.allgather(self.serialize(), blobs));

@@ -11,6 +11,9 @@ namespace hcl {
 
 CommSettings settingsFromParams(const hclConfig_t* config);
 
+// The tag of a communicator made from a unique id.
+uint64_t rootCommTag(const uint8_t secret[16]);
+
 Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16], uint64_t commTag,
                         const CommSettings& settings, std::shared_ptr<Communicator>& out);
 

@@ -14,6 +14,7 @@
 #include "core/peer_info.h"
 #include "core/redop.h"
 #include "core/registrations.h"
+#include "core/rescue_port.h"
 #include "core/schedule_cache.h"
 #include "core/shared_allocations.h"
 #include "core/status.h"
@@ -108,6 +109,10 @@ class Communicator {
 
   std::string describeLinks() const;
 
+  // The port published as PeerInfo::rescuePort (core/rescue_port.h).
+  void holdRescuePort(RescuePort port) { rescuePort_ = std::move(port); }
+  void releaseRescuePort() { rescuePort_.release(); }
+
   // Built once at init (core/comm_init.cc).
   void setTopology(std::vector<PeerInfo> peers, std::vector<Link> links,
                    std::vector<std::unique_ptr<Transport>> transports,
@@ -143,6 +148,7 @@ class Communicator {
   std::atomic<bool> failed_{false};
   uint64_t splitSerial_ = 0;
   uint64_t shrinkSerial_ = 0;
+  RescuePort rescuePort_;
   ShareableBuffer scratch_;  // peers map it in algorithms that stage data there
 };
 

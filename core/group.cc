@@ -10,11 +10,19 @@
 #include "collectives/algorithms/p2p.h"
 #include "core/executor.h"
 #include "core/group_tasks.h"
+#include "core/log.h"
 #include "core/op_estimate.h"
 #include "core/stream_launch.h"
 
 namespace hcl {
 namespace {
+
+// The group's operations no longer hold their streams.
+void releaseStreams(const std::vector<PendingOp>& ops) {
+  for (const PendingOp& op : ops) {
+    if (op.stream) op.stream->inOpenGroups.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
 
 struct GroupState {
   int depth = 0;
@@ -24,8 +32,12 @@ struct GroupState {
   // A thread that ends with its group open would otherwise leave the
   // group's communicators pending for ever.
   ~GroupState() {
+    if (inits.empty() && ops.empty()) return;
+    log::warn(log::Call, "a thread ended with its group open: {} operation(s) and {} communicator creation(s) "
+              "dropped", ops.size(), inits.size());
     const Status gone = invalidUsage("the thread that called hclGroupStart ended before its hclGroupEnd");
     for (DeferredInit& init : inits) init.drop(gone);
+    releaseStreams(ops);
   }
 };
 
@@ -105,13 +117,28 @@ Status launch(std::vector<PendingOp> ops) {
   return runTasks(tasks);
 }
 
+// Inits run concurrently (ranks of one communicator driven by one thread
+// must meet), except that the creations from one parent form one sequence.
 Status runInits(std::vector<DeferredInit> inits) {
   if (inits.size() == 1) return inits[0].run();
+  std::vector<std::vector<size_t>> sequences;
+  std::vector<const void*> parents;
+  for (size_t i = 0; i < inits.size(); ++i) {
+    const auto same = std::find(parents.begin(), parents.end(), inits[i].parent);
+    if (inits[i].parent && same != parents.end()) {
+      sequences[static_cast<size_t>(same - parents.begin())].push_back(i);
+    } else {
+      parents.push_back(inits[i].parent);
+      sequences.push_back({i});
+    }
+  }
   std::vector<Status> results(inits.size());
   {
     std::vector<std::jthread> threads;
-    for (size_t i = 0; i < inits.size(); ++i) {
-      threads.emplace_back([&, i] { results[i] = inits[i].run(); });
+    for (const std::vector<size_t>& sequence : sequences) {
+      threads.emplace_back([&, sequence] {
+        for (size_t i : sequence) results[i] = inits[i].run();
+      });
     }
   }
   for (const Status& s : results) {
@@ -122,20 +149,24 @@ Status runInits(std::vector<DeferredInit> inits) {
 
 // Closes one level of the calling thread's group. At the outermost level
 // (`outermost` true) runs the group's inits and hands over its checked
-// operations in `ops`; a group in which a call failed is dropped instead,
-// its inits told why.
-Status closeLevel(const char* call, bool& outermost, std::vector<PendingOp>& ops) {
+// operations in `ops`; a group in which a call failed, or that the caller
+// refuses to end (`refusal`), is dropped instead, its inits told why.
+Status closeLevel(const char* call, const Status& refusal, bool& outermost, std::vector<PendingOp>& ops) {
   outermost = false;
   if (tlsGroup.depth == 0) return invalidUsage(fmt::format("{}: no matching hclGroupStart", call));
-  if (--tlsGroup.depth > 0) return {};
+  if (--tlsGroup.depth > 0) return refusal;
   outermost = true;
   auto inits = std::exchange(tlsGroup.inits, {});
   ops = std::exchange(tlsGroup.ops, {});
   const Status failure = std::exchange(tlsGroup.firstFailure, Status{});
+  Status dropped = refusal;
   if (!failure.ok()) {
-    const Status dropped{failure.code(), fmt::format("{}: nothing in the group ran because a call in it failed: {}",
-                                                     call, failure.message())};
+    dropped = {failure.code(), fmt::format("{}: nothing in the group ran because a call in it failed: {}", call,
+                                           failure.message())};
+  }
+  if (!dropped.ok()) {
     for (DeferredInit& init : inits) init.drop(dropped);
+    releaseStreams(ops);
     ops.clear();
     return dropped;
   }
@@ -155,26 +186,37 @@ Status groupStart() {
 Status groupEnd() {
   bool outermost = false;
   std::vector<PendingOp> ops;
-  HCL_TRY(closeLevel("hclGroupEnd", outermost, ops));
-  return outermost ? launch(std::move(ops)) : Status{};
+  const Status closed = closeLevel("hclGroupEnd", Status{}, outermost, ops);
+  if (!closed.ok() || !outermost) {
+    releaseStreams(ops);
+    return closed;
+  }
+  std::vector<hclStream*> held;
+  for (const PendingOp& op : ops) {
+    if (op.stream) held.push_back(op.stream);
+  }
+  const Status launched = launch(std::move(ops));
+  for (hclStream* stream : held) stream->inOpenGroups.fetch_sub(1, std::memory_order_acq_rel);
+  return launched;
 }
 
-Status groupSimulateEnd(double& estimated) {
-  estimated = 0;
+Status groupSimulateEnd(const Status& refusal, double& estimated) {
   bool outermost = false;
   std::vector<PendingOp> ops;
-  HCL_TRY(closeLevel("hclGroupSimulateEnd", outermost, ops));
-  for (const PendingOp& op : ops) estimated += estimatedUs(op);
-  return {};
+  const Status closed = closeLevel("hclGroupSimulateEnd", refusal, outermost, ops);
+  if (closed.ok() && outermost) {
+    estimated = 0;
+    for (const PendingOp& op : ops) estimated += estimatedUs(op);
+  }
+  releaseStreams(ops);
+  return closed;
 }
 
-bool openGroupUses(const hclStream* stream) {
-  return std::any_of(tlsGroup.ops.begin(), tlsGroup.ops.end(),
-                     [&](const PendingOp& op) { return op.stream == stream; });
-}
+bool openGroupUses(const hclStream* stream) { return stream->inOpenGroups.load(std::memory_order_acquire) > 0; }
 
 Status submit(PendingOp&& op) {
   if (inGroup()) {
+    if (op.stream) op.stream->inOpenGroups.fetch_add(1, std::memory_order_acq_rel);
     tlsGroup.ops.push_back(std::move(op));
     return {};
   }

@@ -39,12 +39,14 @@ struct PendingOp {
 bool inGroup();
 Status groupStart();
 Status groupEnd();
-// NCCL's ncclGroupSimulateEnd: closes the group like groupEnd, running its
-// initializations but none of its operations, and sets `estimatedUs` to the
-// cost model's time for those operations.
-Status groupSimulateEnd(double& estimatedUs);
-// Whether the calling thread's open group has recorded an operation on
-// `stream` (which must then outlive the group).
+// NCCL's ncclGroupSimulateEnd: closes one level like groupEnd; at the
+// outermost level runs the group's initializations but none of its
+// operations, and sets `estimatedUs` (left alone at an inner level) to the
+// cost model's time for those operations. `refusal` (a bad simInfo) drops
+// the group instead, as a failed call in it would.
+Status groupSimulateEnd(const Status& refusal, double& estimatedUs);
+// Whether an open group of any thread has recorded an operation on `stream`
+// (which must then outlive the group).
 bool openGroupUses(const hclStream* stream);
 // Runs the op now (outside a group) or records it (inside one).
 Status submit(PendingOp&& op);
@@ -59,6 +61,10 @@ Status failGroup(Status failure);
 struct DeferredInit {
   std::function<Status()> run;
   std::function<void(const Status&)> drop;
+  // The communicator a split or shrink exchanges over (null for an init):
+  // creations from one parent run one after another, in call order, since
+  // their exchanges share the parent's links.
+  const void* parent = nullptr;
 };
 void deferInit(DeferredInit init);
 

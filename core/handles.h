@@ -24,6 +24,8 @@ struct hclComm {
 
 struct hclStream {
   std::unique_ptr<hcl::Stream> impl;
+  // Operations recorded on it in groups not yet ended (core/group.cc).
+  std::atomic<int> inOpenGroups{0};
 };
 
 namespace hcl {

@@ -53,6 +53,8 @@ std::vector<uint8_t> PeerInfo::serialize() const {
     w.put(a.speedMbps);
     w.putString(a.fabric);
   }
+  w.putString(rescueIp);
+  w.put(rescuePort);
   return w.take();
 }
 
@@ -93,6 +95,8 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
     r.get(a.speedMbps);
     r.getString(a.fabric);
   }
+  r.getString(out.rescueIp);
+  r.get(out.rescuePort);
   return r.ok() && r.atEnd();
 }
 

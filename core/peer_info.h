@@ -38,6 +38,10 @@ struct PeerInfo {
   bool shmEnabled = true;  // false under HCL_SHM_DISABLE=1
   bool ipcCapable = false;  // its device can share memory with same-vendor peers on the host (IPC)
   std::vector<NetAddress> addresses;
+  // A port this rank holds for a bootstrap root of its own, used when the
+  // communicator fails and the survivors shrink it without its links (0: none).
+  std::string rescueIp;
+  uint16_t rescuePort = 0;
   // Settings every rank of a communicator must share (checked at init).
   uint64_t chunkBytes = 0;       // HCL_CHUNK_BYTES in effect
   uint64_t stageChunkBytes = 0;  // HCL_STAGE_CHUNK_BYTES in effect

@@ -107,18 +107,25 @@ Status splitCommunicator(const std::shared_ptr<Communicator>& parent, int color,
   return initCommunicator(oob, static_cast<int>(members.size()), myIndex, parent->secret(), tag, settings, out);
 }
 
-Status shrinkCommunicator(const std::shared_ptr<Communicator>& parent, const std::vector<int>& excluded,
-                          const CommSettings& settings, std::shared_ptr<Communicator>& out) {
-  out.reset();
-  // The parent's links carry the exchange; a failed parent has closed them.
-  if (const Status failed = parent->failure(); !failed.ok()) {
-    return {failed.code(), failed.message() + kShrinkOfFailedParent};
+namespace {
+
+// Secret of the communicator the survivors build at the rescue root: the
+// parent's, mixed with the member list, so a stranger or a rank with another
+// list cannot join it.
+void rescueSecret(const uint8_t parentSecret[16], const std::vector<int>& members, uint8_t out[16]) {
+  uint64_t halves[2];
+  std::memcpy(halves, parentSecret, sizeof halves);
+  for (uint64_t& h : halves) {
+    h = mix(h, 0x52455343ull);  // "RESC"
+    for (int r : members) h = mix(h, static_cast<uint32_t>(r));
   }
-  std::vector<int> members;
-  for (int r = 0; r < parent->nranks(); ++r) {
-    if (std::find(excluded.begin(), excluded.end(), r) == excluded.end()) members.push_back(r);
-  }
-  const int myIndex = static_cast<int>(std::find(members.begin(), members.end(), parent->rank()) - members.begin());
+  halves[1] = mix(halves[1], halves[0]);
+  std::memcpy(out, halves, sizeof halves);
+}
+
+// Over the parent's links, which stay usable.
+Status shrinkOverLinks(const std::shared_ptr<Communicator>& parent, const std::vector<int>& members, int myIndex,
+                       const CommSettings& settings, std::shared_ptr<Communicator>& out) {
   SubsetOob oob("hclCommShrink", parent, members, myIndex);
   const uint64_t mine = parent->shrinkSerial();
   std::vector<std::vector<uint8_t>> serials;
@@ -128,7 +135,7 @@ Status shrinkCommunicator(const std::shared_ptr<Communicator>& parent, const std
   uint64_t serial = 0;
   for (const auto& bytes : serials) {
     uint64_t theirs = 0;
-    if (bytes.size() != sizeof theirs) return internalError("hclCommShrink: a member sent a malformed serial");
+    if (bytes.size() != sizeof theirs) return internalError("a member sent a malformed shrink serial");
     std::memcpy(&theirs, bytes.data(), sizeof theirs);
     serial = std::max(serial, theirs);
   }
@@ -138,6 +145,47 @@ Status shrinkCommunicator(const std::shared_ptr<Communicator>& parent, const std
   uint64_t tag = mix(mix(parent->commTag(), serial), 0x5348524eull);  // "SHRN"
   for (int r : members) tag = mix(tag, static_cast<uint32_t>(r));
   return initCommunicator(oob, static_cast<int>(members.size()), myIndex, parent->secret(), tag, settings, out);
+}
+
+// Without the parent's links (failed or aborted): the first member starts a
+// bootstrap root on the port it published at init, and the others join it.
+Status shrinkThroughRescueRoot(const std::shared_ptr<Communicator>& parent, const std::vector<int>& members,
+                               int myIndex, const CommSettings& settings, std::shared_ptr<Communicator>& out) {
+  const PeerInfo& host = parent->peers()[static_cast<size_t>(members.front())];
+  if (host.rescuePort == 0) {
+    return systemError(fmt::format("rank {}, which would host the survivors' bootstrap, holds no rescue port; "
+                                   "abort the communicator and create a new one with hclCommInitRank",
+                                   members.front()));
+  }
+  UniqueIdContents contents;
+  rescueSecret(parent->secret(), members, contents.secret);
+  contents.rootIp = host.rescueIp;
+  contents.rootPort = host.rescuePort;
+  contents.rootStartedByRank0 = true;
+  if (myIndex == 0) parent->releaseRescuePort();
+  hclUniqueId id;
+  encodeUniqueId(contents, &id);
+  const int n = static_cast<int>(members.size());
+  std::unique_ptr<Oob> oob;
+  HCL_TRY(connectBootstrap(id, n, myIndex, settings.timeoutMs, nullptr, oob));
+  return initCommunicator(*oob, n, myIndex, contents.secret, rootCommTag(contents.secret), settings, out);
+}
+
+}  // namespace
+
+Status shrinkCommunicator(const std::shared_ptr<Communicator>& parent, const std::vector<int>& excluded,
+                          bool abortParent, const CommSettings& settings, std::shared_ptr<Communicator>& out) {
+  out.reset();
+  std::vector<int> members;
+  for (int r = 0; r < parent->nranks(); ++r) {
+    if (std::find(excluded.begin(), excluded.end(), r) == excluded.end()) members.push_back(r);
+  }
+  const int myIndex = static_cast<int>(std::find(members.begin(), members.end(), parent->rank()) - members.begin());
+  if (abortParent && !parent->abortFlag().load()) parent->requestAbort();
+  if (parent->abortFlag().load() || !parent->failure().ok()) {
+    return shrinkThroughRescueRoot(parent, members, myIndex, settings, out);
+  }
+  return shrinkOverLinks(parent, members, myIndex, settings, out);
 }
 
 }  // namespace hcl

@@ -1,6 +1,6 @@
 // hclCommSplit: members of one color form a new communicator, ordered by key
-// then by parent rank. hclCommShrink: the ranks not excluded form one, in
-// parent order; only they take part. Both exchange over the parent's links.
+// then by parent rank, exchanging over the parent's links. hclCommShrink:
+// the ranks not excluded form one, in parent order; only they take part.
 #pragma once
 
 #include <memory>
@@ -12,12 +12,12 @@ namespace hcl {
 
 Status splitCommunicator(const std::shared_ptr<Communicator>& parent, int color, int key,
                          const CommSettings& settings, std::shared_ptr<Communicator>& out);
-// What hclCommShrink adds to a failed parent's error.
-inline constexpr const char* kShrinkOfFailedParent =
-    "; its links are closed, so the remaining ranks cannot shrink it: abort it and create a new communicator with "
-    "hclCommInitRank";
-// `excluded` holds valid, distinct parent ranks, not the caller's own.
+// `excluded` holds valid, distinct parent ranks, not the caller's own. A
+// healthy parent is shrunk over its own links and stays usable; one that has
+// failed, or that `abortParent` aborts first (HCL_SHRINK_ABORT), has no
+// links left, and the survivors meet at a bootstrap root that the first of
+// them starts on the rescue port it published at init.
 Status shrinkCommunicator(const std::shared_ptr<Communicator>& parent, const std::vector<int>& excluded,
-                          const CommSettings& settings, std::shared_ptr<Communicator>& out);
+                          bool abortParent, const CommSettings& settings, std::shared_ptr<Communicator>& out);
 
 }  // namespace hcl

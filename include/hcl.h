@@ -167,8 +167,10 @@ hclResult_t hclCommAbort(hclComm_t comm);
 hclResult_t hclCommRevoke(hclComm_t comm, int revokeFlags);
 hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm,
                          hclConfig_t* config);
-/* Called by the ranks that stay (all with the same list): they form newcomm
- * in parent order. Runs over comm's links, so comm must not have failed. */
+/* Called by the ranks that stay (all with the same list and flags): they
+ * form newcomm in parent order. HCL_SHRINK_DEFAULT runs over comm's links
+ * and leaves comm usable; HCL_SHRINK_ABORT, or a comm that has failed, aborts
+ * comm and meets at a bootstrap root of the first survivor instead. */
 hclResult_t hclCommShrink(hclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                           hclComm_t* newcomm, hclConfig_t* config, int shrinkFlags);
 

@@ -182,14 +182,17 @@ hclResult_t hclGroupStart(void) { return report(groupStart()); }
 hclResult_t hclGroupEnd(void) { return report(groupEnd()); }
 
 hclResult_t hclGroupSimulateEnd(hclSimInfo_t* simInfo) {
-  if (!simInfo) return report(invalidArgument("hclGroupSimulateEnd: simInfo is NULL"));
+  // As NCCL: without a simInfo the group simply ends; with a bad one it is
+  // dropped, and either way it is closed.
+  if (!simInfo) return report(groupEnd());
+  Status refusal;
   if (simInfo->magic != HCL_SIM_INFO_MAGIC) {
-    return report(invalidArgument(fmt::format(
+    refusal = invalidArgument(fmt::format(
         "hclGroupSimulateEnd: simInfo->magic {:#x} is not HCL_SIM_INFO_MAGIC (initialise it with "
-        "HCL_SIM_INFO_INITIALIZER)", simInfo->magic)));
+        "HCL_SIM_INFO_INITIALIZER)", simInfo->magic));
   }
-  double estimated = 0;
-  const Status s = groupSimulateEnd(estimated);
+  double estimated = static_cast<double>(simInfo->estimatedTime);
+  const Status s = groupSimulateEnd(refusal, estimated);
   if (s.ok()) simInfo->estimatedTime = static_cast<float>(estimated);
   return report(s);
 }

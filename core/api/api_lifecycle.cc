@@ -78,12 +78,6 @@ Status checkConfig(const hclConfig_t* config) {
   return {};
 }
 
-uint64_t rootCommTag(const uint8_t secret[16]) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (int i = 0; i < 16; ++i) h = (h ^ secret[i]) * 0x100000001b3ull;
-  return h;
-}
-
 // The init deferred to the end of the open group still refers to the handle.
 Status checkNotPending(const char* call, hclComm_t comm) {
   if (!comm->initPending.load(std::memory_order_acquire)) return {};
@@ -93,7 +87,8 @@ Status checkNotPending(const char* call, hclComm_t comm) {
 
 // Runs fill() at hclGroupEnd, beside the group's other inits; `handle`
 // (null: none to fill) is pending until then and keeps fill's result.
-void deferCreation(hclComm* handle, std::function<Status()> fill) {
+// `parent`: the communicator a split or shrink exchanges over.
+void deferCreation(hclComm* handle, std::function<Status()> fill, const Communicator* parent = nullptr) {
   if (handle) handle->initPending.store(true);
   auto settle = [handle](const Status& result) {
     if (!handle) return;
@@ -105,7 +100,7 @@ void deferCreation(hclComm* handle, std::function<Status()> fill) {
                settle(r);
                return r;
              },
-             settle});
+             settle, parent});
 }
 
 hclComm* newHandle() {
@@ -246,18 +241,21 @@ static CommSettings childSettings(Communicator& parent, const hclConfig_t* confi
 // Makes a communicator from a parent now, or, as NCCL does inside a group,
 // at hclGroupEnd beside the group's other inits (so that one thread can
 // split or shrink several ranks). `none`: this rank gets no communicator.
-static hclResult_t createChild(const char* call, hclComm_t comm, hclComm_t* newcomm, bool none,
-                               std::function<Status(std::shared_ptr<Communicator>&)> make) {
+static hclResult_t createChild(const char* call, hclComm_t comm, const Communicator* parent, hclComm_t* newcomm,
+                               bool none, std::function<Status(std::shared_ptr<Communicator>&)> make) {
   *newcomm = nullptr;
   if (inGroup()) {
     hclComm* handle = none ? nullptr : newHandle();
     *newcomm = handle;
-    deferCreation(handle, [call, make = std::move(make), handle] {
-      std::shared_ptr<Communicator> child;
-      Status r = make(child).withContext(call);
-      if (handle) handle->impl = std::move(child);
-      return r;
-    });
+    deferCreation(
+        handle,
+        [call, make = std::move(make), handle] {
+          std::shared_ptr<Communicator> child;
+          Status r = make(child).withContext(call);
+          if (handle) handle->impl = std::move(child);
+          return r;
+        },
+        parent);
     return hclSuccess;
   }
   std::shared_ptr<Communicator> child;
@@ -280,7 +278,7 @@ hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm,
   if (s.ok()) s = checkConfig(config);
   if (!s.ok()) return report(failGroup(s.withContext("hclCommSplit")), comm);
   const CommSettings settings = childSettings(*parent, config);
-  return createChild("hclCommSplit", comm, newcomm, color == HCL_SPLIT_NOCOLOR,
+  return createChild("hclCommSplit", comm, parent.get(), newcomm, color == HCL_SPLIT_NOCOLOR,
                      [parent, color, key, settings](std::shared_ptr<Communicator>& child) {
                        return splitCommunicator(parent, color, key, settings, child);
                      });
@@ -316,8 +314,11 @@ hclResult_t hclCommShrink(hclComm_t comm, int* excludeRanksList, int excludeRank
   std::shared_ptr<Communicator> parent;
   std::vector<int> excluded;
   Status s = checkComm(comm, parent);
-  if (!s.ok() && comm && isLiveHandle(comm) && comm->impl && !comm->impl->failure().ok()) {
-    s = {s.code(), s.message() + kShrinkOfFailedParent};
+  // Shrinking is how survivors leave a failed or aborted communicator.
+  if (!s.ok() && comm && isLiveHandle(comm) && !comm->initPending.load(std::memory_order_acquire) && comm->impl &&
+      (!comm->impl->failure().ok() || comm->impl->abortFlag().load())) {
+    parent = comm->impl;
+    s = {};
   }
   if (s.ok() && !newcomm) s = invalidArgument("newcomm is NULL");
   if (s.ok()) s = checkExcludedRanks(*parent, excludeRanksList, excludeRanksCount, excluded);
@@ -326,12 +327,11 @@ hclResult_t hclCommShrink(hclComm_t comm, int* excludeRanksList, int excludeRank
   }
   if (s.ok()) s = checkConfig(config);
   if (!s.ok()) return report(failGroup(s.withContext("hclCommShrink")), comm);
-  // Operations of the parent run to completion first (the exchange waits
-  // for the parent's execution lock), with or without HCL_SHRINK_ABORT.
   const CommSettings settings = childSettings(*parent, config);
-  return createChild("hclCommShrink", comm, newcomm, false,
-                     [parent, excluded, settings](std::shared_ptr<Communicator>& child) {
-                       return shrinkCommunicator(parent, excluded, settings, child);
+  const bool abortParent = shrinkFlags == HCL_SHRINK_ABORT;
+  return createChild("hclCommShrink", comm, parent.get(), newcomm, false,
+                     [parent, excluded, abortParent, settings](std::shared_ptr<Communicator>& child) {
+                       return shrinkCommunicator(parent, excluded, abortParent, settings, child);
                      });
 }
 

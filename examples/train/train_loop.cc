@@ -17,6 +17,7 @@
 // Started with RANK and WORLD_SIZE in the environment (and HCL_COMM_ID, so
 // that the ranks agree on an id), it runs that one rank instead of forking.
 #include <getopt.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -361,7 +362,10 @@ int reap(std::vector<pid_t> children) {
       }
       continue;
     }
-    if (pid < 0 && errno != EINTR) break;
+    if (pid < 0 && errno != EINTR) {
+      std::fprintf(stderr, "waitpid: %s; %zu rank(s) unaccounted for\n", std::strerror(errno), children.size());
+      return 1;
+    }
     if (failedAt && Clock::now() - *failedAt > kGrace) {
       std::fprintf(stderr, "stopping the %zu rank(s) still running after a rank failed\n", children.size());
       for (pid_t child : children) kill(child, SIGKILL);
@@ -382,9 +386,14 @@ int forkRanks(const Job& job) {
   std::fflush(stdout);
   IdPipe ids;
   std::vector<pid_t> children;
+  std::signal(SIGCHLD, SIG_DFL);  // an inherited SIG_IGN would reap the ranks before we learn how they ended
+  const pid_t parent = getpid();
   for (int r = 0; r < job.ranks; ++r) {
     const pid_t pid = fork();
     if (pid == 0) {
+      // A rank does not outlive the job: if the parent is killed, so is it.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);
       ids.enterRank(r);
       _exit(runRank(job, r, job.ranks, &ids));
     }

@@ -130,7 +130,10 @@ HCL_NCCL_ALIAS(ncclGroupEnd)
 
 ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   hclSimInfo_t info = HCL_SIM_INFO_INITIALIZER;
-  if (simInfo) info.magic = simInfo->magic;  // both libraries use one magic; a wrong one is refused
+  if (simInfo) {
+    info.magic = simInfo->magic;  // both libraries use one magic; a wrong one is refused
+    info.estimatedTime = simInfo->estimatedTime;
+  }
   const hclResult_t r = hclGroupSimulateEnd(simInfo ? &info : nullptr);
   if (r == hclSuccess && simInfo) simInfo->estimatedTime = info.estimatedTime;
   return toNccl(r);

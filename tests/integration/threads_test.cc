@@ -190,8 +190,8 @@ TEST(Threads, ShrinkWithoutTheExcludedRank) {
   std::vector<hclComm_t> small(4, nullptr);
   auto rc = onThreads(4, [&](int r) {
     if (r == 1) return 0;
-    const int flags = r == 3 ? HCL_SHRINK_ABORT : HCL_SHRINK_DEFAULT;  // no in-flight work: the same
-    if (hclCommShrink(comms[static_cast<size_t>(r)], excluded, 1, &small[static_cast<size_t>(r)], nullptr, flags) !=
+    if (hclCommShrink(comms[static_cast<size_t>(r)], excluded, 1, &small[static_cast<size_t>(r)], nullptr,
+                      HCL_SHRINK_DEFAULT) !=
         hclSuccess) {
       return 1;
     }
@@ -249,6 +249,42 @@ TEST(Threads, ShrinkArgumentsAreChecked) {
   expectRefused(one, 1, 7, "shrinkFlags 0x7");
   EXPECT_EQ(hclCommShrink(comms[0], one, 1, nullptr, nullptr, HCL_SHRINK_DEFAULT), hclInvalidArgument);
   EXPECT_NE(std::string(hclGetLastError(nullptr)).find("newcomm is NULL"), std::string::npos);
+  destroyAll(comms);
+}
+
+// Creations from one parent in one group run in call order, one after the
+// other: their exchanges share the parent's links.
+TEST(Threads, SeveralCreationsFromOneParentInOneGroup) {
+  auto comms = initAll(4);
+  std::vector<hclComm_t> pairs(4, nullptr), whole(4, nullptr), three(4, nullptr);
+  int gone[] = {0};
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  for (size_t r = 0; r < 4; ++r) {
+    ASSERT_EQ(hclCommSplit(comms[r], static_cast<int>(r % 2), 0, &pairs[r], nullptr), hclSuccess);
+    ASSERT_EQ(hclCommSplit(comms[r], 0, -static_cast<int>(r), &whole[r], nullptr), hclSuccess);
+    if (r != 0) ASSERT_EQ(hclCommShrink(comms[r], gone, 1, &three[r], nullptr, HCL_SHRINK_DEFAULT), hclSuccess);
+  }
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
+  std::vector<int32_t> p(4), w(4), t(4);
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  for (size_t r = 0; r < 4; ++r) {
+    p[r] = w[r] = t[r] = static_cast<int32_t>(1 << r);
+    ASSERT_EQ(hclAllReduce(&p[r], &p[r], 1, hclInt32, hclSum, pairs[r], nullptr), hclSuccess);
+    ASSERT_EQ(hclAllReduce(&w[r], &w[r], 1, hclInt32, hclSum, whole[r], nullptr), hclSuccess);
+    if (r != 0) ASSERT_EQ(hclAllReduce(&t[r], &t[r], 1, hclInt32, hclSum, three[r], nullptr), hclSuccess);
+  }
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
+  EXPECT_EQ(p, (std::vector<int32_t>{5, 10, 5, 10}));
+  EXPECT_EQ(w, (std::vector<int32_t>{15, 15, 15, 15}));
+  EXPECT_EQ(t, (std::vector<int32_t>{1, 14, 14, 14}));
+  int rank = -1;
+  ASSERT_EQ(hclCommUserRank(whole[3], &rank), hclSuccess);
+  EXPECT_EQ(rank, 0) << "keys order the split";
+  for (size_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(hclCommDestroy(pairs[r]), hclSuccess);
+    EXPECT_EQ(hclCommDestroy(whole[r]), hclSuccess);
+    if (r != 0) EXPECT_EQ(hclCommDestroy(three[r]), hclSuccess);
+  }
   destroyAll(comms);
 }
 

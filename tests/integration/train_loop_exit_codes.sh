@@ -36,7 +36,7 @@ expect 77 "forked ranks, one device missing" -- "$loop" --ranks 3 --devices cpu,
 
 # Launcher mode: two processes meet through HCL_COMM_ID; rank 1's device is
 # missing, so both must skip.
-port=$((20000 + ($$ % 20000)))
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 out0=$(mktemp) out1=$(mktemp)
 RANK=0 WORLD_SIZE=2 HCL_COMM_ID=127.0.0.1:$port "$loop" --devices cpu --steps 20 >"$out0" 2>&1 &
 p0=$!
@@ -57,6 +57,8 @@ rm -f "$out0" "$out1"
 # wait a long HCL_TIMEOUT_MS for it.
 HCL_TIMEOUT_MS=3600000 "$loop" --ranks 3 --steps 10000000 >/dev/null 2>&1 &
 job=$!
+# Whatever happens below, nothing of this job outlives the test.
+trap 'pkill -KILL -P "$job" 2>/dev/null; kill -KILL "$job" 2>/dev/null' EXIT
 victim=""
 for _ in $(seq 1 600); do
   victim=$(pgrep -P "$job" | sed -n 2p)

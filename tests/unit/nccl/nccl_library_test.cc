@@ -345,13 +345,34 @@ TEST(NcclLibrary, GroupSimulateEndEstimatesWithoutRunning) {
   ASSERT_EQ(ncclGroupSimulateEnd(&sim), ncclSuccess) << lastError();
   EXPECT_GT(sim.estimatedTime, one);
 
+  // As NCCL: a bad simInfo drops the group (and closes it); none at all
+  // ends it for real.
   ncclSimInfo_t wrong = NCCL_SIM_INFO_INITIALIZER;
   wrong.magic = 1;
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (size_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), data[r].size(), ncclFloat, ncclSum, local.comms[r], nullptr),
+              ncclSuccess);
+  }
   EXPECT_EQ(ncclGroupSimulateEnd(&wrong), ncclInvalidArgument);
   EXPECT_NE(lastError().find("magic"), std::string::npos) << lastError();
-  EXPECT_EQ(ncclGroupSimulateEnd(nullptr), ncclInvalidArgument);
-  EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << "refused simulations leave the group open";
+  EXPECT_EQ(wrong.estimatedTime, NCCL_UNDEF_FLOAT);
+  for (const auto& d : data) EXPECT_EQ(d[0], 1.0f) << "the refused group ran";
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage) << "the refused simulation closed the group";
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (size_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), data[r].size(), ncclFloat, ncclSum, local.comms[r], nullptr),
+              ncclSuccess);
+  }
+  EXPECT_EQ(ncclGroupSimulateEnd(nullptr), ncclSuccess) << lastError();
+  for (const auto& d : data) EXPECT_EQ(d[0], 2.0f) << "without a simInfo the group runs";
+  // At an inner level the simulation only closes that level.
+  ncclSimInfo_t inner = NCCL_SIM_INFO_INITIALIZER;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclGroupSimulateEnd(&inner), ncclSuccess);
+  EXPECT_EQ(inner.estimatedTime, NCCL_UNDEF_FLOAT);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
 }
 
 // A config refused inside a group fails the group, as every other call does.
