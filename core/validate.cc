@@ -28,6 +28,13 @@ Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
   return {};
 }
 
+Status checkCommEvenIfFailed(hclComm_t comm, std::shared_ptr<Communicator>& out) {
+  const Status s = checkComm(comm, out);
+  if (s.ok() || !isLiveHandle(comm) || comm->initPending.load(std::memory_order_acquire) || !comm->impl) return s;
+  out = comm->impl;  // refused only for its failure or abort
+  return {};
+}
+
 Status checkDataType(int type) {
   if (!isValidDataType(type)) {
     return invalidArgument(fmt::format("datatype {} is not a valid hclDataType_t (0..{})",

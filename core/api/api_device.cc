@@ -54,14 +54,14 @@ hclResult_t hclCommMemAlloc(hclComm_t comm, void** ptr, size_t size) {
 
 hclResult_t hclCommMemFree(hclComm_t comm, void* ptr) {
   std::shared_ptr<Communicator> c;
-  Status s = checkComm(comm, c);
+  Status s = checkCommEvenIfFailed(comm, c);
   if (s.ok() && ptr) s = c->device().freeDevice(ptr);
   return report(s.withContext("hclCommMemFree"), comm);
 }
 
 hclResult_t hclCommMemcpy(hclComm_t comm, void* dst, const void* src, size_t size) {
   std::shared_ptr<Communicator> c;
-  Status s = checkComm(comm, c);
+  Status s = checkCommEvenIfFailed(comm, c);
   if (s.ok() && size > 0 && (!dst || !src)) {
     s = invalidArgument(fmt::format("dst {} or src {} is NULL", dst, src));
   }

@@ -313,13 +313,8 @@ hclResult_t hclCommShrink(hclComm_t comm, int* excludeRanksList, int excludeRank
                           hclConfig_t* config, int shrinkFlags) {
   std::shared_ptr<Communicator> parent;
   std::vector<int> excluded;
-  Status s = checkComm(comm, parent);
   // Shrinking is how survivors leave a failed or aborted communicator.
-  if (!s.ok() && comm && isLiveHandle(comm) && !comm->initPending.load(std::memory_order_acquire) && comm->impl &&
-      (!comm->impl->failure().ok() || comm->impl->abortFlag().load())) {
-    parent = comm->impl;
-    s = {};
-  }
+  Status s = checkCommEvenIfFailed(comm, parent);
   if (s.ok() && !newcomm) s = invalidArgument("newcomm is NULL");
   if (s.ok()) s = checkExcludedRanks(*parent, excludeRanksList, excludeRanksCount, excluded);
   if (s.ok() && shrinkFlags != HCL_SHRINK_DEFAULT && shrinkFlags != HCL_SHRINK_ABORT) {

@@ -49,6 +49,8 @@ struct Job {
   int batch = 64;
   int hidden = 128;
   float lr = 0.05f;
+  int killRank = -1;  // this rank dies at killStep; the others shrink the communicator and go on
+  int killStep = -1;
 };
 
 constexpr int kExitUsage = 2;
@@ -107,9 +109,11 @@ Job parse(int argc, char** argv) {
                              {"hosts", required_argument, nullptr, 'H'},  {"steps", required_argument, nullptr, 's'},
                              {"batch", required_argument, nullptr, 'b'},  {"hidden", required_argument, nullptr, 'w'},
                              {"lr", required_argument, nullptr, 'l'},     {"help", no_argument, nullptr, 'h'},
+                             {"kill-rank", required_argument, nullptr, 'k'},
+                             {"kill-step", required_argument, nullptr, 'K'},
                              {nullptr, 0, nullptr, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "n:d:H:s:b:w:l:h", longOpts, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "n:d:H:s:b:w:l:hk:K:", longOpts, nullptr)) != -1) {
     switch (c) {
       case 'n': job.ranks = intOption("--ranks", optarg, 1, kMaxRanks); break;
       case 'd': job.devices = deviceList(optarg); break;
@@ -117,6 +121,8 @@ Job parse(int argc, char** argv) {
       case 's': job.steps = intOption("--steps", optarg, kMinSteps, 10000000); break;
       case 'b': job.batch = intOption("--batch", optarg, 1, 1 << 20); break;
       case 'w': job.hidden = intOption("--hidden", optarg, 1, 1 << 16); break;
+      case 'k': job.killRank = intOption("--kill-rank", optarg, 0, kMaxRanks - 1); break;
+      case 'K': job.killStep = intOption("--kill-step", optarg, 1, 10000000); break;
       case 'l': {
         char* end = nullptr;
         job.lr = std::strtof(optarg, &end);
@@ -128,12 +134,20 @@ Job parse(int argc, char** argv) {
       default:
         std::printf(
             "usage: %s [--ranks N] [--devices cpu,sim,cuda,hip] [--hosts H] [--steps S] [--batch B] [--hidden W] "
-            "[--lr RATE]\n",
+            "[--lr RATE] [--kill-rank R [--kill-step S]]\n",
             argv[0]);
         std::exit(c == 'h' ? 0 : kExitUsage);
     }
   }
   if (optind < argc) usageError(std::string("unexpected argument '") + argv[optind] + "'");
+  if (job.killStep >= 0 && job.killRank < 0) usageError("--kill-step needs --kill-rank");
+  if (job.killRank >= 0) {
+    if (job.killRank >= job.ranks || job.ranks < 2) {
+      usageError("--kill-rank " + std::to_string(job.killRank) + " must name one of at least 2 ranks");
+    }
+    if (job.killStep < 0) job.killStep = job.steps / 2;
+    if (job.killStep >= job.steps) usageError("--kill-step must come before the last step");
+  }
   job.hosts = std::min(job.hosts, job.ranks);  // more hosts than ranks would leave some empty
   return job;
 }
@@ -195,64 +209,128 @@ uint64_t fingerprint(const std::vector<float>& values) {
 struct DeviceBuffer {
   hclComm_t comm = nullptr;
   void* ptr = nullptr;
-  ~DeviceBuffer() {
-    if (ptr) hclCommMemFree(comm, ptr);
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(hclComm_t c) : comm(c) {}
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { reset(); }
+  void reset() {
+    if (ptr) hclCommMemFree(comm, ptr);  // fails harmlessly on a communicator that has failed
+    ptr = nullptr;
   }
   float* floats() const { return static_cast<float*>(ptr); }
 };
 
-int train(const Job& job, int rank, int nranks, hclComm_t comm) {
+// What a rank trains with on its current communicator; rebuilt on the
+// smaller communicator when a rank has died and the survivors shrink.
+struct Replica {
+  hclComm_t comm = nullptr;
+  int rank = 0;  // in comm
+  int nranks = 0;
+  DeviceBuffer grads;  // [loss | output layer | hidden layer], averaged in place
+  hclStream_t stream = nullptr;
+  ~Replica() {
+    if (stream) hclStreamDestroy(stream);
+  }
+};
+
+// Allocates the gradient buffer and the stream on r.comm, and takes rank 0's
+// parameters, as DDP does when it starts and when it re-forms its group.
+hclResult_t startReplica(Replica& r, std::vector<float>& params) {
+  if (hclResult_t e = hclCommUserRank(r.comm, &r.rank); e != hclSuccess) return e;
+  if (hclResult_t e = hclCommCount(r.comm, &r.nranks); e != hclSuccess) return e;
+  r.grads.reset();
+  r.grads.comm = r.comm;
+  const size_t bytes = params.size() * sizeof(float);
+  if (hclResult_t e = hclCommMemAlloc(r.comm, &r.grads.ptr, bytes + sizeof(float)); e != hclSuccess) return e;
+  if (hclResult_t e = hclCommMemcpy(r.comm, r.grads.floats() + 1, params.data(), bytes); e != hclSuccess) return e;
+  if (hclResult_t e = hclBcast(r.grads.floats() + 1, params.size(), hclFloat, 0, r.comm, nullptr); e != hclSuccess) {
+    return e;
+  }
+  if (hclResult_t e = hclCommMemcpy(r.comm, params.data(), r.grads.floats() + 1, bytes); e != hclSuccess) return e;
+  return r.stream ? hclSuccess : hclStreamCreate(&r.stream);
+}
+
+int train(const Job& job, int rank, hclComm_t& comm) {
   const train::MlpShape shape{16, job.hidden};
   const size_t nparams = shape.parameterCount();
   const size_t outputBucket = 1 + shape.outputLayerSize();  // the loss, then the output layer's gradient
   const std::vector<float> teacher = train::initialParameters(shape, 2024);
   // Each rank starts elsewhere; rank 0's start is broadcast, as in DDP.
   std::vector<float> params = train::initialParameters(shape, 7 + static_cast<uint64_t>(rank));
+  Replica replica;
+  replica.comm = comm;
+  CHECK_HCL(startReplica(replica, params));
 
-  DeviceBuffer grads{comm};  // [loss | output layer | hidden layer], averaged in place
-  CHECK_HCL(hclCommMemAlloc(comm, &grads.ptr, (1 + nparams) * sizeof(float)));
-  CHECK_HCL(hclCommMemcpy(comm, grads.floats() + 1, params.data(), nparams * sizeof(float)));
-  CHECK_HCL(hclBcast(grads.floats() + 1, nparams, hclFloat, 0, comm, nullptr));
-  CHECK_HCL(hclCommMemcpy(comm, params.data(), grads.floats() + 1, nparams * sizeof(float)));
-
-  hclStream_t stream = nullptr;
-  CHECK_HCL(hclStreamCreate(&stream));
   std::mt19937_64 data(1000003ull * static_cast<uint64_t>(rank + 1));
   std::vector<float> host(1 + nparams);
-  float firstLoss = 0, lastLoss = 0;
-  const auto start = std::chrono::steady_clock::now();
-  for (int step = 0; step < job.steps; ++step) {
-    const train::Batch batch = train::makeBatch(shape, teacher, static_cast<size_t>(job.batch), data);
+  // One step: the gradient's two buckets averaged over the ranks into host.
+  auto step = [&](const train::Batch& batch) -> hclResult_t {
     std::span<float> outputGrad(host.data() + 1, shape.outputLayerSize());
     std::span<float> hiddenGrad(host.data() + outputBucket, shape.hiddenLayerSize());
     hclResult_t issued = hclSuccess;
     train::lossAndGradients(shape, params, batch, outputGrad, hiddenGrad, [&](float loss) {
       host[0] = loss;
-      issued = hclCommMemcpy(comm, grads.ptr, host.data(), outputBucket * sizeof(float));
+      issued = hclCommMemcpy(replica.comm, replica.grads.ptr, host.data(), outputBucket * sizeof(float));
       if (issued == hclSuccess) {
-        issued = hclAllReduce(grads.ptr, grads.ptr, outputBucket, hclFloat, hclAvg, comm, stream);
+        issued = hclAllReduce(replica.grads.ptr, replica.grads.ptr, outputBucket, hclFloat, hclAvg, replica.comm,
+                              replica.stream);
       }
     });
-    CHECK_HCL(issued);
-    float* hiddenOnDevice = grads.floats() + outputBucket;
-    CHECK_HCL(hclCommMemcpy(comm, hiddenOnDevice, hiddenGrad.data(), hiddenGrad.size_bytes()));
-    CHECK_HCL(hclAllReduce(hiddenOnDevice, hiddenOnDevice, hiddenGrad.size(), hclFloat, hclAvg, comm, stream));
-    CHECK_HCL(hclStreamSynchronize(stream));
-    CHECK_HCL(hclCommMemcpy(comm, host.data(), grads.ptr, host.size() * sizeof(float)));
+    if (issued != hclSuccess) return issued;
+    float* hiddenOnDevice = replica.grads.floats() + outputBucket;
+    if (hclResult_t e = hclCommMemcpy(replica.comm, hiddenOnDevice, hiddenGrad.data(), hiddenGrad.size_bytes());
+        e != hclSuccess) {
+      return e;
+    }
+    if (hclResult_t e = hclAllReduce(hiddenOnDevice, hiddenOnDevice, hiddenGrad.size(), hclFloat, hclAvg,
+                                     replica.comm, replica.stream);
+        e != hclSuccess) {
+      return e;
+    }
+    if (hclResult_t e = hclStreamSynchronize(replica.stream); e != hclSuccess) return e;
+    return hclCommMemcpy(replica.comm, host.data(), replica.grads.ptr, host.size() * sizeof(float));
+  };
+
+  float firstLoss = 0, lastLoss = 0;
+  bool shrunk = false;
+  const auto start = std::chrono::steady_clock::now();
+  for (int s = 0; s < job.steps; ++s) {
+    if (s == job.killStep && rank == job.killRank) raise(SIGKILL);  // the failure the job must survive
+    const train::Batch batch = train::makeBatch(shape, teacher, static_cast<size_t>(job.batch), data);
+    if (const hclResult_t failed = step(batch); failed != hclSuccess) {
+      if (job.killRank < 0 || shrunk) CHECK_HCL(failed);
+      // A rank died: the survivors drop it and go on from rank 0's parameters.
+      std::fprintf(stderr, "rank %d: step %d failed (%s); shrinking the communicator without rank %d\n", rank, s,
+                   hclGetLastError(replica.comm), job.killRank);
+      int gone[] = {job.killRank};
+      hclComm_t smaller = nullptr;
+      (void)hclStreamSynchronize(replica.stream);  // drains what the failed step queued
+      CHECK_HCL(hclCommShrink(replica.comm, gone, 1, &smaller, nullptr, HCL_SHRINK_ABORT));
+      replica.grads.reset();
+      hclCommAbort(replica.comm);
+      replica.comm = comm = smaller;
+      shrunk = true;
+      CHECK_HCL(startReplica(replica, params));
+      if (replica.rank == 0) std::printf("step %5d  rank %d died; %d ranks go on\n", s, job.killRank, replica.nranks);
+      --s;  // the step again, on the survivors
+      continue;
+    }
     for (size_t i = 0; i < nparams; ++i) params[i] -= job.lr * host[1 + i];
-    if (step == 0) firstLoss = host[0];
+    if (s == 0) firstLoss = host[0];
     lastLoss = host[0];
-    if (rank == 0 && (step % std::max(1, job.steps / 6) == 0 || step == job.steps - 1)) {
-      std::printf("step %5d  loss %.5f (mean over ranks)\n", step, static_cast<double>(host[0]));
+    if (replica.rank == 0 && (s % std::max(1, job.steps / 6) == 0 || s == job.steps - 1)) {
+      std::printf("step %5d  loss %.5f (mean over ranks)\n", s, static_cast<double>(host[0]));
       std::fflush(stdout);
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  CHECK_HCL(hclStreamDestroy(stream));
+  CHECK_HCL(hclStreamSynchronize(replica.stream));
 
   // Every rank must hold the same bits: the averaged gradient is the same
   // everywhere, so any difference is a collective that returned different
   // results to different ranks.
+  const int nranks = replica.nranks;
   const uint64_t mine = fingerprint(params);
   DeviceBuffer prints{comm};
   CHECK_HCL(hclCommMemAlloc(comm, &prints.ptr, static_cast<size_t>(nranks + 1) * sizeof(uint64_t)));
@@ -264,7 +342,7 @@ int train(const Job& job, int rank, int nranks, hclComm_t comm) {
   int differing = 0;
   for (uint64_t p : all) differing += p != all[0] ? 1 : 0;
   const bool learned = lastLoss < 0.5f * firstLoss;
-  if (rank == 0) {
+  if (replica.rank == 0) {
     std::printf("%d steps in %.2f s (%.1f ms/step); loss %.5f -> %.5f (%s); parameters %s\n", job.steps, seconds,
                 seconds * 1e3 / job.steps, static_cast<double>(firstLoss), static_cast<double>(lastLoss),
                 learned ? "learned" : "DID NOT LEARN",
@@ -329,7 +407,7 @@ int runRank(const Job& job, int rank, int nranks, IdPipe* ids) {
         std::printf("links seen from rank 0:\n%s", links.data());
       }
     }
-    result = train(job, rank, nranks, comm);
+    result = train(job, rank, comm);
   }
   if (result != 0) {
     hclCommAbort(comm);
@@ -342,7 +420,7 @@ int runRank(const Job& job, int rank, int nranks, IdPipe* ids) {
 // Waits for every rank, as a launcher does: once one has failed (crashed, or
 // exited with an error), the rest get a grace period to report their own
 // error and are then killed, so a dead rank never leaves the job hanging.
-int reap(std::vector<pid_t> children) {
+int reap(std::vector<pid_t> children, pid_t expectedVictim) {
   using Clock = std::chrono::steady_clock;
   constexpr auto kGrace = std::chrono::seconds(10);
   int worst = 0;
@@ -353,7 +431,8 @@ int reap(std::vector<pid_t> children) {
     const pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid > 0) {
       children.erase(std::remove(children.begin(), children.end(), pid), children.end());
-      const bool clean = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == kExitSkip);
+      const bool clean = (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == kExitSkip)) ||
+                         (pid == expectedVictim && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
       skipped = skipped || (WIFEXITED(status) && WEXITSTATUS(status) == kExitSkip);
       if (!clean) {
         if (WIFSIGNALED(status)) std::fprintf(stderr, "a rank was killed by signal %d\n", WTERMSIG(status));
@@ -408,7 +487,8 @@ int forkRanks(const Job& job) {
   if (!forkedAll) {
     for (pid_t child : children) kill(child, SIGKILL);
   }
-  const int result = reap(std::move(children));
+  const pid_t victim = job.killRank >= 0 && forkedAll ? children[static_cast<size_t>(job.killRank)] : -1;
+  const int result = reap(std::move(children), victim);
   return forkedAll ? result : 1;
 }
 

@@ -616,6 +616,8 @@ TEST_P(KilledRank, SurvivorsGetAnErrorNamingThePeer) {
       3, "4000",
       [&](int rank, hclComm_t comm) {
         std::vector<float> v(1 << 20, 1.0f);
+        void* kept = nullptr;
+        RANK_HCL(hclCommMemAlloc(comm, &kept, 4096));
         RANK_HCL(hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr));
         if (rank == 2) raise(SIGKILL);
         // The survivors keep going until the dead rank is noticed.
@@ -636,6 +638,10 @@ TEST_P(KilledRank, SurvivorsGetAnErrorNamingThePeer) {
         RANK_CHECK(laterText.rfind("hclBroadcast: communicator has failed (first error: hclAllReduce: ", 0) == 0 &&
                        laterText.find(text) != std::string::npos,
                    "later call's message: %s", laterText.c_str());
+        // Memory of the failed communicator can still be read and freed.
+        float first = 0;
+        RANK_HCL(hclCommMemcpy(comm, &first, kept, sizeof first));
+        RANK_HCL(hclCommMemFree(comm, kept));
         // Its links are closed; the survivors shrink it without them and go on.
         int dead[] = {2};
         hclComm_t survivors = nullptr;

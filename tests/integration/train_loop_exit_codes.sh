@@ -29,6 +29,9 @@ expect 2 "misspelled device" -- "$loop" --devices cpu,cdua
 expect 2 "too few steps to judge" -- "$loop" --steps 1
 expect 2 "learning rate that is not a number" -- "$loop" --lr fast
 expect 2 "stray argument" -- "$loop" extra
+expect 2 "--kill-step without --kill-rank" -- "$loop" --kill-step 5
+expect 2 "--kill-rank beyond the ranks" -- "$loop" --ranks 2 --kill-rank 2
+expect 2 "--kill-step after the last step" -- "$loop" --ranks 2 --kill-rank 1 --steps 30 --kill-step 30
 expect 2 "RANK without WORLD_SIZE" -- env RANK=0 "$loop"
 expect 2 "RANK that is not a number" -- env RANK=zero WORLD_SIZE=2 HCL_COMM_ID=127.0.0.1:1 "$loop"
 expect 2 "RANK beyond WORLD_SIZE" -- env RANK=2 WORLD_SIZE=2 HCL_COMM_ID=127.0.0.1:1 "$loop"
