@@ -404,6 +404,12 @@ TEST(LifecycleErrors, RanksWithDifferentChunkSizesFailInitTogether) {
 
 TEST(LifecycleErrors, RunningOutOfFileDescriptorsIsAnErrorNotACrash) {
   SKIP_UNDER_TSAN();
+#if defined(HCL_UNDEFINED_SANITIZER)
+  // Its vptr check reads memory through a pipe; with no descriptor left it
+  // reports every polymorphic object (the exceptions asio throws included)
+  // as invalid.
+  GTEST_SKIP() << "UBSan needs file descriptors of its own to check objects";
+#endif
   // In a child, with the descriptor limit at many levels, create ids and
   // communicators until one fails: each failure must be a returned error
   // (an exception escaping from an asio object used to abort the process).
