@@ -187,17 +187,9 @@ Status groupEnd() {
   bool outermost = false;
   std::vector<PendingOp> ops;
   const Status closed = closeLevel("hclGroupEnd", Status{}, outermost, ops);
-  if (!closed.ok() || !outermost) {
-    releaseStreams(ops);
-    return closed;
-  }
-  std::vector<hclStream*> held;
-  for (const PendingOp& op : ops) {
-    if (op.stream) held.push_back(op.stream);
-  }
-  const Status launched = launch(std::move(ops));
-  for (hclStream* stream : held) stream->inOpenGroups.fetch_sub(1, std::memory_order_acq_rel);
-  return launched;
+  releaseStreams(ops);  // the group is closed: its operations now belong to their streams' queues
+  if (!closed.ok() || !outermost) return closed;
+  return launch(std::move(ops));
 }
 
 Status groupSimulateEnd(const Status& refusal, double& estimated) {

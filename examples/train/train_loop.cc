@@ -30,7 +30,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <optional>
 #include <thread>
 #include <vector>
 
@@ -234,20 +233,24 @@ struct Replica {
   }
 };
 
+// Passes a failed call's result on to the caller.
+#define PASS_HCL(call)                                                   \
+  do {                                                                   \
+    if (const hclResult_t e_ = (call); e_ != hclSuccess) return e_;      \
+  } while (0)
+
 // Allocates the gradient buffer and the stream on r.comm, and takes rank 0's
 // parameters, as DDP does when it starts and when it re-forms its group.
 hclResult_t startReplica(Replica& r, std::vector<float>& params) {
-  if (hclResult_t e = hclCommUserRank(r.comm, &r.rank); e != hclSuccess) return e;
-  if (hclResult_t e = hclCommCount(r.comm, &r.nranks); e != hclSuccess) return e;
+  PASS_HCL(hclCommUserRank(r.comm, &r.rank));
+  PASS_HCL(hclCommCount(r.comm, &r.nranks));
   r.grads.reset();
   r.grads.comm = r.comm;
   const size_t bytes = params.size() * sizeof(float);
-  if (hclResult_t e = hclCommMemAlloc(r.comm, &r.grads.ptr, bytes + sizeof(float)); e != hclSuccess) return e;
-  if (hclResult_t e = hclCommMemcpy(r.comm, r.grads.floats() + 1, params.data(), bytes); e != hclSuccess) return e;
-  if (hclResult_t e = hclBcast(r.grads.floats() + 1, params.size(), hclFloat, 0, r.comm, nullptr); e != hclSuccess) {
-    return e;
-  }
-  if (hclResult_t e = hclCommMemcpy(r.comm, params.data(), r.grads.floats() + 1, bytes); e != hclSuccess) return e;
+  PASS_HCL(hclCommMemAlloc(r.comm, &r.grads.ptr, bytes + sizeof(float)));
+  PASS_HCL(hclCommMemcpy(r.comm, r.grads.floats() + 1, params.data(), bytes));
+  PASS_HCL(hclBcast(r.grads.floats() + 1, params.size(), hclFloat, 0, r.comm, nullptr));
+  PASS_HCL(hclCommMemcpy(r.comm, params.data(), r.grads.floats() + 1, bytes));
   return r.stream ? hclSuccess : hclStreamCreate(&r.stream);
 }
 
@@ -277,18 +280,12 @@ int train(const Job& job, int rank, hclComm_t& comm) {
                               replica.stream);
       }
     });
-    if (issued != hclSuccess) return issued;
+    PASS_HCL(issued);
     float* hiddenOnDevice = replica.grads.floats() + outputBucket;
-    if (hclResult_t e = hclCommMemcpy(replica.comm, hiddenOnDevice, hiddenGrad.data(), hiddenGrad.size_bytes());
-        e != hclSuccess) {
-      return e;
-    }
-    if (hclResult_t e = hclAllReduce(hiddenOnDevice, hiddenOnDevice, hiddenGrad.size(), hclFloat, hclAvg,
-                                     replica.comm, replica.stream);
-        e != hclSuccess) {
-      return e;
-    }
-    if (hclResult_t e = hclStreamSynchronize(replica.stream); e != hclSuccess) return e;
+    PASS_HCL(hclCommMemcpy(replica.comm, hiddenOnDevice, hiddenGrad.data(), hiddenGrad.size_bytes()));
+    PASS_HCL(hclAllReduce(hiddenOnDevice, hiddenOnDevice, hiddenGrad.size(), hclFloat, hclAvg, replica.comm,
+                          replica.stream));
+    PASS_HCL(hclStreamSynchronize(replica.stream));
     return hclCommMemcpy(replica.comm, host.data(), replica.grads.ptr, host.size() * sizeof(float));
   };
 
@@ -425,7 +422,7 @@ int reap(std::vector<pid_t> children, pid_t expectedVictim) {
   constexpr auto kGrace = std::chrono::seconds(10);
   int worst = 0;
   bool skipped = false;
-  std::optional<Clock::time_point> failedAt;
+  auto killAt = Clock::time_point::max();  // set once a rank has failed
   while (!children.empty()) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -437,7 +434,7 @@ int reap(std::vector<pid_t> children, pid_t expectedVictim) {
       if (!clean) {
         if (WIFSIGNALED(status)) std::fprintf(stderr, "a rank was killed by signal %d\n", WTERMSIG(status));
         worst = 1;
-        if (!failedAt) failedAt = Clock::now();
+        if (killAt == Clock::time_point::max()) killAt = Clock::now() + kGrace;
       }
       continue;
     }
@@ -445,10 +442,10 @@ int reap(std::vector<pid_t> children, pid_t expectedVictim) {
       std::fprintf(stderr, "waitpid: %s; %zu rank(s) unaccounted for\n", std::strerror(errno), children.size());
       return 1;
     }
-    if (failedAt && Clock::now() - *failedAt > kGrace) {
+    if (Clock::now() > killAt) {
       std::fprintf(stderr, "stopping the %zu rank(s) still running after a rank failed\n", children.size());
       for (pid_t child : children) kill(child, SIGKILL);
-      failedAt.reset();  // reap them; they count as failed already
+      killAt = Clock::time_point::max();  // reap them; they count as failed already
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
