@@ -1,6 +1,5 @@
 #include "core/comm_init.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -12,6 +11,7 @@
 #include "core/comm_plan.h"
 #include "core/host_identity.h"
 #include "core/link_probe.h"
+#include "core/host_cpus.h"
 #include "core/log.h"
 #include "core/no_throw.h"
 #include "core/params.h"
@@ -29,6 +29,7 @@ PeerInfo describeSelf(int rank, const Device& device) {
   self.vendor = device.vendor();
   self.deviceIndex = device.index();
   self.shmEnabled = !paramBool("HCL_SHM_DISABLE");
+  self.cpuMask = currentCpuMask();
   if (device.kind() != DeviceKind::Cpu) {
     std::string whyNot;
     if (paramBool("HCL_IPC_DISABLE")) {
@@ -81,22 +82,18 @@ Status checkSharedSettings(const std::vector<PeerInfo>& peers) {
   return check("HCL_STAGE_CHUNK_BYTES", &PeerInfo::stageChunkBytes);
 }
 
-// With more ranks of this communicator on the host than CPUs this process
-// may run on, a rank that busy-polls holds a CPU its peer needs to make the
+// With more ranks of this communicator on the host than CPUs they may run
+// on together, a rank that busy-polls holds a CPU its peer needs to make the
 // progress it waits for: waits yield at once instead (what Open MPI does when
-// it finds itself oversubscribed), unless HCL_SPIN_US was set.
+// it finds itself oversubscribed), unless HCL_SPIN_US was set. Ranks pinned
+// to a CPU each are not oversubscribed, however few CPUs each one sees.
 void avoidSpinningWhenOversubscribed(Communicator& comm) {
   if (paramSetByUser("HCL_SPIN_US")) return;
   const std::string& host = comm.peers()[static_cast<size_t>(comm.rank())].hostId;
-  const auto local = std::count_if(comm.peers().begin(), comm.peers().end(),
-                                   [&](const PeerInfo& p) { return p.hostId == host; });
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  const int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
-  if (cpus > 0 && local > cpus) {
+  if (hostOversubscribed(comm.peers(), host)) {
     comm.setSpinUs(0);
-    log::info(log::Init, "rank {}: {} ranks on this host share {} CPUs: waits yield instead of busy-polling",
-              comm.rank(), local, cpus);
+    log::info(log::Init, "rank {}: the ranks on this host outnumber the CPUs they may run on: waits yield instead of "
+              "busy-polling", comm.rank());
   }
 }
 
@@ -204,6 +201,7 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
               rank, nranks, comm->device().vendor(), self.hostId);
   }
   avoidSpinningWhenOversubscribed(*comm);
+  comm->setSharedCpus(anyHostOversubscribed(comm->peers()));
   std::vector<const Connection*> linksInUse;
   for (int p = 0; p < nranks; ++p) linksInUse.push_back(p == rank ? nullptr : comm->connection(p));
   bool peerAccess = false;

@@ -73,6 +73,7 @@ class Communicator {
   std::shared_ptr<const PreparedSchedule> schedule(const CollArgs& args) { return schedules_.get(planner_, args); }
   void setPlanTable(std::shared_ptr<const PlanTable> table) { planner_.setTable(std::move(table)); }
   void setPeerAccess(bool on) { planner_.setPeerAccess(on); }
+  void setSharedCpus(bool on) { planner_.setSharedCpus(on); }
   // Busy-poll time of waits on this communicator (Backoff).
   void setSpinUs(int64_t us) { settings_.spinUs = us; }
   RedOpTable& redOps() { return redOps_; }

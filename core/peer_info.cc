@@ -55,6 +55,8 @@ std::vector<uint8_t> PeerInfo::serialize() const {
   }
   w.putString(rescueIp);
   w.put(rescuePort);
+  w.put<uint32_t>(static_cast<uint32_t>(cpuMask.size()));
+  for (uint64_t word : cpuMask) w.put(word);
   return w.take();
 }
 
@@ -97,6 +99,11 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
   }
   r.getString(out.rescueIp);
   r.get(out.rescuePort);
+  uint32_t maskWords = 0;
+  r.get(maskWords);
+  if (!r.ok() || maskWords > 1024) return false;
+  out.cpuMask.resize(maskWords);
+  for (uint64_t& word : out.cpuMask) r.get(word);
   return r.ok() && r.atEnd();
 }
 

@@ -42,6 +42,8 @@ struct PeerInfo {
   // communicator fails and the survivors shrink it without its links (0: none).
   std::string rescueIp;
   uint16_t rescuePort = 0;
+  // The CPUs this rank may run on, 64 per word (core/host_cpus.h; empty: unknown).
+  std::vector<uint64_t> cpuMask;
   // Settings every rank of a communicator must share (checked at init).
   uint64_t chunkBytes = 0;       // HCL_CHUNK_BYTES in effect
   uint64_t stageChunkBytes = 0;  // HCL_STAGE_CHUNK_BYTES in effect

@@ -30,8 +30,12 @@ constexpr size_t kDirectReduceFrom = 128 * 1024;
 // pull pays from smaller blocks (sizes here are per rank; measured on
 // 2 ranks: 1.1-1.4x the message-based algorithms from 8 KiB).
 constexpr size_t kDirectCopyFrom = 8 * 1024;
-// One round of n-1 messages beats log2(n) rounds for tiny messages on a few
-// ranks (4 ranks on 2 cores: about 0.5 us less up to 1 KiB).
+// One round of n-1 messages for tiny messages on a few ranks, where each
+// rank has a CPU of its own. Ranks that share CPUs yield while they wait, and
+// a round that needs every peer to have run costs more than log2(n) rounds
+// that each need one: 4 ranks pinned two per core, 8-256 B, 2.5-2.9 us with
+// recursive doubling against 2.9-3.0 flat, whichever ranks share a core
+// (docs/performance.md).
 constexpr size_t kFlatUpTo = 1024;
 constexpr int kFlatMaxRanks = 8;
 // From here the data no longer stays in cache between calls, and staging
@@ -44,7 +48,7 @@ constexpr size_t kWindowFromTotal = 64u << 20;
 
 std::span<const AlgorithmEntry> algorithmTable() {
   static const AlgorithmEntry table[] = {
-      {CollKind::AllReduce, "flat", flatAllReduce, kFlatUpTo, 0, false, kFlatMaxRanks},
+      {CollKind::AllReduce, "flat", flatAllReduce, kFlatUpTo, 0, false, kFlatMaxRanks, 0, 0, true},
       {CollKind::AllReduce, "rd", recursiveDoublingAllReduce, 16 * 1024},
       {CollKind::AllReduce, "window", windowAllReduce, 0, kWindowFrom, true, 0, kWindowFromTotal},
       {CollKind::AllReduce, "direct", directAllReduce, 0, 0, true, 0, 0, kDirectShardFrom},

@@ -179,7 +179,7 @@ bool Planner::usable(const AlgorithmEntry& e, size_t bytes, int nranks, bool pee
   const bool bigEnough = bytes >= e.minBytes && bytes >= (e.minTotalBytes + ranks - 1) / ranks &&
                          bytes / ranks >= e.minShardBytes;
   return (e.maxBytes == 0 || bytes <= e.maxBytes) && (bigEnough || named) && (peerAccess || !e.needsPeerAccess) &&
-         (e.maxRanks == 0 || nranks <= e.maxRanks || named);
+         (e.maxRanks == 0 || nranks <= e.maxRanks || named) && (!e.needsOwnCpu || !sharedCpus_ || named);
 }
 
 bool Planner::lastResort(const AlgorithmEntry& e) const {

@@ -33,6 +33,8 @@ struct AlgorithmEntry {
   // And only where each rank's share of the message reaches this (0: no
   // limit): for schedules in which every rank works on one shard.
   size_t minShardBytes = 0;
+  // Only where every rank has a CPU of its own (Planner::setSharedCpus).
+  bool needsOwnCpu = false;
 };
 
 // Every registered algorithm (collectives/algorithms/registry.cc).
@@ -64,6 +66,9 @@ class Planner {
   // all ranks at init, so every rank makes the same choices.
   void setPeerAccess(bool on) { peerAccess_ = on; }
   bool peerAccess() const { return peerAccess_; }
+  // Some host has more ranks than CPUs for them (core/host_cpus.h); every
+  // rank derives it from the same peer table, so all choose alike.
+  void setSharedCpus(bool on) { sharedCpus_ = on; }
   const PlanTable* table() const { return table_.get(); }
 
  private:
@@ -78,6 +83,7 @@ class Planner {
   bool chosenAlgorithmRuns(CollKind kind, size_t bytes, int nranks, bool peerAccess) const;
   std::string spec_;
   bool peerAccess_ = false;
+  bool sharedCpus_ = false;
   std::vector<const AlgorithmEntry*> named_;  // listed (not excluded) in the override
   std::vector<const AlgorithmEntry*> lastResort_;
   // Decided once per communicator, so a bad override warns once.

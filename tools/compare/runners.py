@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ class Plan:
     max_iters: int
     timeout: float
     time_budget: float = 1.0
+    cpus: list = None  # rank r runs on CPU cpus[r] (taskset); None: where the kernel puts it
 
     def peer_args(self):
         return ["-c", ",".join(self.colls), "-b", str(self.min_bytes), "-e", str(self.max_bytes),
@@ -79,43 +81,38 @@ def _kill(proc):
         pass
 
 
+SESSION = Path(__file__).resolve().parent / "session.py"
+
+
 def launch(commands, timeout, grace=5.0):
-    """Starts each (argv, env) in its own session and waits for all of them.
-    When one fails, the others get `grace` seconds; past `timeout` all are
-    killed. Returns (stdout of the first, stderr tails, error text or None)."""
-    procs = []
-    outs = []
-    for argv, env in commands:
-        out = tempfile.TemporaryFile(mode="w+")
-        err = tempfile.TemporaryFile(mode="w+")
-        procs.append(subprocess.Popen(argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                      start_new_session=True))
-        outs.append((out, err))
-    deadline = time.monotonic() + timeout
-    error = None
-    while any(p.poll() is None for p in procs):
-        now = time.monotonic()
-        failed = [p for p in procs if p.poll() not in (None, 0)]
-        if failed and error is None:
-            error = f"exit code {failed[0].returncode}"
-            deadline = min(deadline, now + grace)
-        if now > deadline:
-            error = error or f"timed out after {timeout:.0f} s"
-            for p in procs:
-                _kill(p)
-            break
-        time.sleep(0.05)
-    for p in procs:
-        p.wait()
-        if p.returncode != 0 and error is None:
-            error = f"exit code {p.returncode}"
-    texts = []
-    for out, err in outs:
-        out.seek(0)
-        err.seek(0)
-        texts.append((out.read(), err.read()))
-        out.close()
-        err.close()
+    """Starts every (argv, env) in one new session (session.py says why) and
+    waits for all of them. When one fails, the others get `grace` seconds;
+    past `timeout` all are killed. Returns (stdout of the first, error text
+    or None, with the tails of the commands' stderr)."""
+    with tempfile.TemporaryDirectory(prefix="hcl-compare-launch-") as tmp:
+        spec = [{"argv": [str(x) for x in argv], "env": env, "out": f"{tmp}/out{i}", "err": f"{tmp}/err{i}"}
+                for i, (argv, env) in enumerate(commands)]
+        spec_path = Path(tmp) / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        proc = subprocess.Popen([sys.executable, str(SESSION), str(spec_path), str(grace)],
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        error = None
+        while proc.poll() is None:
+            if time.monotonic() > deadline:
+                error = f"timed out after {timeout:.0f} s"
+                _kill(proc)
+                break
+            time.sleep(0.05)
+        proc.wait()
+        if error is None and proc.returncode != 0:
+            error = f"exit code {proc.returncode}"
+        texts = []
+        for cmd in spec:
+            out = Path(cmd["out"])
+            err = Path(cmd["err"])
+            texts.append((out.read_text(errors="replace") if out.exists() else "",
+                          err.read_text(errors="replace") if err.exists() else ""))
     if error:
         tail = "\n".join(e.strip()[-400:] for _, e in texts if e.strip())
         error = f"{error}: {tail}" if tail else error
@@ -140,6 +137,24 @@ def _sweep(stdout, error):
     return Sweep(parse_rows(stdout), error, parse_missing(stdout))
 
 
+def pinned(plan, rank, argv):
+    """argv run on the CPU that --cpus gives `rank`, when it gives one."""
+    if not plan.cpus:
+        return argv
+    return ["taskset", "-c", str(plan.cpus[rank % len(plan.cpus)])] + argv
+
+
+def mpi_pinned(plan, argv):
+    """argv for every rank of an MPI launch, each on its own --cpus entry:
+    the rank comes from the launcher's environment (Open MPI, MPICH)."""
+    if not plan.cpus:
+        return argv
+    table = ",".join(str(c) for c in plan.cpus)
+    script = (f'c=$(echo {table} | cut -d, -f$(( ${{OMPI_COMM_WORLD_RANK:-$PMI_RANK}} % {len(plan.cpus)} + 1 ))); '
+              'exec taskset -c "$c" "$0" "$@"')
+    return ["sh", "-c", script] + argv
+
+
 def run_mpi(exe, flavour, plan):
     """flavour: 'ompi-vader', 'ompi-tcp' or 'mpich'."""
     env = dict(os.environ)
@@ -150,7 +165,7 @@ def run_mpi(exe, flavour, plan):
             ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"]
         argv = ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(plan.ranks)] + btl
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    return _sweep(*launch([(argv + [str(exe)] + plan.peer_args(), env)], plan.timeout))
+    return _sweep(*launch([(argv + mpi_pinned(plan, [str(exe)] + plan.peer_args()), env)], plan.timeout))
 
 
 def _rank_envs(plan, extra):
@@ -163,7 +178,8 @@ def _rank_envs(plan, extra):
 
 def run_gloo(exe, plan):
     with tempfile.TemporaryDirectory(prefix="hcl-compare-gloo-") as store:
-        cmds = [([str(exe)] + plan.peer_args(), env) for env in _rank_envs(plan, {"GLOO_STORE_DIR": store})]
+        cmds = [(pinned(plan, r, [str(exe)] + plan.peer_args()), env)
+                for r, env in enumerate(_rank_envs(plan, {"GLOO_STORE_DIR": store}))]
         return _sweep(*launch(cmds, plan.timeout))
 
 
@@ -173,7 +189,8 @@ def hcl_env(variant):
 
 def run_hcl_bench(exe, variant, alloc, plan):
     extra = dict(hcl_env(variant), HCL_COMM_ID=f"127.0.0.1:{free_port()}")
-    cmds = [([str(exe)] + plan.peer_args() + ["-A", alloc], env) for env in _rank_envs(plan, extra)]
+    cmds = [(pinned(plan, r, [str(exe)] + plan.peer_args() + ["-A", alloc]), env)
+            for r, env in enumerate(_rank_envs(plan, extra))]
     return _sweep(*launch(cmds, plan.timeout))
 
 
@@ -216,7 +233,7 @@ def run_hcl_perf(perf_dir, variant, plan):
                         "-d", "float", "-o", "sum", "-c", "1"]
                 cmds = []
                 for r, env in enumerate(_rank_envs(plan, extra)):
-                    cmds.append(([str(exe)] + args + (["-J", str(out)] if r == 0 else []), env))
+                    cmds.append((pinned(plan, r, [str(exe)] + args + (["-J", str(out)] if r == 0 else [])), env))
                 _, error = launch(cmds, plan.timeout)
                 try:
                     sweep.rows.setdefault(coll, {}).update(read_nccl_json(out))

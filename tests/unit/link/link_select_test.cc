@@ -143,7 +143,8 @@ TEST(LinkSelect, NoSharedFabricTriesTheFirstAddressAndSaysSo) {
 }
 
 TEST(PeerInfoWire, NicFactsSurviveTheRoundTrip) {
-  const PeerInfo p = roceNode(3);
+  PeerInfo p = roceNode(3);
+  p.cpuMask = {0x5, 0, 0x8000000000000000ull};
   const auto bytes = p.serialize();
   PeerInfo q;
   ASSERT_TRUE(PeerInfo::deserialize(bytes.data(), bytes.size(), q));
@@ -151,6 +152,7 @@ TEST(PeerInfoWire, NicFactsSurviveTheRoundTrip) {
   EXPECT_EQ(q.addresses[1].kind, NicKind::Roce);
   EXPECT_EQ(q.addresses[1].speedMbps, 200000u);
   EXPECT_EQ(q.addresses[1].fabric, "ip:192.168.2.0/24");
+  EXPECT_EQ(q.cpuMask, p.cpuMask);
   auto truncated = bytes;
   truncated.pop_back();
   EXPECT_FALSE(PeerInfo::deserialize(truncated.data(), truncated.size(), q));

@@ -164,6 +164,20 @@ TEST(Planner, OverrideGrammar) {
   EXPECT_STREQ(hcl::Planner("^ring;allgather:rhd").algorithmFor(CollKind::AllGather), "rhd");
 }
 
+// Ranks that share CPUs take recursive doubling's rounds instead of the flat
+// round, unless HCL_ALGO names flat.
+TEST(Planner, FlatNeedsACpuPerRank) {
+  hcl::Planner planner("");
+  planner.setSharedCpus(true);
+  EXPECT_STREQ(planner.algorithmFor(CollKind::AllReduce, 8, 4), "rd");
+  EXPECT_STREQ(planner.algorithmFor(CollKind::AllReduce, 1024, 4), "rd");
+  planner.setSharedCpus(false);
+  EXPECT_STREQ(planner.algorithmFor(CollKind::AllReduce, 8, 4), "flat");
+  hcl::Planner named("allreduce:flat");
+  named.setSharedCpus(true);
+  EXPECT_STREQ(named.algorithmFor(CollKind::AllReduce, 8, 4), "flat");
+}
+
 // With peer access, the direct allreduce starts where each rank's shard
 // holds 8 KiB, so later on more ranks; the direct reduce-scatter (whose
 // size is already per rank) at 16 KiB.

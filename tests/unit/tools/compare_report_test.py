@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """ctest: the parsing and reporting parts of tools/compare (no peer is run)."""
+import os
+import subprocess
 import sys
+import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -75,6 +79,45 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(a.peers, ["hcl", "gloo"])
         with self.assertRaises(SystemExit):
             compare.parse_args(["--peers", "nccl"])
+        self.assertEqual(compare.parse_args(["--cpus", "0,1,0,1"]).cpus, [0, 1, 0, 1])
+        self.assertIsNone(compare.parse_args([]).cpus)
+        for bad in ["", "0,x", "-1"]:
+            with self.assertRaises(SystemExit):
+                compare.parse_args(["--cpus", bad])
+
+    def test_pinning(self):
+        plan = runners.Plan(4, ["allreduce"], 8, 8, 1, 1, 1, 10, cpus=[1, 0])
+        self.assertEqual(runners.pinned(plan, 3, ["prog", "-x"]), ["taskset", "-c", "0", "prog", "-x"])
+        self.assertEqual(runners.pinned(runners.Plan(2, [], 8, 8, 1, 1, 1, 10), 0, ["prog"]), ["prog"])
+        # An MPI launch pins each rank by the rank its launcher gives it:
+        # rank 1 (Open MPI's variable) and rank 3 (MPICH's) both get CPU 0.
+        argv = runners.mpi_pinned(plan, ["grep", "Cpus_allowed_list", "/proc/self/status"])
+        for env in ({"OMPI_COMM_WORLD_RANK": "1"}, {"PMI_RANK": "3"}):
+            out = subprocess.run(argv, env=dict(os.environ, **env), capture_output=True, text=True, check=True)
+            self.assertEqual(out.stdout.split()[-1], "0")
+
+
+    def test_launch_shares_one_session(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # Field 6 of /proc/self/stat is the session id.
+            cmd = lambda i: (["sh", "-c", f"cut -d' ' -f6 /proc/self/stat > {tmp}/{i}; echo out{i}"], dict(os.environ))
+            out, error = runners.launch([cmd(0), cmd(1)], timeout=30)
+            self.assertIsNone(error)
+            self.assertEqual(out.strip(), "out0")
+            sids = {Path(tmp, str(i)).read_text().strip() for i in range(2)}
+            self.assertEqual(len(sids), 1)
+            self.assertNotEqual(sids.pop(), str(os.getsid(0)))
+
+    def test_launch_failure_and_timeout(self):
+        env = dict(os.environ)
+        start = time.monotonic()
+        _, error = runners.launch([(["sh", "-c", "echo why >&2; exit 3"], env), (["sleep", "60"], env)],
+                                  timeout=60, grace=0.2)
+        self.assertTrue(error.startswith("exit code 3"), error)
+        self.assertIn("why", error)
+        _, error = runners.launch([(["sleep", "60"], env)], timeout=0.5)
+        self.assertTrue(error.startswith("timed out"), error)
+        self.assertLess(time.monotonic() - start, 30)
 
 
 if __name__ == "__main__":

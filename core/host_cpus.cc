@@ -1,0 +1,48 @@
+#include "core/host_cpus.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <bit>
+#include <memory>
+
+namespace hcl {
+
+std::vector<uint64_t> currentCpuMask() {
+  // Large enough for any machine HCL runs on; the kernel fails the call
+  // (EINVAL) only where the set is smaller than its own CPU count.
+  constexpr int kMaxCpus = 8192;
+  const size_t bytes = CPU_ALLOC_SIZE(kMaxCpus);
+  std::unique_ptr<cpu_set_t, void (*)(cpu_set_t*)> set(CPU_ALLOC(kMaxCpus), [](cpu_set_t* s) { CPU_FREE(s); });
+  if (!set) return {};
+  CPU_ZERO_S(bytes, set.get());
+  if (sched_getaffinity(0, bytes, set.get()) != 0) return {};
+  std::vector<uint64_t> mask((kMaxCpus + 63) / 64, 0);
+  for (int cpu = 0; cpu < kMaxCpus; ++cpu) {
+    if (CPU_ISSET_S(static_cast<size_t>(cpu), bytes, set.get())) mask[static_cast<size_t>(cpu / 64)] |= uint64_t{1} << (cpu % 64);
+  }
+  while (!mask.empty() && mask.back() == 0) mask.pop_back();
+  return mask;
+}
+
+bool hostOversubscribed(const std::vector<PeerInfo>& peers, const std::string& hostId) {
+  std::vector<uint64_t> cpus;
+  size_t ranks = 0;
+  for (const PeerInfo& p : peers) {
+    if (p.hostId != hostId) continue;
+    if (p.cpuMask.empty()) return false;
+    ++ranks;
+    if (cpus.size() < p.cpuMask.size()) cpus.resize(p.cpuMask.size(), 0);
+    for (size_t w = 0; w < p.cpuMask.size(); ++w) cpus[w] |= p.cpuMask[w];
+  }
+  size_t distinct = 0;
+  for (uint64_t word : cpus) distinct += static_cast<size_t>(std::popcount(word));
+  return ranks > distinct;
+}
+
+bool anyHostOversubscribed(const std::vector<PeerInfo>& peers) {
+  return std::any_of(peers.begin(), peers.end(),
+                     [&](const PeerInfo& p) { return hostOversubscribed(peers, p.hostId); });
+}
+
+}  // namespace hcl
