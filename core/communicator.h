@@ -88,6 +88,14 @@ class Communicator {
   // Set by hclCommAbort (from any thread); every wait checks it.
   const std::atomic<bool>& abortFlag() const { return abortFlag_; }
   void requestAbort();
+  // hclCommRevoke: operations in flight stop as with an abort, but the
+  // communicator stays until destroyed, and it can still be split or shrunk
+  // (through the rescue root, since its links are broken).
+  void revoke() {
+    revoked_.store(true, std::memory_order_release);
+    requestAbort();
+  }
+  bool revoked() const { return revoked_.load(std::memory_order_acquire); }
 
   // A fatal error: remember it, and break every link so peers fail fast.
   void fail(const Status& s);
@@ -144,6 +152,7 @@ class Communicator {
   std::vector<std::unique_ptr<Connection>> connections_;
   std::mutex executionMutex_;
   std::atomic<bool> abortFlag_{false};
+  std::atomic<bool> revoked_{false};
   mutable std::mutex failureMutex_;
   Status failure_;
   std::atomic<bool> failed_{false};

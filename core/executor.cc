@@ -341,7 +341,7 @@ Status stepWork(Communicator& comm, const char* callName, Work& work, ProgressWa
                 bool* progressed) {
   Status s;
   if (comm.abortFlag().load(std::memory_order_acquire)) {
-    s = remoteError(fmt::format("rank {}: communicator aborted", comm.rank()));
+    s = remoteError(fmt::format("rank {}: communicator {}", comm.rank(), comm.revoked() ? "revoked" : "aborted"));
   } else if (Status f = comm.failure(); !f.ok()) {
     s = f;
   } else {

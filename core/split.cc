@@ -75,11 +75,10 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h * 0xff51afd7ed558ccdull;
 }
 
-}  // namespace
-
-Status splitCommunicator(const std::shared_ptr<Communicator>& parent, int color, int key,
-                         const CommSettings& settings, std::shared_ptr<Communicator>& out) {
-  out.reset();
+// Every rank tells its color and key over the parent's links; the members
+// of each color then build their communicator over those links too.
+Status splitOverLinks(const std::shared_ptr<Communicator>& parent, int color, int key, const CommSettings& settings,
+                      std::shared_ptr<Communicator>& out) {
   const int n = parent->nranks();
   const uint64_t serial = parent->nextSplitSerial();
   std::vector<int32_t> table(static_cast<size_t>(2 * n), 0);
@@ -106,8 +105,6 @@ Status splitCommunicator(const std::shared_ptr<Communicator>& parent, int color,
   const uint64_t tag = mix(mix(parent->commTag(), serial), static_cast<uint32_t>(color));
   return initCommunicator(oob, static_cast<int>(members.size()), myIndex, parent->secret(), tag, settings, out);
 }
-
-namespace {
 
 // Secret of the communicator the survivors build at the rescue root: the
 // parent's, mixed with the member list, so a stranger or a rank with another
@@ -172,6 +169,19 @@ Status shrinkThroughRescueRoot(const std::shared_ptr<Communicator>& parent, cons
 }
 
 }  // namespace
+
+Status splitCommunicator(const std::shared_ptr<Communicator>& parent, int color, int key,
+                         const CommSettings& settings, std::shared_ptr<Communicator>& out) {
+  out.reset();
+  if (!parent->revoked()) return splitOverLinks(parent, color, key, settings, out);
+  // A revoke broke the links: every rank first meets at the rescue root to
+  // rebuild the whole communicator, which the split then runs over.
+  std::vector<int> everyone(static_cast<size_t>(parent->nranks()));
+  for (int r = 0; r < parent->nranks(); ++r) everyone[static_cast<size_t>(r)] = r;
+  std::shared_ptr<Communicator> rebuilt;
+  HCL_TRY(shrinkThroughRescueRoot(parent, everyone, parent->rank(), settings, rebuilt));
+  return splitOverLinks(rebuilt, color, key, settings, out);
+}
 
 Status shrinkCommunicator(const std::shared_ptr<Communicator>& parent, const std::vector<int>& excluded,
                           bool abortParent, const CommSettings& settings, std::shared_ptr<Communicator>& out) {

@@ -22,6 +22,9 @@ Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
     return {comm->initStatus.ok() ? hclInternalError : comm->initStatus.code(),
             "comm failed to initialize: " + comm->initStatus.message()};
   }
+  if (comm->impl->revoked()) {
+    return invalidUsage("comm was revoked (hclCommRevoke): destroy it, or split or shrink it into a new communicator");
+  }
   HCL_TRY(comm->impl->failure());
   if (comm->impl->abortFlag().load()) return invalidUsage("comm was aborted");
   out = comm->impl;

@@ -270,7 +270,9 @@ static hclResult_t createChild(const char* call, hclComm_t comm, const Communica
 
 hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm, hclConfig_t* config) {
   std::shared_ptr<Communicator> parent;
-  Status s = checkComm(comm, parent);
+  // A revoked communicator can still be split; a failed or aborted one cannot.
+  Status s = checkCommEvenIfFailed(comm, parent);
+  if (s.ok() && !parent->revoked()) s = checkComm(comm, parent);
   if (s.ok() && !newcomm) s = invalidArgument("newcomm is NULL");
   if (s.ok() && color < 0 && color != HCL_SPLIT_NOCOLOR) {
     s = invalidArgument(fmt::format("color {} must be non-negative or HCL_SPLIT_NOCOLOR", color));
@@ -331,13 +333,28 @@ hclResult_t hclCommShrink(hclComm_t comm, int* excludeRanksList, int excludeRank
 }
 
 hclResult_t hclCommRevoke(hclComm_t comm, int revokeFlags) {
-  return report(invalidUsage("hclCommRevoke: not supported by this version of HCL"), comm);
+  std::shared_ptr<Communicator> impl;
+  // Revoking is what a rank does once it knows the communicator has failed.
+  Status s = checkCommEvenIfFailed(comm, impl);
+  if (s.ok() && revokeFlags != HCL_REVOKE_DEFAULT) {
+    s = invalidArgument(fmt::format("revokeFlags {:#x} is not HCL_REVOKE_DEFAULT", revokeFlags));
+  }
+  if (s.ok() && inGroup()) s = invalidUsage("cannot be called inside a group (call hclGroupEnd first)");
+  if (!s.ok()) return report(s.withContext("hclCommRevoke"), comm);
+  // Returns once no operation of this rank runs on the communicator.
+  impl->revoke();
+  return hclSuccess;
 }
 
 hclResult_t hclCommFinalize(hclComm_t comm) {
   if (!comm || !isLiveHandle(comm)) {
     return report(invalidArgument(fmt::format("hclCommFinalize: comm {} is not a valid communicator",
                                               static_cast<const void*>(comm))));
+  }
+  if (!comm->initPending.load(std::memory_order_acquire) && comm->impl && comm->impl->revoked()) {
+    return report(invalidUsage("hclCommFinalize: comm was revoked (hclCommRevoke); finalize is not supported "
+                               "after a revoke, destroy it with hclCommDestroy"),
+                  comm);
   }
   // Blocking operations are complete when they return; stream operations
   // are the caller's to synchronize, as with NCCL.

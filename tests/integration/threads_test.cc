@@ -5,7 +5,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -249,6 +251,79 @@ TEST(Threads, ShrinkArgumentsAreChecked) {
   expectRefused(one, 1, 7, "shrinkFlags 0x7");
   EXPECT_EQ(hclCommShrink(comms[0], one, 1, nullptr, nullptr, HCL_SHRINK_DEFAULT), hclInvalidArgument);
   EXPECT_NE(std::string(hclGetLastError(nullptr)).find("newcomm is NULL"), std::string::npos);
+  destroyAll(comms);
+}
+
+// hclCommRevoke stops a call in flight on another thread without freeing
+// anything; afterwards new calls and finalize are refused, and the ranks
+// can still split or shrink the communicator (both through the rescue
+// root, since the revoke broke its links) or destroy it.
+TEST(Threads, RevokeStopsWorkAndLeavesSplitAndShrink) {
+  auto comms = initAll(3);
+  // Rank 0 waits in an allreduce that ranks 1 and 2 never join.
+  int32_t stuck = 1;
+  std::atomic<int> stuckResult{-1};
+  std::jthread waiter([&] { stuckResult = hclAllReduce(&stuck, &stuck, 1, hclInt32, hclSum, comms[0], nullptr); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto before = std::chrono::steady_clock::now();
+  auto rc = onThreads(3, [&](int r) { return static_cast<int>(hclCommRevoke(comms[static_cast<size_t>(r)], HCL_REVOKE_DEFAULT)); });
+  waiter.join();
+  EXPECT_EQ(rc, (std::vector<int>{0, 0, 0})) << hclGetLastError(nullptr);
+  EXPECT_NE(stuckResult.load(), hclSuccess);
+  EXPECT_NE(stuckResult.load(), -1);
+  // Well within the 60 s the call would otherwise wait for its peers.
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(30));
+  EXPECT_EQ(hclCommRevoke(comms[1], HCL_REVOKE_DEFAULT), hclSuccess) << "a second revoke changes nothing";
+
+  int32_t v = 1;
+  EXPECT_EQ(hclAllReduce(&v, &v, 1, hclInt32, hclSum, comms[1], nullptr), hclInvalidUsage);
+  EXPECT_NE(std::string(hclGetLastError(nullptr)).find("revoked"), std::string::npos) << hclGetLastError(nullptr);
+  EXPECT_EQ(hclSend(&v, 1, hclInt32, 0, comms[1], nullptr), hclInvalidUsage);
+  EXPECT_EQ(hclCommFinalize(comms[2]), hclInvalidUsage);
+  EXPECT_NE(std::string(hclGetLastError(nullptr)).find("hclCommDestroy"), std::string::npos);
+
+  // Split: ranks 0 and 2 together, rank 1 alone; then a shrink without rank 1.
+  std::vector<hclComm_t> halves(3, nullptr), shrunk(3, nullptr);
+  int gone[] = {1};
+  rc = onThreads(3, [&](int r) {
+    const size_t i = static_cast<size_t>(r);
+    if (hclCommSplit(comms[i], r == 1 ? 1 : 0, -r, &halves[i], nullptr) != hclSuccess) return 1;
+    int count = 0, rank = -1;
+    if (hclCommCount(halves[i], &count) != hclSuccess || count != (r == 1 ? 1 : 2)) return 2;
+    // Keys -r put rank 2 first.
+    if (hclCommUserRank(halves[i], &rank) != hclSuccess || rank != (r == 2 ? 0 : r == 0 ? 1 : 0)) return 3;
+    int32_t x = 1 << r;
+    if (hclAllReduce(&x, &x, 1, hclInt32, hclSum, halves[i], nullptr) != hclSuccess) return 4;
+    if (x != (r == 1 ? 2 : 5)) return 5;
+    if (r == 1) return 0;
+    if (hclCommShrink(comms[i], gone, 1, &shrunk[i], nullptr, HCL_SHRINK_DEFAULT) != hclSuccess) return 6;
+    int32_t y = 10 + r;
+    if (hclAllReduce(&y, &y, 1, hclInt32, hclSum, shrunk[i], nullptr) != hclSuccess) return 7;
+    return y == 22 ? 0 : 8;
+  });
+  EXPECT_EQ(rc, (std::vector<int>{0, 0, 0})) << hclGetLastError(nullptr);
+  for (hclComm_t c : halves) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+  for (hclComm_t c : {shrunk[0], shrunk[2]}) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+  destroyAll(comms);
+}
+
+TEST(Threads, RevokeArgumentsAreChecked) {
+  auto comms = initAll(2);
+  EXPECT_EQ(hclCommRevoke(nullptr, HCL_REVOKE_DEFAULT), hclInvalidArgument);
+  EXPECT_EQ(std::string(hclGetLastError(nullptr)).rfind("hclCommRevoke: comm is NULL", 0), 0u) << hclGetLastError(nullptr);
+  EXPECT_EQ(hclCommRevoke(comms[0], 4), hclInvalidArgument);
+  EXPECT_NE(std::string(hclGetLastError(nullptr)).find("hclCommRevoke: revokeFlags 0x4"), std::string::npos)
+      << hclGetLastError(nullptr);
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  EXPECT_EQ(hclCommRevoke(comms[0], HCL_REVOKE_DEFAULT), hclInvalidUsage);
+  EXPECT_NE(std::string(hclGetLastError(nullptr)).find("inside a group"), std::string::npos);
+  ASSERT_EQ(hclGroupEnd(), hclSuccess);
+  // Not revoked by the refused calls: both ranks still run collectives.
+  std::vector<int32_t> values = {1, 2};
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  for (size_t r = 0; r < 2; ++r) ASSERT_EQ(hclAllReduce(&values[r], &values[r], 1, hclInt32, hclSum, comms[r], nullptr), hclSuccess);
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
+  EXPECT_EQ(values, (std::vector<int32_t>{3, 3}));
   destroyAll(comms);
 }
 

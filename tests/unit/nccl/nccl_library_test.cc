@@ -136,7 +136,6 @@ TEST(NcclLibrary, UnimplementedFunctionsSayNotSupported) {
   ASSERT_EQ(ncclCommShrink(comm, nullptr, 0, &shrunk, nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess) << lastError();
   EXPECT_NE(shrunk, comm);
   EXPECT_EQ(ncclCommDestroy(shrunk), ncclSuccess);
-  expectNotSupported(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), "ncclCommRevoke");
   expectNotSupported(ncclDevCommCreate(comm, nullptr, nullptr), "ncclDevCommCreate");
   expectNotSupported(pncclDevCommDestroy(comm, nullptr), "ncclDevCommDestroy");
   expectNotSupported(ncclLsaBarrierCreateRequirement(ncclTeamWorld(comm), 1, nullptr, nullptr),
@@ -150,6 +149,25 @@ TEST(NcclLibrary, UnimplementedFunctionsSayNotSupported) {
   float x = 2.0f;
   EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, comm, nullptr), ncclSuccess) << lastError(comm);
   EXPECT_EQ(x, 2.0f);
+}
+
+// Through the drop-in, with NCCL 2.28's rules: new work and finalize are
+// refused after a revoke; shrink and destroy still work.
+TEST(NcclLibrary, RevokeRefusesNewWorkAndKeepsShrinkAndDestroy) {
+  LocalComms local(1);
+  ncclComm_t comm = local.comms[0];
+  EXPECT_EQ(ncclCommRevoke(comm, 3), ncclInvalidArgument);
+  EXPECT_EQ(lastError().rfind("ncclCommRevoke: revokeFlags 0x3", 0), 0u) << lastError();
+  ASSERT_EQ(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclSuccess) << lastError();
+  float x = 1.0f;
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, comm, nullptr), ncclInvalidUsage);
+  EXPECT_EQ(lastError().rfind("ncclAllReduce: comm was revoked", 0), 0u) << lastError();
+  EXPECT_EQ(ncclCommFinalize(comm), ncclInvalidUsage);
+  ncclComm_t fresh = nullptr;
+  ASSERT_EQ(ncclCommShrink(comm, nullptr, 0, &fresh, nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess) << lastError();
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, fresh, nullptr), ncclSuccess) << lastError(fresh);
+  EXPECT_EQ(x, 1.0f);
+  EXPECT_EQ(ncclCommDestroy(fresh), ncclSuccess);
 }
 
 TEST(NcclLibrary, TeamQueriesDescribeTheCommunicator) {
