@@ -4,9 +4,33 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
 #include <memory>
 
 namespace hcl {
+namespace {
+
+// The ranks of one host and the union of their CPU masks.
+struct HostCpus {
+  size_t ranks = 0;
+  std::vector<uint64_t> cpus;
+  bool unknown = false;  // some rank published no mask
+
+  void add(const PeerInfo& p) {
+    ++ranks;
+    if (p.cpuMask.empty()) unknown = true;
+    if (cpus.size() < p.cpuMask.size()) cpus.resize(p.cpuMask.size(), 0);
+    for (size_t w = 0; w < p.cpuMask.size(); ++w) cpus[w] |= p.cpuMask[w];
+  }
+  bool oversubscribed() const {
+    if (unknown) return false;
+    size_t distinct = 0;
+    for (uint64_t word : cpus) distinct += static_cast<size_t>(std::popcount(word));
+    return ranks > distinct;
+  }
+};
+
+}  // namespace
 
 std::vector<uint64_t> currentCpuMask() {
   // Large enough for any machine HCL runs on; the kernel fails the call
@@ -26,23 +50,17 @@ std::vector<uint64_t> currentCpuMask() {
 }
 
 bool hostOversubscribed(const std::vector<PeerInfo>& peers, const std::string& hostId) {
-  std::vector<uint64_t> cpus;
-  size_t ranks = 0;
+  HostCpus host;
   for (const PeerInfo& p : peers) {
-    if (p.hostId != hostId) continue;
-    if (p.cpuMask.empty()) return false;
-    ++ranks;
-    if (cpus.size() < p.cpuMask.size()) cpus.resize(p.cpuMask.size(), 0);
-    for (size_t w = 0; w < p.cpuMask.size(); ++w) cpus[w] |= p.cpuMask[w];
+    if (p.hostId == hostId) host.add(p);
   }
-  size_t distinct = 0;
-  for (uint64_t word : cpus) distinct += static_cast<size_t>(std::popcount(word));
-  return ranks > distinct;
+  return host.oversubscribed();
 }
 
 bool anyHostOversubscribed(const std::vector<PeerInfo>& peers) {
-  return std::any_of(peers.begin(), peers.end(),
-                     [&](const PeerInfo& p) { return hostOversubscribed(peers, p.hostId); });
+  std::map<std::string, HostCpus> hosts;
+  for (const PeerInfo& p : peers) hosts[p.hostId].add(p);
+  return std::any_of(hosts.begin(), hosts.end(), [](const auto& h) { return h.second.oversubscribed(); });
 }
 
 }  // namespace hcl

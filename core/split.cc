@@ -144,13 +144,14 @@ Status shrinkOverLinks(const std::shared_ptr<Communicator>& parent, const std::v
   return initCommunicator(oob, static_cast<int>(members.size()), myIndex, parent->secret(), tag, settings, out);
 }
 
-// Without the parent's links (failed or aborted): the first member starts a
-// bootstrap root on the port it published at init, and the others join it.
-Status shrinkThroughRescueRoot(const std::shared_ptr<Communicator>& parent, const std::vector<int>& members,
+// Without the parent's links (failed, aborted or revoked): the first member
+// starts a bootstrap root on the port it published at init, and the others
+// join it to build a communicator of `members`.
+Status meetAtRescueRoot(const std::shared_ptr<Communicator>& parent, const std::vector<int>& members,
                                int myIndex, const CommSettings& settings, std::shared_ptr<Communicator>& out) {
   const PeerInfo& host = parent->peers()[static_cast<size_t>(members.front())];
   if (host.rescuePort == 0) {
-    return systemError(fmt::format("rank {}, which would host the survivors' bootstrap, holds no rescue port; "
+    return systemError(fmt::format("rank {}, which would host the members' bootstrap, holds no rescue port; "
                                    "abort the communicator and create a new one with hclCommInitRank",
                                    members.front()));
   }
@@ -179,7 +180,7 @@ Status splitCommunicator(const std::shared_ptr<Communicator>& parent, int color,
   std::vector<int> everyone(static_cast<size_t>(parent->nranks()));
   for (int r = 0; r < parent->nranks(); ++r) everyone[static_cast<size_t>(r)] = r;
   std::shared_ptr<Communicator> rebuilt;
-  HCL_TRY(shrinkThroughRescueRoot(parent, everyone, parent->rank(), settings, rebuilt));
+  HCL_TRY(meetAtRescueRoot(parent, everyone, parent->rank(), settings, rebuilt));
   return splitOverLinks(rebuilt, color, key, settings, out);
 }
 
@@ -193,7 +194,7 @@ Status shrinkCommunicator(const std::shared_ptr<Communicator>& parent, const std
   const int myIndex = static_cast<int>(std::find(members.begin(), members.end(), parent->rank()) - members.begin());
   if (abortParent && !parent->abortFlag().load()) parent->requestAbort();
   if (parent->abortFlag().load() || !parent->failure().ok()) {
-    return shrinkThroughRescueRoot(parent, members, myIndex, settings, out);
+    return meetAtRescueRoot(parent, members, myIndex, settings, out);
   }
   return shrinkOverLinks(parent, members, myIndex, settings, out);
 }

@@ -1,5 +1,6 @@
 // hclCommSplit: members of one color form a new communicator, ordered by key
-// then by parent rank, exchanging over the parent's links. hclCommShrink:
+// then by parent rank, exchanging over the parent's links (a revoked parent
+// is first rebuilt whole at rank 0's rescue root). hclCommShrink:
 // the ranks not excluded form one, in parent order; only they take part.
 #pragma once
 

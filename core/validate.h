@@ -10,8 +10,9 @@
 namespace hcl {
 
 Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out);
-// As checkComm, but a communicator that has failed or been aborted passes:
-// for calls that only touch this rank (memory) or leave it (shrink).
+// As checkComm, but a communicator that has failed, been aborted or been
+// revoked passes: for calls that only touch this rank (memory), leave it
+// (shrink) or revoke it.
 Status checkCommEvenIfFailed(hclComm_t comm, std::shared_ptr<Communicator>& out);
 // These two take the raw int a C caller passed, which may lie outside the enum's range.
 Status checkDataType(int type);

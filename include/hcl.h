@@ -164,6 +164,10 @@ hclResult_t hclCommInitRankScalable(hclComm_t* newcomm, int nranks, int myrank, 
 hclResult_t hclCommFinalize(hclComm_t comm);
 hclResult_t hclCommDestroy(hclComm_t comm);
 hclResult_t hclCommAbort(hclComm_t comm);
+/* Stops this rank's operations in flight on comm (they return an error) and
+ * returns once none runs. Afterwards new operations and hclCommFinalize
+ * return hclInvalidUsage; hclCommDestroy, hclCommSplit and hclCommShrink
+ * still work. revokeFlags must be HCL_REVOKE_DEFAULT. */
 hclResult_t hclCommRevoke(hclComm_t comm, int revokeFlags);
 hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm,
                          hclConfig_t* config);

@@ -337,7 +337,9 @@ TEST(Threads, SeveralCreationsFromOneParentInOneGroup) {
   for (size_t r = 0; r < 4; ++r) {
     ASSERT_EQ(hclCommSplit(comms[r], static_cast<int>(r % 2), 0, &pairs[r], nullptr), hclSuccess);
     ASSERT_EQ(hclCommSplit(comms[r], 0, -static_cast<int>(r), &whole[r], nullptr), hclSuccess);
-    if (r != 0) ASSERT_EQ(hclCommShrink(comms[r], gone, 1, &three[r], nullptr, HCL_SHRINK_DEFAULT), hclSuccess);
+    if (r != 0) {
+      ASSERT_EQ(hclCommShrink(comms[r], gone, 1, &three[r], nullptr, HCL_SHRINK_DEFAULT), hclSuccess);
+    }
   }
   ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
   std::vector<int32_t> p(4), w(4), t(4);
@@ -346,7 +348,9 @@ TEST(Threads, SeveralCreationsFromOneParentInOneGroup) {
     p[r] = w[r] = t[r] = static_cast<int32_t>(1 << r);
     ASSERT_EQ(hclAllReduce(&p[r], &p[r], 1, hclInt32, hclSum, pairs[r], nullptr), hclSuccess);
     ASSERT_EQ(hclAllReduce(&w[r], &w[r], 1, hclInt32, hclSum, whole[r], nullptr), hclSuccess);
-    if (r != 0) ASSERT_EQ(hclAllReduce(&t[r], &t[r], 1, hclInt32, hclSum, three[r], nullptr), hclSuccess);
+    if (r != 0) {
+      ASSERT_EQ(hclAllReduce(&t[r], &t[r], 1, hclInt32, hclSum, three[r], nullptr), hclSuccess);
+    }
   }
   ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
   EXPECT_EQ(p, (std::vector<int32_t>{5, 10, 5, 10}));
@@ -358,7 +362,9 @@ TEST(Threads, SeveralCreationsFromOneParentInOneGroup) {
   for (size_t r = 0; r < 4; ++r) {
     EXPECT_EQ(hclCommDestroy(pairs[r]), hclSuccess);
     EXPECT_EQ(hclCommDestroy(whole[r]), hclSuccess);
-    if (r != 0) EXPECT_EQ(hclCommDestroy(three[r]), hclSuccess);
+    if (r != 0) {
+      EXPECT_EQ(hclCommDestroy(three[r]), hclSuccess);
+    }
   }
   destroyAll(comms);
 }

@@ -17,6 +17,10 @@ import sys
 import time
 
 
+def exit_code(returncode):
+    return returncode if returncode >= 0 else 128 - returncode
+
+
 def main(argv):
     spec = json.loads(open(argv[1]).read())
     grace = float(argv[2])
@@ -31,7 +35,7 @@ def main(argv):
         for p in procs:
             code = p.poll()
             if code not in (None, 0) and not first_failure:
-                first_failure = code if code > 0 else 128 - code
+                first_failure = exit_code(code)
                 kill_at = time.monotonic() + grace
         if kill_at is not None and time.monotonic() > kill_at:
             for p in procs:
@@ -41,7 +45,7 @@ def main(argv):
     for p in procs:
         code = p.wait()
         if code != 0 and not first_failure:
-            first_failure = code if code > 0 else 128 - code
+            first_failure = exit_code(code)
     return first_failure
 
 
