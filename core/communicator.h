@@ -19,6 +19,7 @@
 #include "core/shared_allocations.h"
 #include "core/status.h"
 #include "core/staging.h"
+#include "core/windows.h"
 #include "core/ipc_area.h"
 #include "device/device.h"
 #include "transports/link.h"
@@ -78,6 +79,7 @@ class Communicator {
   void setSpinUs(int64_t us) { settings_.spinUs = us; }
   RedOpTable& redOps() { return redOps_; }
   Registrations& registrations() { return registrations_; }
+  Windows& windows() { return windows_; }
   const std::vector<PeerInfo>& peers() const { return peers_; }
   const std::vector<Link>& links() const { return links_; }
   Connection* connection(int peer) { return connections_[static_cast<size_t>(peer)].get(); }
@@ -146,6 +148,7 @@ class Communicator {
   ScheduleCache schedules_;
   RedOpTable redOps_;
   Registrations registrations_;
+  Windows windows_;
   std::vector<PeerInfo> peers_;
   std::vector<Link> links_;
   std::vector<std::unique_ptr<Transport>> transports_;

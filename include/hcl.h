@@ -190,6 +190,10 @@ hclResult_t hclCommUserRank(const hclComm_t comm, int* rank);
 /* Registration */
 hclResult_t hclCommRegister(const hclComm_t comm, void* buff, size_t size, void** handle);
 hclResult_t hclCommDeregister(const hclComm_t comm, void* handle);
+/* Collective: every rank of comm registers a window with the same winFlags
+ * (HCL_WIN_COLL_SYMMETRIC: and the same size), or the call fails on every
+ * rank. Inside a group *win is filled at hclGroupEnd. Deregistration is
+ * local; a communicator's windows go with it. */
 hclResult_t hclCommWindowRegister(hclComm_t comm, void* buff, size_t size, hclWindow_t* win,
                                   int winFlags);
 hclResult_t hclCommWindowDeregister(hclComm_t comm, hclWindow_t win);

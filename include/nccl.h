@@ -77,7 +77,7 @@ typedef enum {
 #define NCCL_SPLIT_NOCOLOR -1
 #define NCCL_UNDEF_FLOAT -1.0f
 
-/* ncclCommWindowRegister flags (windows are not supported by HCL yet). */
+/* ncclCommWindowRegister flags. */
 #define NCCL_WIN_DEFAULT 0x00
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
 #define NCCL_WIN_REQUIRED_ALIGNMENT 4096

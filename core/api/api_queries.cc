@@ -127,14 +127,6 @@ hclResult_t hclCommDeregister(const hclComm_t comm, void* handle) {
   return report(s.withContext("hclCommDeregister"), comm);
 }
 
-hclResult_t hclCommWindowRegister(hclComm_t comm, void* buff, size_t size, hclWindow_t* win, int winFlags) {
-  return report(invalidUsage("hclCommWindowRegister: windows are not supported by this version of HCL"), comm);
-}
-
-hclResult_t hclCommWindowDeregister(hclComm_t comm, hclWindow_t win) {
-  return report(invalidUsage("hclCommWindowDeregister: windows are not supported by this version of HCL"), comm);
-}
-
 hclResult_t hclCommDescribeLinks(hclComm_t comm, char* buf, size_t size, size_t* needed) {
   std::shared_ptr<Communicator> c;
   Status s = liveComm(comm, c);

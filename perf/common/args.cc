@@ -84,7 +84,8 @@ void printUsage(const char* program) {
       "[-J,--output_file <file> write output to filepath, if accessible. Infer type from suffix (only json "
       "supported presently.)] \n\t"
       "[-a,--average <0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>] \n\t"
-      "[-R,--local_register <0/1> enable local buffer registration on send/recv buffers (default: disable (0))] "
+      "[-R,--local_register <0/1/2> enable local (1) or symmetric (2) buffer registration on send/recv buffers "
+      "(default: disable (0))] "
       "\n\t"
       "[-x,--cta_policy <0/1/2>] (GPU only: ignored on the CPU device) \n\t"
       "[-D,--device_implementation <implementation number>] (GPU only: ignored on the CPU device) \n\t"
@@ -208,13 +209,7 @@ ParseOutcome parseOptions(int argc, char** argv, Options& o) {
       case 'S': o.reportTimestamps = toInt(optarg); break;
       case 'J': o.outputFile = optarg; break;
       case 'a': o.average = toInt(optarg); break;
-      case 'R':
-        o.localRegister = toInt(optarg);
-        if (o.localRegister == 2) {
-          std::printf("Option -R 2 (symmetric) is not supported on the CPU device. Defaulting to local registration\n");
-          o.localRegister = 1;
-        }
-        break;
+      case 'R': o.localRegister = toInt(optarg); break;
       case 'x': ignoredOnCpu('x', "cta_policy"); break;
       case 'D': ignoredOnCpu('D', "device_implementation"); break;
       case 'V': ignoredOnCpu('V', "device_cta_count"); break;
@@ -256,7 +251,7 @@ ParseOutcome parseOptions(int argc, char** argv, Options& o) {
                     {"-y (--stream_null)", o.streamNull, 0, 1},
                     {"-C (--report_cputime)", o.reportCputime, 0, 1},
                     {"-S (--report_timestamps)", o.reportTimestamps, 0, 1},
-                    {"-R (--local_register)", o.localRegister, 0, 1},
+                    {"-R (--local_register)", o.localRegister, 0, 2},
                     {"-M (--memory_report)", o.memoryReport, 0, 1},
                     {"-I (--per_iter_timing)", o.perIterTiming, 0, 1},
                     {"-H (--hcl_details)", o.hclDetails, 0, 1}})) {

@@ -54,6 +54,8 @@ RankSet::~RankSet() {
     if (!aborted_) {
       if (s.sendHandle) hclCommDeregister(s.comm, s.sendHandle);
       if (s.recvHandle) hclCommDeregister(s.comm, s.recvHandle);
+      if (s.sendWindow) hclCommWindowDeregister(s.comm, s.sendWindow);
+      if (s.recvWindow) hclCommWindowDeregister(s.comm, s.recvWindow);
       if (s.hasMulSumOp) hclRedOpDestroy(s.mulSumOp, s.comm);
       if (s.comm != s.world) hclCommDestroy(s.comm);
       hclCommDestroy(s.world);
@@ -125,6 +127,18 @@ Status RankSet::splitGroups() {
   return {};
 }
 
+// Collective: one group registers every local rank's windows, as
+// nccl-tests' -R 2 does; a refused registration fails hclGroupEnd.
+Status RankSet::registerWindows() {
+  PERF_HCL(hclGroupStart());
+  for (RankSlot& s : slots_) {
+    hclCommWindowRegister(s.comm, s.send.data(), s.send.size(), &s.sendWindow, HCL_WIN_COLL_SYMMETRIC);
+    hclCommWindowRegister(s.comm, s.recv.data(), s.recv.size(), &s.recvWindow, HCL_WIN_COLL_SYMMETRIC);
+  }
+  PERF_HCL(hclGroupEnd());
+  return {};
+}
+
 Status RankSet::create(const hclUniqueId& id) {
   const size_t bytes = options_.maxBytes + static_cast<size_t>(options_.unalign) * 8 + 64;
   for (RankSlot& s : slots_) {
@@ -146,11 +160,12 @@ Status RankSet::create(const hclUniqueId& id) {
   for (RankSlot& s : slots_) {
     PERF_HCL(hclCommUserRank(s.comm, &s.rank));
     PERF_HCL(hclCommCount(s.comm, &s.nranks));
-    if (options_.localRegister) {
+    if (options_.localRegister == 1) {
       PERF_HCL(hclCommRegister(s.comm, s.send.data(), s.send.size(), &s.sendHandle));
       PERF_HCL(hclCommRegister(s.comm, s.recv.data(), s.recv.size(), &s.recvHandle));
     }
   }
+  if (options_.localRegister == 2) HCL_TRY(registerWindows());
   return {};
 }
 

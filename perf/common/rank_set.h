@@ -46,6 +46,8 @@ struct RankSlot {
   std::vector<unsigned char> expected;
   void* sendHandle = nullptr;  // -R 1
   void* recvHandle = nullptr;
+  hclWindow_t sendWindow = nullptr;  // -R 2
+  hclWindow_t recvWindow = nullptr;
   hclRedOp_t mulSumOp = hclSum;
   bool hasMulSumOp = false;
   std::vector<int> linkKinds;  // -H: transport kind per peer of `comm`
@@ -78,6 +80,7 @@ class RankSet {
  private:
   Status initWorld(const hclUniqueId& id);
   Status splitGroups();
+  Status registerWindows();
 
   const Options& options_;
   LaunchInfo launch_;

@@ -73,10 +73,10 @@ ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle) {
 HCL_NCCL_ALIAS(ncclCommDeregister)
 
 ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
-  hclWindow_t window = nullptr;
-  const hclResult_t r = hclCommWindowRegister(toHcl(comm), buff, size, win ? &window : nullptr, winFlags);
-  if (r == hclSuccess) *win = reinterpret_cast<ncclWindow_t>(window);
-  return toNccl(r);
+  if (ncclResult_t r = checkHostBuffers("ncclCommWindowRegister", comm, {{"buff", buff}})) return r;
+  // The caller's own pointer: inside a group HCL fills it at ncclGroupEnd.
+  static_assert(sizeof(ncclWindow_t) == sizeof(hclWindow_t));
+  return toNccl(hclCommWindowRegister(toHcl(comm), buff, size, reinterpret_cast<hclWindow_t*>(win), winFlags));
 }
 HCL_NCCL_ALIAS(ncclCommWindowRegister)
 

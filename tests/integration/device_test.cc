@@ -18,6 +18,7 @@
 #include "device/sim/sim_device.h"
 #include "device/sim/sim_memory.h"
 #include "hcl.h"
+#include "thread_ranks.h"
 
 namespace {
 
@@ -38,14 +39,7 @@ std::vector<hclComm_t> initOnDevices(const std::vector<std::string>& devices) {
   return comms;
 }
 
-std::vector<int> onThreads(int n, const std::function<int(int)>& fn) {
-  std::vector<int> rc(static_cast<size_t>(n), -1);
-  {
-    std::vector<std::jthread> threads;
-    for (int r = 0; r < n; ++r) threads.emplace_back([&, r] { rc[static_cast<size_t>(r)] = fn(r); });
-  }
-  return rc;
-}
+using hcltest::onThreads;
 
 // In a rank process: every collective at a few sizes, then the communicator
 // destroyed; 0 when all went right.

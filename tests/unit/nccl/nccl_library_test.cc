@@ -122,12 +122,6 @@ void expectNotSupported(ncclResult_t r, const char* call) {
 TEST(NcclLibrary, UnimplementedFunctionsSayNotSupported) {
   LocalComms local(1);
   ncclComm_t comm = local.comms[0];
-  std::vector<char> buf(8192);
-  ncclWindow_t win = nullptr;
-  expectNotSupported(ncclCommWindowRegister(comm, buf.data(), buf.size(), &win, NCCL_WIN_DEFAULT),
-                     "ncclCommWindowRegister");
-  EXPECT_EQ(win, nullptr);
-  expectNotSupported(ncclCommWindowDeregister(comm, win), "ncclCommWindowDeregister");
   ncclComm_t shrunk = comm;
   int exclude[] = {0};
   EXPECT_EQ(ncclCommShrink(comm, exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument);
@@ -153,6 +147,35 @@ TEST(NcclLibrary, UnimplementedFunctionsSayNotSupported) {
 
 // Through the drop-in, with NCCL 2.28's rules: new work and finalize are
 // refused after a revoke; shrink and destroy still work.
+// Windows are collective: inside a group the caller's handle is filled at
+// ncclGroupEnd, which one thread uses to register for both ranks.
+TEST(NcclLibrary, WindowsRegisterInAGroupAndDeregisterOnce) {
+  LocalComms local(2);
+  std::vector<std::vector<float>> data(2, std::vector<float>(1024, 1.5f));
+  ncclWindow_t win[2] = {nullptr, nullptr};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (size_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(ncclCommWindowRegister(local.comms[r], data[r].data(), data[r].size() * sizeof(float), &win[r],
+                                     NCCL_WIN_COLL_SYMMETRIC),
+              ncclSuccess)
+        << lastError();
+  }
+  for (size_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), data[r].size(), ncclFloat, ncclSum, local.comms[r], nullptr),
+              ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << lastError();
+  EXPECT_NE(win[0], nullptr);
+  EXPECT_NE(win[1], nullptr);
+  EXPECT_EQ(data[1][1023], 3.0f);
+  for (size_t r = 0; r < 2; ++r) EXPECT_EQ(ncclCommWindowDeregister(local.comms[r], win[r]), ncclSuccess) << lastError();
+  EXPECT_EQ(ncclCommWindowDeregister(local.comms[0], win[0]), ncclInvalidUsage);
+  EXPECT_EQ(lastError().rfind("ncclCommWindowDeregister: win ", 0), 0u) << lastError();
+  ncclWindow_t none = nullptr;
+  EXPECT_EQ(ncclCommWindowRegister(local.comms[0], data[0].data(), 64, &none, 0x10), ncclInvalidArgument);
+  EXPECT_EQ(lastError().rfind("ncclCommWindowRegister: winFlags 0x10", 0), 0u) << lastError();
+}
+
 TEST(NcclLibrary, RevokeRefusesNewWorkAndKeepsShrinkAndDestroy) {
   LocalComms local(1);
   ncclComm_t comm = local.comms[0];

@@ -355,6 +355,7 @@ TEST(PerfBinaryOutput, HelpAndBadArguments) {
       {{"-f", "-2"}, "invalid value -2 for -f (--stepfactor)"},
       {{"-y", "5"}, "invalid value 5 for -y (--stream_null)"},
       {{"-R", "-1"}, "invalid value -1 for -R (--local_register)"},
+      {{"-R", "3"}, "invalid value 3 for -R (--local_register)"},
       {{"-H", "2"}, "invalid value 2 for -H (--hcl_details)"},
       {{"-n", "5000000000"}, "for -n (--iters): must be between 1 and"},
   };
@@ -427,6 +428,8 @@ TEST(PerfBinaryOutput, IssueAndTimingOptionsKeepResultsCorrect) {
       {"-m", "2", "-z", "1"},
       {"-u", "3"},
       {"-R", "1"},
+      {"-R", "2"},
+      {"-R", "2", "-g", "2"},
       {"-p", "1"},
       {"-a", "0"},
       {"-a", "2"},
