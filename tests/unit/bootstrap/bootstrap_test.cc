@@ -1,7 +1,9 @@
 #include "core/bootstrap.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +12,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <string>
 #include <thread>
@@ -450,6 +454,96 @@ TEST(Bootstrap, AbortFlagEndsConnectRetries) {
   const Status st = connectBootstrap(id, 2, 1, 0, &abortFlag, oob);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("abort"), std::string::npos) << st.message();
+}
+
+// Takes every file descriptor this process may still open, and gives them
+// back on release() or destruction.
+class DescriptorHog {
+ public:
+  DescriptorHog() {
+    ::getrlimit(RLIMIT_NOFILE, &saved_);
+    rlimit low = saved_;
+    low.rlim_cur = static_cast<rlim_t>(highestOpenFd() + 8);
+    ::setrlimit(RLIMIT_NOFILE, &low);
+    for (int fd = ::dup(0); fd >= 0; fd = ::dup(0)) held_.push_back(fd);
+    exhausted_ = errno == EMFILE;
+  }
+  ~DescriptorHog() { release(); }
+  bool exhausted() const { return exhausted_; }
+  void release() {
+    for (int fd : held_) ::close(fd);
+    held_.clear();
+    ::setrlimit(RLIMIT_NOFILE, &saved_);
+  }
+
+ private:
+  static int highestOpenFd() {
+    int highest = 2;
+    for (int fd = 0; fd < 65536; ++fd) {
+      if (::fcntl(fd, F_GETFD) != -1) highest = fd;
+    }
+    return highest;
+  }
+  rlimit saved_{};
+  std::vector<int> held_;
+  bool exhausted_ = false;
+};
+
+// A root that cannot accept (no descriptors left) pauses and tries again
+// instead of spinning or giving up; the ranks get through once descriptors
+// are free again.
+TEST(Bootstrap, RootWaitsOutRunningOutOfDescriptors) {
+  constexpr int kRanks = 2;
+  const hclUniqueId id = freshId();
+  int gate[2];
+  ASSERT_EQ(::pipe(gate), 0);
+  std::vector<pid_t> children;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      char go = 0;
+      if (::read(gate[0], &go, 1) != 1) std::_Exit(3);
+      std::unique_ptr<Oob> oob;
+      bool ok = connectBootstrap(id, kRanks, rank, kGenerousMs, nullptr, oob).ok();
+      std::vector<std::vector<uint8_t>> all;
+      ok = ok && oob->allgather(blobFor(rank, 0), all).ok() && all.size() == kRanks && all[1 - rank] == blobFor(1 - rank, 0);
+      oob.reset();
+      std::exit(ok ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  // The root's warning goes to stderr: keep it in a file for the check below.
+  char logPath[] = "/tmp/hcl_accept_XXXXXX";
+  const int logFd = ::mkstemp(logPath);
+  ASSERT_GE(logFd, 0);
+  std::fflush(stderr);
+  const int savedStderr = ::dup(2);
+  ::dup2(logFd, 2);
+  {
+    DescriptorHog hog;
+    ASSERT_TRUE(hog.exhausted());
+    const char go[kRanks] = {1, 1};
+    ASSERT_EQ(::write(gate[1], go, kRanks), kRanks);
+    std::this_thread::sleep_for(500ms);  // the ranks connect; the root cannot accept them yet
+  }
+  std::fflush(stderr);
+  ::dup2(savedStderr, 2);
+  ::close(savedStderr);
+  ::close(logFd);
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  }
+  ::close(gate[0]);
+  ::close(gate[1]);
+  std::ifstream in(logPath);
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(logPath);
+  EXPECT_NE(log.find("accept failed"), std::string::npos) << log;
+  EXPECT_NE(log.find("retrying every 100 ms"), std::string::npos) << log;
 }
 
 TEST(Bootstrap, InvalidArguments) {
