@@ -19,7 +19,6 @@
 #include "core/shared_allocations.h"
 #include "core/status.h"
 #include "core/staging.h"
-#include "core/windows.h"
 #include "core/ipc_area.h"
 #include "device/device.h"
 #include "transports/link.h"

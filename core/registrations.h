@@ -1,7 +1,8 @@
-// Buffers registered with hclCommRegister. The CPU transports need no
-// registration of host memory, so a registration only records the range;
-// its handle lets hclCommDeregister tell a live registration from a
-// made-up or already released one.
+// Buffers registered with hclCommRegister, and windows registered with
+// hclCommWindowRegister. The CPU transports need no registration of host
+// memory, so each only records the range (and a window the flags all ranks
+// agreed on); its handle lets the deregistration tell a live registration
+// of this communicator from a made-up or already released one.
 #pragma once
 
 #include <cstddef>
@@ -9,30 +10,43 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "hcl.h"
+
 namespace hcl {
 
-class Registrations {
+// Live entries, each known by its handle (the entry's address).
+template <typename Entry, typename Handle>
+class LiveHandles {
  public:
-  void* add(void* buffer, size_t bytes) {
-    auto entry = std::make_unique<Entry>(Entry{buffer, bytes});
-    void* handle = entry.get();
+  Handle add(const Entry& e) {
+    auto entry = std::make_unique<Entry>(e);
+    auto handle = reinterpret_cast<Handle>(entry.get());
     std::lock_guard lock(mutex_);
     live_.emplace(handle, std::move(entry));
     return handle;
   }
-  // False if `handle` is not a live registration.
-  bool remove(void* handle) {
+  // False if `handle` is not a live entry.
+  bool remove(Handle handle) {
     std::lock_guard lock(mutex_);
     return live_.erase(handle) > 0;
   }
 
  private:
-  struct Entry {
-    void* buffer;
-    size_t bytes;
-  };
   std::mutex mutex_;
-  std::unordered_map<const void*, std::unique_ptr<Entry>> live_;
+  std::unordered_map<Handle, std::unique_ptr<Entry>> live_;
 };
+
+struct Registration {
+  void* buffer = nullptr;
+  size_t bytes = 0;
+};
+using Registrations = LiveHandles<Registration, void*>;
+
+struct Window {
+  void* buffer = nullptr;
+  size_t bytes = 0;
+  int flags = HCL_WIN_DEFAULT;
+};
+using Windows = LiveHandles<Window, hclWindow_t>;
 
 }  // namespace hcl

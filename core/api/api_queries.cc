@@ -114,7 +114,7 @@ hclResult_t hclCommRegister(const hclComm_t comm, void* buff, size_t size, void*
   if (s.ok() && !handle) s = invalidArgument("handle is NULL");
   if (s.ok() && !buff && size > 0) s = invalidArgument(fmt::format("buff is NULL with size {}", size));
   if (!s.ok()) return report(s.withContext("hclCommRegister"), comm);
-  *handle = c->registrations().add(buff, size);
+  *handle = c->registrations().add({buff, size});
   return hclSuccess;
 }
 

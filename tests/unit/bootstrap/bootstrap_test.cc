@@ -64,6 +64,23 @@ uint16_t freeLoopbackPort() {
   return probe.local_endpoint().port();
 }
 
+// Forks a child that runs `body` and exits 0 if it returned true, 1 if not.
+// Children leave with exit(), which must not wait for the parent's root thread.
+pid_t forkChild(const std::function<bool()>& body) {
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) std::exit(body() ? 0 : 1);
+  return pid;
+}
+
+void expectChildrenSucceeded(const std::vector<pid_t>& children) {
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  }
+}
+
 // A hand-made connection to a root, for playing strangers and broken ranks.
 class RawClient {
  public:
@@ -185,28 +202,26 @@ TEST(Bootstrap, RootExitsOnceEveryRankLeft) {
   EXPECT_FALSE(bootstrapRootRunning(port));
 }
 
+// True when `rank` joins and `rounds` allgathers bring every rank's blob.
+bool joinAndGather(const hclUniqueId& id, int nranks, int rank, int rounds) {
+  std::unique_ptr<Oob> oob;
+  bool ok = connectBootstrap(id, nranks, rank, kGenerousMs, nullptr, oob).ok();
+  for (int round = 0; ok && round < rounds; ++round) {
+    std::vector<std::vector<uint8_t>> all;
+    ok = oob->allgather(blobFor(rank, round), all).ok() && all.size() == static_cast<size_t>(nranks);
+    for (int r = 0; ok && r < nranks; ++r) ok = all[static_cast<size_t>(r)] == blobFor(r, round);
+  }
+  return ok;
+}
+
 // The usual launch: one process makes the id, forked children join with it.
-// Children leave with exit(), which must not wait for the parent's root thread.
 TEST(Bootstrap, RanksInForkedProcesses) {
   constexpr int kRanks = 3;
   const hclUniqueId id = freshId();
   std::vector<pid_t> children;
   for (int rank = 1; rank < kRanks; ++rank) {
-    std::fflush(nullptr);
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      std::unique_ptr<Oob> oob;
-      bool ok = connectBootstrap(id, kRanks, rank, kGenerousMs, nullptr, oob).ok();
-      for (int round = 0; ok && round < 3; ++round) {
-        std::vector<std::vector<uint8_t>> all;
-        ok = oob->allgather(blobFor(rank, round), all).ok() && all.size() == kRanks;
-        for (int r = 0; ok && r < kRanks; ++r) ok = all[r] == blobFor(r, round);
-      }
-      oob.reset();
-      std::exit(ok ? 0 : 1);
-    }
-    children.push_back(pid);
+    children.push_back(forkChild([&] { return joinAndGather(id, kRanks, rank, 3); }));
+    ASSERT_GE(children.back(), 0);
   }
   {
     std::unique_ptr<Oob> oob;
@@ -219,11 +234,7 @@ TEST(Bootstrap, RanksInForkedProcesses) {
       for (int r = 0; r < kRanks; ++r) EXPECT_EQ(all[r], blobFor(r, round));
     }
   }
-  for (pid_t pid : children) {
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
-  }
+  expectChildrenSucceeded(children);
 }
 
 TEST(Bootstrap, CommIdModeRank0StartsTheRoot) {
@@ -489,6 +500,30 @@ class DescriptorHog {
   bool exhausted_ = false;
 };
 
+// Sends this process's stderr to a new file named from `pathTemplate`
+// (mkstemp's XXXXXX filled in) until destruction.
+class StderrToFile {
+ public:
+  explicit StderrToFile(char* pathTemplate) : fd_(::mkstemp(pathTemplate)) {
+    if (fd_ < 0) return;
+    std::fflush(stderr);
+    saved_ = ::dup(2);
+    ::dup2(fd_, 2);
+  }
+  ~StderrToFile() {
+    if (fd_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    ::close(fd_);
+  }
+  bool ok() const { return fd_ >= 0 && saved_ >= 0; }
+
+ private:
+  int fd_;
+  int saved_ = -1;
+};
+
 // A root that cannot accept (no descriptors left) pauses and tries again
 // instead of spinning or giving up; the ranks get through once descriptors
 // are free again.
@@ -499,44 +534,24 @@ TEST(Bootstrap, RootWaitsOutRunningOutOfDescriptors) {
   ASSERT_EQ(::pipe(gate), 0);
   std::vector<pid_t> children;
   for (int rank = 0; rank < kRanks; ++rank) {
-    std::fflush(nullptr);
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
+    children.push_back(forkChild([&] {
       char go = 0;
-      if (::read(gate[0], &go, 1) != 1) std::_Exit(3);
-      std::unique_ptr<Oob> oob;
-      bool ok = connectBootstrap(id, kRanks, rank, kGenerousMs, nullptr, oob).ok();
-      std::vector<std::vector<uint8_t>> all;
-      ok = ok && oob->allgather(blobFor(rank, 0), all).ok() && all.size() == kRanks && all[1 - rank] == blobFor(1 - rank, 0);
-      oob.reset();
-      std::exit(ok ? 0 : 1);
-    }
-    children.push_back(pid);
+      return ::read(gate[0], &go, 1) == 1 && joinAndGather(id, kRanks, rank, 1);
+    }));
+    ASSERT_GE(children.back(), 0);
   }
-  // The root's warning goes to stderr: keep it in a file for the check below.
   char logPath[] = "/tmp/hcl_accept_XXXXXX";
-  const int logFd = ::mkstemp(logPath);
-  ASSERT_GE(logFd, 0);
-  std::fflush(stderr);
-  const int savedStderr = ::dup(2);
-  ::dup2(logFd, 2);
   {
+    // The root's warning goes to stderr: keep it in a file for the check below.
+    StderrToFile capture(logPath);
+    ASSERT_TRUE(capture.ok());
     DescriptorHog hog;
     ASSERT_TRUE(hog.exhausted());
     const char go[kRanks] = {1, 1};
     ASSERT_EQ(::write(gate[1], go, kRanks), kRanks);
     std::this_thread::sleep_for(500ms);  // the ranks connect; the root cannot accept them yet
   }
-  std::fflush(stderr);
-  ::dup2(savedStderr, 2);
-  ::close(savedStderr);
-  ::close(logFd);
-  for (pid_t pid : children) {
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
-  }
+  expectChildrenSucceeded(children);
   ::close(gate[0]);
   ::close(gate[1]);
   std::ifstream in(logPath);
