@@ -12,7 +12,7 @@
 // are wrong (2).
 //
 //   train_loop [--ranks N] [--devices cpu,sim,cuda,hip] [--hosts H] [--steps S]
-//              [--batch B] [--hidden W] [--lr RATE]
+//              [--batch B] [--hidden W] [--lr RATE] [--grace SECONDS]
 //
 // Started with RANK and WORLD_SIZE in the environment (and HCL_COMM_ID, so
 // that the ranks agree on an id), it runs that one rank instead of forking.
@@ -50,6 +50,7 @@ struct Job {
   float lr = 0.05f;
   int killRank = -1;  // this rank dies at killStep; the others shrink the communicator and go on
   int killStep = -1;
+  double graceSeconds = 10;  // once a forked rank has failed, the others get this long before they are killed
 };
 
 constexpr int kExitUsage = 2;
@@ -71,6 +72,15 @@ int intOption(const char* name, const char* text, long lo, long hi) {
                std::to_string(hi));
   }
   return static_cast<int>(value);
+}
+
+// The whole text must be a number that `inRange` accepts, as `range` says.
+template <class InRange>
+double realOption(const char* name, const char* text, InRange inRange, const char* range) {
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !inRange(value)) usageError(std::string(name) + " '" + text + "' is not " + range);
+  return value;
 }
 
 // auto, cpu, or sim/cuda/hip with an optional ":index".
@@ -110,9 +120,10 @@ Job parse(int argc, char** argv) {
                              {"lr", required_argument, nullptr, 'l'},     {"help", no_argument, nullptr, 'h'},
                              {"kill-rank", required_argument, nullptr, 'k'},
                              {"kill-step", required_argument, nullptr, 'K'},
+                             {"grace", required_argument, nullptr, 'g'},
                              {nullptr, 0, nullptr, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "n:d:H:s:b:w:l:hk:K:", longOpts, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "n:d:H:s:b:w:l:hk:K:g:", longOpts, nullptr)) != -1) {
     switch (c) {
       case 'n': job.ranks = intOption("--ranks", optarg, 1, kMaxRanks); break;
       case 'd': job.devices = deviceList(optarg); break;
@@ -122,18 +133,18 @@ Job parse(int argc, char** argv) {
       case 'w': job.hidden = intOption("--hidden", optarg, 1, 1 << 16); break;
       case 'k': job.killRank = intOption("--kill-rank", optarg, 0, kMaxRanks - 1); break;
       case 'K': job.killStep = intOption("--kill-step", optarg, 1, 10000000); break;
-      case 'l': {
-        char* end = nullptr;
-        job.lr = std::strtof(optarg, &end);
-        if (end == optarg || *end != '\0' || !(job.lr > 0) || job.lr > 10) {
-          usageError(std::string("--lr '") + optarg + "' is not a number above 0 and at most 10");
-        }
+      case 'l':
+        job.lr = static_cast<float>(realOption("--lr", optarg, [](double v) { return v > 0 && v <= 10; },
+                                               "a number above 0 and at most 10"));
         break;
-      }
+      case 'g':
+        job.graceSeconds = realOption("--grace", optarg, [](double v) { return v >= 0 && v <= 3600; },
+                                      "a number of seconds from 0 to 3600");
+        break;
       default:
         std::printf(
             "usage: %s [--ranks N] [--devices cpu,sim,cuda,hip] [--hosts H] [--steps S] [--batch B] [--hidden W] "
-            "[--lr RATE] [--kill-rank R [--kill-step S]]\n",
+            "[--lr RATE] [--kill-rank R [--kill-step S]] [--grace SECONDS]\n",
             argv[0]);
         std::exit(c == 'h' ? 0 : kExitUsage);
     }
@@ -417,9 +428,9 @@ int runRank(const Job& job, int rank, int nranks, IdPipe* ids) {
 // Waits for every rank, as a launcher does: once one has failed (crashed, or
 // exited with an error), the rest get a grace period to report their own
 // error and are then killed, so a dead rank never leaves the job hanging.
-int reap(std::vector<pid_t> children, pid_t expectedVictim) {
+int reap(std::vector<pid_t> children, pid_t expectedVictim, double graceSeconds) {
   using Clock = std::chrono::steady_clock;
-  constexpr auto kGrace = std::chrono::seconds(10);
+  const auto grace = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(graceSeconds));
   int worst = 0;
   bool skipped = false;
   auto killAt = Clock::time_point::max();  // set once a rank has failed
@@ -434,7 +445,7 @@ int reap(std::vector<pid_t> children, pid_t expectedVictim) {
       if (!clean) {
         if (WIFSIGNALED(status)) std::fprintf(stderr, "a rank was killed by signal %d\n", WTERMSIG(status));
         worst = 1;
-        if (killAt == Clock::time_point::max()) killAt = Clock::now() + kGrace;
+        if (killAt == Clock::time_point::max()) killAt = Clock::now() + grace;
       }
       continue;
     }
@@ -485,7 +496,7 @@ int forkRanks(const Job& job) {
     for (pid_t child : children) kill(child, SIGKILL);
   }
   const pid_t victim = job.killRank >= 0 && forkedAll ? children[static_cast<size_t>(job.killRank)] : -1;
-  const int result = reap(std::move(children), victim);
+  const int result = reap(std::move(children), victim, job.graceSeconds);
   return forkedAll ? result : 1;
 }
 

@@ -28,6 +28,8 @@ expect 2 "too many ranks" -- "$loop" --ranks 100000
 expect 2 "misspelled device" -- "$loop" --devices cpu,cdua
 expect 2 "too few steps to judge" -- "$loop" --steps 1
 expect 2 "learning rate that is not a number" -- "$loop" --lr fast
+expect 2 "negative grace" -- "$loop" --grace -1
+expect 2 "grace that is not a number" -- "$loop" --grace soon
 expect 2 "stray argument" -- "$loop" extra
 expect 2 "--kill-step without --kill-rank" -- "$loop" --kill-step 5
 expect 2 "--kill-rank beyond the ranks" -- "$loop" --ranks 2 --kill-rank 2
@@ -56,18 +58,24 @@ else
 fi
 rm -f "$out0" "$out1"
 
+# Process ids of the job's forked ranks, once `want` of them have started.
+rank_pids() {  # rank_pids JOB WANT
+  local pids
+  for _ in $(seq 1 600); do
+    pids=$(pgrep -P "$1" | sort -n)
+    [[ $(wc -w <<<"$pids") -ge $2 ]] && { echo $pids; return; }
+    sleep 0.1
+  done
+}
+
 # A rank killed mid-run: the job ends with 1 although the survivors would
 # wait a long HCL_TIMEOUT_MS for it.
 HCL_TIMEOUT_MS=3600000 "$loop" --ranks 3 --steps 10000000 >/dev/null 2>&1 &
 job=$!
 # Whatever happens below, nothing of this job outlives the test.
 trap 'pkill -KILL -P "$job" 2>/dev/null; kill -KILL "$job" 2>/dev/null' EXIT
-victim=""
-for _ in $(seq 1 600); do
-  victim=$(pgrep -P "$job" | sed -n 2p)
-  [[ -n "$victim" ]] && break
-  sleep 0.1
-done
+read -r -a ranks <<<"$(rank_pids "$job" 3)"
+victim="${ranks[1]:-}"
 sleep 1
 if [[ -z "$victim" ]]; then
   echo "FAIL: the job's ranks never started"
@@ -84,5 +92,41 @@ else
     failures=$((failures + 1))
   fi
 fi
+
+# A rank killed while another is stopped (SIGSTOP: alive, but it will never
+# report): after --grace the job kills what is still running and ends with 1.
+log=$(mktemp)
+HCL_TIMEOUT_MS=3600000 "$loop" --ranks 3 --steps 10000000 --grace 1 >/dev/null 2>"$log" &
+job=$!
+trap 'pkill -KILL -P "$job" 2>/dev/null; kill -KILL "$job" 2>/dev/null' EXIT
+read -r -a ranks <<<"$(rank_pids "$job" 3)"
+if [[ ${#ranks[@]} -lt 3 ]]; then
+  echo "FAIL: the stalled-rank job's ranks never started"
+  failures=$((failures + 1))
+else
+  sleep 1
+  kill -STOP "${ranks[2]}"
+  kill -KILL "${ranks[1]}"
+  # A hang guard, not a timing check: the grace is 1 s, the guard 60.
+  for _ in $(seq 1 600); do
+    kill -0 "$job" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$job" 2>/dev/null; then
+    echo "FAIL: a stalled rank: the job was still running 60 s after a rank died"
+    failures=$((failures + 1))
+  else
+    wait "$job"
+    code=$?
+    if [[ $code == 1 ]] && grep -q "stopping the [12] rank(s) still running" "$log" && ! kill -0 "${ranks[2]}" 2>/dev/null; then
+      echo "ok: a stalled rank is killed after --grace (exit 1)"
+    else
+      echo "FAIL: a stalled rank: exit $code (expected 1), or no 'stopping' message, or the stopped rank survived"
+      sed 's/^/    /' "$log"
+      failures=$((failures + 1))
+    fi
+  fi
+fi
+rm -f "$log"
 
 exit $((failures > 0))
