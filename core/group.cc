@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -49,7 +50,7 @@ thread_local GroupState tlsGroup;
 Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hclStream*> streams) {
   // The whole launch runs on the first stream's worker once every involved
   // stream has reached it; the other streams wait for it to finish, which
-  // keeps each stream's order.
+  // keeps each stream's order, and report its result too.
   struct Launch {
     std::vector<std::unique_ptr<CommTask>> tasks;
     std::atomic<size_t> arrived{0};
@@ -59,6 +60,14 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
   auto launch = std::make_shared<Launch>();
   launch->tasks = std::move(tasks);
   const size_t n = streams.size();
+  // Two launches over the same streams whose jobs interleaved (one first on
+  // A, the other first on B) would each wait for a job queued behind the
+  // other's. Queueing under every stream's lock, taken in one global order,
+  // gives all launches the same order on every stream.
+  std::vector<hclStream*> byAddress = streams;
+  std::sort(byAddress.begin(), byAddress.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (hclStream* s : byAddress) locks.emplace_back(s->groupLaunch);
   streams[0]->impl->enqueue([launch, n]() -> Status {
     launch->arrived.fetch_add(1);
     Backoff backoff;
@@ -73,10 +82,25 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
       launch->arrived.fetch_add(1);
       Backoff backoff;
       while (!launch->finished.load(std::memory_order_acquire)) backoff.pause();
-      return {};
+      return launch->result;
     });
   }
   return {};
+}
+
+// Returns once the work queued on `streams` so far has run. Unlike
+// synchronize(), it leaves that work's errors for hclStreamSynchronize: they
+// are not this group's.
+void waitForQueuedWork(const std::vector<hclStream*>& streams) {
+  auto reached = std::make_shared<std::atomic<size_t>>(0);
+  for (hclStream* s : streams) {
+    s->impl->enqueue([reached]() -> Status {
+      reached->fetch_add(1, std::memory_order_release);
+      return {};
+    });
+  }
+  Backoff backoff;
+  while (reached->load(std::memory_order_acquire) < streams.size()) backoff.pause();
 }
 
 // Sends to self pair with receives from self, per communicator, in call
@@ -113,7 +137,7 @@ Status launch(std::vector<PendingOp> ops) {
   auto tasks = buildTasks(ops);
   if (!anyNullStream) return runOnStreams(std::move(tasks), std::move(streams));
   // Blocking launch: earlier work on the involved streams comes first.
-  for (hclStream* s : streams) HCL_TRY(s->impl->synchronize());
+  waitForQueuedWork(streams);
   return runTasks(tasks);
 }
 
@@ -154,7 +178,7 @@ Status runInits(std::vector<DeferredInit> inits) {
 Status closeLevel(const char* call, const Status& refusal, bool& outermost, std::vector<PendingOp>& ops) {
   outermost = false;
   if (tlsGroup.depth == 0) return invalidUsage(fmt::format("{}: no matching hclGroupStart", call));
-  if (--tlsGroup.depth > 0) return refusal;
+  if (--tlsGroup.depth > 0) return failGroup(refusal);
   outermost = true;
   auto inits = std::exchange(tlsGroup.inits, {});
   ops = std::exchange(tlsGroup.ops, {});

@@ -26,6 +26,8 @@ struct hclStream {
   std::unique_ptr<hcl::Stream> impl;
   // Operations recorded on it in groups not yet ended (core/group.cc).
   std::atomic<int> inOpenGroups{0};
+  // Held while a group queues its jobs on several streams (core/group.cc).
+  std::mutex groupLaunch;
 };
 
 namespace hcl {

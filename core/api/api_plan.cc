@@ -47,13 +47,11 @@ std::string groupsText(const Topology& topology) {
 }  // namespace
 
 extern "C" hclResult_t hclCommGetPlan(hclComm_t comm, const char* collective, size_t bytes, hclPlanInfo_t* info) {
-  Status s;
-  if (!comm) s = invalidArgument("comm is NULL");
-  else if (!isLiveHandle(comm) || !comm->impl)
-    s = invalidArgument(fmt::format("comm {} is not a valid communicator (destroyed or never created)",
-                                    static_cast<const void*>(comm)));
-  else if (!collective) s = invalidArgument("collective is NULL");
-  else if (!info) s = invalidArgument("info is NULL");
+  // The plan is this rank's own record: a failed communicator still has it.
+  std::shared_ptr<Communicator> impl;
+  Status s = checkCommEvenIfFailed(comm, impl);
+  if (s.ok() && !collective) s = invalidArgument("collective is NULL");
+  else if (s.ok() && !info) s = invalidArgument("info is NULL");
   CollKind kind = CollKind::AllReduce;
   if (s.ok() && !kindFromName(collective, kind))
     s = invalidArgument(fmt::format("collective '{}' is not one of allreduce, broadcast, reduce, allgather, "
@@ -62,16 +60,16 @@ extern "C" hclResult_t hclCommGetPlan(hclComm_t comm, const char* collective, si
   if (!s.ok()) return report(s.withContext("hclCommGetPlan"));
 
   *info = hclPlanInfo_t{};
-  if (comm->impl->ipc() && bytes > 0) {
+  if (impl->ipc() && bytes > 0) {
     // Device buffers of ranks on one host: the devices read and write each
     // other's memory; the host algorithms are not used.
-    const std::string cls = "ipc:" + comm->impl->device().vendor();
+    const std::string cls = "ipc:" + impl->device().vendor();
     copyText(info->algorithm, "ipc");
     copyText(info->linkClasses, cls);
     copyText(info->candidates, "ipc");
     return hclSuccess;
   }
-  const Planner& planner = comm->impl->planner();
+  const Planner& planner = impl->planner();
   copyText(info->algorithm, planner.algorithmFor(kind, bytes));
   if (const PlanTable* table = planner.table()) {
     if (const PlanChoice* c = table->find(kind, bytes)) {

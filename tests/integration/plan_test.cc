@@ -85,7 +85,24 @@ TEST(GetPlan, BadArgumentsNameTheArgument) {
   EXPECT_EQ(hclCommGetPlan(comms[0], "allreduce", 8, nullptr), hclInvalidArgument);
   EXPECT_NE(std::string(hclGetLastError(nullptr)).find("info is NULL"), std::string::npos);
   EXPECT_EQ(hclCommGetPlan(comms[0], "allreduce", 8, &info), hclSuccess);
+  // A revoked communicator keeps its plan: it is this rank's own record.
+  for (hclComm_t c : comms) ASSERT_EQ(hclCommRevoke(c, HCL_REVOKE_DEFAULT), hclSuccess);
+  EXPECT_EQ(hclCommGetPlan(comms[1], "allreduce", 8, &info), hclSuccess) << hclGetLastError(nullptr);
   destroyAll(comms);
+
+  // One whose creation waits for hclGroupEnd has none yet.
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  hclComm_t pending = nullptr;
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  ASSERT_EQ(hclCommInitRank(&pending, 1, id, 0), hclSuccess);
+  EXPECT_EQ(hclCommGetPlan(pending, "allreduce", 8, &info), hclInvalidUsage);
+  EXPECT_NE(std::string(hclGetLastError(nullptr)).find("hclCommGetPlan: comm is still initializing"),
+            std::string::npos)
+      << hclGetLastError(nullptr);
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
+  EXPECT_EQ(hclCommGetPlan(pending, "allreduce", 8, &info), hclSuccess) << hclGetLastError(nullptr);
+  EXPECT_EQ(hclCommDestroy(pending), hclSuccess);
 }
 
 TEST(LinkModel, AFileChangesTheEstimates) {

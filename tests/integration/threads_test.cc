@@ -8,6 +8,7 @@
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -418,6 +419,108 @@ TEST(Threads, CpuStreamRunsInOrderAsynchronously) {
   });
   EXPECT_EQ(rc, std::vector<int>(n, 0));
   destroyAll(comms);
+}
+
+// Two threads end groups over the same two streams, naming them in opposite
+// orders, each on a communicator of its own. Their launches must not
+// interleave into a cycle (each stream's next job waiting for a job queued
+// behind the other's): every group runs, and both streams drain.
+TEST(Threads, GroupsOverSharedStreamsFromTwoThreads) {
+  constexpr int kGroups = 3000;
+  constexpr size_t kCount = 64;
+  hclComm_t solo[2] = {nullptr, nullptr};
+  for (hclComm_t& c : solo) ASSERT_EQ(hclCommInitAll(&c, 1, nullptr), hclSuccess) << hclGetLastError(nullptr);
+  hclStream_t streams[2] = {nullptr, nullptr};
+  for (hclStream_t& s : streams) ASSERT_EQ(hclStreamCreate(&s), hclSuccess);
+  std::vector<std::vector<float>> data(4, std::vector<float>(kCount, 1.0f));
+  auto rc = onThreads(2, [&](int t) {
+    hclStream_t first = streams[t], second = streams[1 - t];
+    for (int g = 0; g < kGroups; ++g) {
+      if (hclGroupStart() != hclSuccess) return 1;
+      float* x = data[static_cast<size_t>(2 * t)].data();
+      float* y = data[static_cast<size_t>(2 * t + 1)].data();
+      if (hclAllReduce(x, x, kCount, hclFloat, hclSum, solo[t], first) != hclSuccess) return 2;
+      if (hclAllReduce(y, y, kCount, hclFloat, hclSum, solo[t], second) != hclSuccess) return 3;
+      if (hclGroupEnd() != hclSuccess) return 4;
+    }
+    return 0;
+  });
+  EXPECT_EQ(rc, (std::vector<int>{0, 0})) << hclGetLastError(nullptr);
+  // A hang guard, not a timing check: a cycle would never drain.
+  std::atomic<int> drained{0};
+  std::thread syncer([&] {
+    for (hclStream_t s : streams) drained += hclStreamSynchronize(s) == hclSuccess ? 1 : 100;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (drained.load() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (drained.load() < 2) {
+    std::fprintf(stderr, "FAILED: the two streams did not drain within 60 s: the groups' launches formed a cycle\n");
+    std::_Exit(1);  // the stream workers are stuck; nothing would join them
+  }
+  syncer.join();
+  EXPECT_EQ(drained.load(), 2);
+  for (hclStream_t s : streams) EXPECT_EQ(hclStreamDestroy(s), hclSuccess);
+  for (hclComm_t c : solo) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+}
+
+// A group over two streams that fails reports the failure on both streams,
+// not only on the one whose worker ran it.
+TEST(Threads, FailedGroupOverTwoStreamsFailsBoth) {
+  auto comms = initAll(2);
+  hclStream_t streams[2] = {nullptr, nullptr};
+  for (hclStream_t& s : streams) ASSERT_EQ(hclStreamCreate(&s), hclSuccess);
+  int32_t x = 1, y = 2;
+  // Rank 1 never joins; the revoke below stops rank 0's group.
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  ASSERT_EQ(hclAllReduce(&x, &x, 1, hclInt32, hclSum, comms[0], streams[0]), hclSuccess);
+  ASSERT_EQ(hclAllReduce(&y, &y, 1, hclInt32, hclSum, comms[0], streams[1]), hclSuccess);
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (hclComm_t c : comms) EXPECT_EQ(hclCommRevoke(c, HCL_REVOKE_DEFAULT), hclSuccess);
+  EXPECT_NE(hclStreamSynchronize(streams[0]), hclSuccess);
+  EXPECT_NE(hclStreamSynchronize(streams[1]), hclSuccess) << "the second stream of the failed group reported success";
+  for (hclStream_t s : streams) EXPECT_EQ(hclStreamDestroy(s), hclSuccess);
+  destroyAll(comms);
+}
+
+// A group with an operation on the NULL stream runs at once, after the work
+// already queued on its other streams. An earlier failure on one of those
+// streams is that stream's to report, at hclStreamSynchronize: it neither
+// stops the group nor is taken by hclGroupEnd.
+TEST(Threads, BlockingGroupLeavesAStreamsEarlierErrorOnTheStream) {
+  auto pair = initAll(2);
+  hclComm_t solo = nullptr;
+  ASSERT_EQ(hclCommInitAll(&solo, 1, nullptr), hclSuccess) << hclGetLastError(nullptr);
+  hclStream_t stream = nullptr;
+  ASSERT_EQ(hclStreamCreate(&stream), hclSuccess);
+  // Fails on the stream: rank 1 never joins, and the revoke stops it.
+  int32_t stuck = 1;
+  ASSERT_EQ(hclAllReduce(&stuck, &stuck, 1, hclInt32, hclSum, pair[0], stream), hclSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (hclComm_t c : pair) EXPECT_EQ(hclCommRevoke(c, HCL_REVOKE_DEFAULT), hclSuccess);
+  hclResult_t queried = hclInProgress;
+  for (int i = 0; i < 6000 && queried == hclInProgress; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    queried = hclStreamQuery(stream);
+  }
+  ASSERT_NE(queried, hclSuccess);
+  ASSERT_NE(queried, hclInProgress);
+
+  const int32_t a = 3, b = 4;
+  int32_t sumOut = 0, maxOut = 0;
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  ASSERT_EQ(hclAllReduce(&a, &sumOut, 1, hclInt32, hclSum, solo, nullptr), hclSuccess);
+  ASSERT_EQ(hclAllReduce(&b, &maxOut, 1, hclInt32, hclMax, solo, stream), hclSuccess);
+  EXPECT_EQ(hclGroupEnd(), hclSuccess) << hclGetLastError(nullptr);
+  EXPECT_EQ(sumOut, 3);
+  EXPECT_EQ(maxOut, 4);
+  EXPECT_EQ(hclStreamSynchronize(stream), queried) << "the stream's earlier error was lost";
+  EXPECT_EQ(hclStreamSynchronize(stream), hclSuccess);
+  EXPECT_EQ(hclStreamDestroy(stream), hclSuccess);
+  EXPECT_EQ(hclCommDestroy(solo), hclSuccess);
+  destroyAll(pair);
 }
 
 TEST(Threads, TcpBetweenThreadsWhenSharedMemoryIsDisabled) {

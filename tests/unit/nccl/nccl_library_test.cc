@@ -414,6 +414,18 @@ TEST(NcclLibrary, GroupSimulateEndEstimatesWithoutRunning) {
   EXPECT_EQ(ncclGroupSimulateEnd(&inner), ncclSuccess);
   EXPECT_EQ(inner.estimatedTime, NCCL_UNDEF_FLOAT);
   EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  // A bad simInfo at an inner level fails that call and, as any failed call
+  // inside a group does, drops the whole group.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (size_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), data[r].size(), ncclFloat, ncclSum, local.comms[r], nullptr),
+              ncclSuccess);
+  }
+  EXPECT_EQ(ncclGroupSimulateEnd(&wrong), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument) << "the outer end reports the inner refusal";
+  EXPECT_NE(lastError().find("magic"), std::string::npos) << lastError();
+  for (const auto& d : data) EXPECT_EQ(d[0], 2.0f) << "a group whose inner simulation was refused ran";
 }
 
 // A config refused inside a group fails the group, as every other call does.
