@@ -315,7 +315,7 @@ void MeshSetup::retryLater(Outgoing& o, std::string why) {
 void MeshSetup::armAccept(TcpListener& listener) {
   listener.acceptor.async_accept([this, &listener](const asio::error_code& ec, tcp::socket socket) {
     if (closing_ || ec == asio::error::operation_aborted) return;
-    if (ec == asio::error::connection_aborted || ec == asio::error::interrupted) {
+    if (acceptErrorIsTransient(ec)) {
       armAccept(listener);
       return;
     }

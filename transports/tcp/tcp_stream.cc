@@ -34,7 +34,8 @@ Status TcpStream::progressSends(bool* madeProgress) {
     asio::error_code ec;
     const size_t n = socket_.write_some(iov_, ec);
     if (ec == asio::error::would_block) return recvs_.empty() ? checkPeerStillThere() : Status{};
-    if (ec) return socketFailure(ec);
+    if (ec == asio::error::interrupted) continue;  // a signal arrived first; nothing was sent
+    if (ec) return socketFailure(ec, "sending");
     if (n > 0 && madeProgress) *madeProgress = true;
     moved += n;
     HCL_TRY(sends_.advance(n, [](const PendingFrame&) { return Status{}; }));
@@ -51,7 +52,8 @@ Status TcpStream::progressRecvs(bool* madeProgress) {
     asio::error_code ec;
     const size_t n = socket_.read_some(iov_, ec);
     if (ec == asio::error::would_block) break;
-    if (ec) return socketFailure(ec);
+    if (ec == asio::error::interrupted) continue;  // a signal arrived first; nothing was received
+    if (ec) return socketFailure(ec, "receiving");
     if (n > 0 && madeProgress) *madeProgress = true;
     moved += n;
     HCL_TRY(recvs_.advance(n, [this](const PendingFrame& frame) { return checkHeader(frame); }));
@@ -82,19 +84,19 @@ Status TcpStream::checkPeerStillThere() {
   asio::error_code ec;
   socket_.receive(asio::buffer(&probe, 1), asio::socket_base::message_peek, ec);
   if (!ec || ec == asio::error::would_block) return {};
-  return socketFailure(ec);
+  return socketFailure(ec, "waiting to send");
 }
 
-Status TcpStream::socketFailure(const asio::error_code& ec) const {
+Status TcpStream::socketFailure(const asio::error_code& ec, const char* doing) const {
   if (ec == asio::error::eof)
-    return remoteError(fmt::format("rank {}: connection to rank {} ({}) closed by peer", rank_,
-                                   peer_, description_));
+    return remoteError(fmt::format("rank {}: connection to rank {} ({}) closed by peer while {}", rank_,
+                                   peer_, description_, doing));
   if (ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
       ec == asio::error::connection_aborted)
-    return remoteError(
-        fmt::format("rank {}: connection to rank {} ({}) reset", rank_, peer_, description_));
-  return remoteError(fmt::format("rank {}: connection to rank {} ({}) failed: {}", rank_, peer_,
-                                 description_, ec.message()));
+    return remoteError(fmt::format("rank {}: connection to rank {} ({}) reset while {} ({})", rank_, peer_,
+                                   description_, doing, ec.message()));
+  return remoteError(fmt::format("rank {}: connection to rank {} ({}) failed while {}: {}", rank_, peer_,
+                                 description_, doing, ec.message()));
 }
 
 void TcpStream::failAll() {

@@ -49,7 +49,8 @@ class TcpStream {
   // With sends stuck and no receive posted nothing reads the socket; peek so
   // a peer that went away is still noticed.
   Status checkPeerStillThere();
-  Status socketFailure(const asio::error_code& ec) const;
+  // `doing`: what failed ("sending", "receiving", ...), for the message.
+  Status socketFailure(const asio::error_code& ec, const char* doing) const;
 
   int rank_;
   int peer_;

@@ -1,8 +1,9 @@
-// Stream layout and piece arithmetic, congestion control choice, and the
-// frame queue with pieces, without a mesh.
+// Stream layout and piece arithmetic, congestion control choice, which
+// accept errors are retried, and the frame queue with pieces, without a mesh.
 #include <gtest/gtest.h>
 
 #include <asio/io_context.hpp>
+#include <cerrno>
 #include <asio/ip/tcp.hpp>
 #include <set>
 #include <vector>
@@ -198,6 +199,19 @@ TEST(TcpCongestion, AutoPicksANonPacingAlgorithmWithinTheHostOnly) {
   EXPECT_TRUE(congestionIsAuto(" AUTO "));
   EXPECT_TRUE(congestionCandidates("System", true).empty());
   EXPECT_EQ(congestionCandidates(" Reno\t", false), std::vector<std::string>{"reno"});
+}
+
+// accept(2): the network errors of one pending connection are retried; a
+// broken listener or a lack of descriptors is not.
+TEST(TcpAccept, ErrorsOfOnePendingConnectionAreRetried) {
+  for (int e : {ENETDOWN, EPROTO, ENOPROTOOPT, EHOSTDOWN, ENONET, EHOSTUNREACH, EOPNOTSUPP, ENETUNREACH, ECONNABORTED,
+                EINTR}) {
+    EXPECT_TRUE(acceptErrorIsTransient(asio::error_code(e, asio::error::get_system_category()))) << e;
+  }
+  for (int e : {EBADF, EINVAL, EMFILE, ENFILE, ENOTSOCK}) {
+    EXPECT_FALSE(acceptErrorIsTransient(asio::error_code(e, asio::error::get_system_category()))) << e;
+  }
+  EXPECT_FALSE(acceptErrorIsTransient(asio::error::eof)) << "not a system error";
 }
 
 TEST(TcpCongestion, LoopbackAndOwnAddressesAreThisHost) {
