@@ -97,7 +97,9 @@ class ShmConnection final : public Connection {
     return {};
   }
 
-  void abort() override { header_.side[side_].aborted.store(1, std::memory_order_release); }
+  // Sequentially consistent: the flag must be visible before any store the
+  // caller makes to its buffers once this returns (peerAbortedAfterCopy).
+  void abort() override { header_.side[side_].aborted.store(1, std::memory_order_seq_cst); }
 
   // The probe at connect told whether we can reach the peer's memory; it is
   // stored in the peer's side of the header.
@@ -123,7 +125,7 @@ class ShmConnection final : public Connection {
     if (!mapPeerMemory_ || !failure_.ok() || !peerMemoryAccess()) return nullptr;
     // An aborted peer's call has returned, and its buffers are its own
     // again: the copying path then reports the abort instead.
-    if (header_.side[1 - side_].aborted.load(std::memory_order_acquire) != 0) return nullptr;
+    if (peerAborted()) return nullptr;
     return mappings_.map(buffer, peerAddress, bytes);
   }
 
@@ -333,6 +335,11 @@ class ShmConnection final : public Connection {
   // per call. True when it has all been read.
   bool readSingleCopy(Transfer& t, uint64_t& budget, bool& moved) {
     while (t.progressed < t.bytes && budget > 0) {
+      // An aborted sender has returned, and its buffer is the caller's again.
+      if (peerAborted()) {
+        recvStatus_ = peerAbortedError();
+        return false;
+      }
       const uint64_t len = std::min<uint64_t>(budget, t.bytes - t.progressed);
       int err = 0;
       const ssize_t n =
@@ -354,7 +361,26 @@ class ShmConnection final : public Connection {
       budget -= std::min<uint64_t>(budget, static_cast<uint64_t>(n));
       moved = true;
     }
-    return t.progressed == t.bytes;
+    if (t.progressed < t.bytes) return false;
+    // The sender may have aborted while the last piece was read: the bytes
+    // could then be its caller's new data.
+    if (peerAbortedAfterCopy()) {
+      recvStatus_ = peerAbortedError();
+      return false;
+    }
+    return true;
+  }
+
+  bool peerAborted() const { return header_.side[1 - side_].aborted.load(std::memory_order_acquire) != 0; }
+  // After a copy from or to the peer's memory: the peer sets its flag before
+  // its call returns, so a copy that saw the buffer reused (or wrote it after
+  // it was given back) finds the flag set here.
+  bool peerAbortedAfterCopy() const {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return peerAborted();
+  }
+  Status peerAbortedError() const {
+    return remoteError(fmt::format("rank {}: rank {} (pid {}, shm) aborted", rank_, peer_, peerPid_));
   }
 
   // Copies in pieces until done; the kernel may move fewer bytes than asked.
@@ -365,9 +391,7 @@ class ShmConnection final : public Connection {
     uint64_t done = 0;
     while (done < bytes) {
       // A peer that aborted may free its buffers at once: stop touching them.
-      if (header_.side[1 - side_].aborted.load(std::memory_order_acquire) != 0) {
-        return fail(remoteError(fmt::format("rank {}: rank {} (pid {}, shm) aborted", rank_, peer_, peerPid_)));
-      }
+      if (peerAborted()) return fail(peerAbortedError());
       int err = 0;
       const ssize_t n = copy(done, bytes - done, &err);
       if (n < 0 && err == EINTR) continue;
@@ -381,6 +405,7 @@ class ShmConnection final : public Connection {
       }
       done += static_cast<uint64_t>(n);
     }
+    if (peerAbortedAfterCopy()) return fail(peerAbortedError());
     return {};
   }
 
@@ -403,10 +428,7 @@ class ShmConnection final : public Connection {
     const auto now = Clock::now();
     if (now < nextPeerCheck_) return {};
     nextPeerCheck_ = now + kPeerCheckInterval;
-    if (header_.side[1 - side_].aborted.load(std::memory_order_acquire) != 0) {
-      return remoteError(
-          fmt::format("rank {}: rank {} (pid {}, shm) aborted", rank_, peer_, peerPid_));
-    }
+    if (peerAborted()) return peerAbortedError();
     if (watchPeerPid_ && processExited(peerPid_)) {
       return remoteError(
           fmt::format("rank {}: rank {} (pid {}, shm) exited", rank_, peer_, peerPid_));

@@ -182,6 +182,47 @@ TEST_F(ShmTest, PeerAbortIsDetected) {
   expectAllExitedZero(runProcesses(2, [&](int rank) { return abortingPeer(rank, id_, shared); }));
 }
 
+// Rank 0 publishes a single-copy send, then aborts while staying alive (its
+// caller may now reuse the buffer); rank 1 only starts reading afterwards.
+// The read must fail instead of delivering whatever the buffer holds now.
+int singleCopyFromAnAbortedSender(int rank, const CommIdentity& id, SharedState& shared) {
+  ::setenv("HCL_SHM_CMA_THRESHOLD", "4096", 1);
+  RankSetup setup;
+  CHILD_CHECK_OK(setUpRank(rank, 2, id, shared.barrier, setup));
+  Connection& c = *setup.connections[1 - rank];
+  std::deque<Transfer> transfers;
+  std::vector<uint8_t> data(1 << 20, 5);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  if (rank == 0) {
+    Transfer& send = addTransfer(transfers, true, data, 9);
+    CHILD_CHECK_OK(c.post(send));
+    bool moved = false;
+    for (int i = 0; i < 100 && !moved; ++i) CHILD_CHECK_OK(c.progress(&moved));
+    CHILD_CHECK(moved, "the send was never published");
+    c.abort();
+    shared.flag.store(1);
+    while (shared.flag.load() != 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    CHILD_CHECK(shared.flag.load() == 2, "peer never finished");
+    return 0;
+  }
+  while (shared.flag.load() != 1 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  std::vector<uint8_t> got(data.size(), 0);
+  Transfer& recv = addTransfer(transfers, false, got, 9);
+  CHILD_CHECK_OK(c.post(recv));
+  const Status s = driveUntilDone(setup.all, {&recv}, 30s);
+  shared.flag.store(2);
+  CHILD_CHECK(s.code() == hclRemoteError, "got {} ({})", s.message(), static_cast<int>(s.code()));
+  CHILD_CHECK(contains(s.message(), "rank 1: rank 0 (pid ") && contains(s.message(), "aborted"), "message: {}",
+              s.message());
+  CHILD_CHECK(recv.failed(), "receive not marked failed");
+  return 0;
+}
+
+TEST_F(ShmTest, SingleCopyFromAnAbortedSenderFails) {
+  SharedState& shared = makeShared(2);
+  expectAllExitedZero(runProcesses(2, [&](int rank) { return singleCopyFromAnAbortedSender(rank, id_, shared); }));
+}
+
 // Rank 0 sends one message and exits at once; rank 1 only looks afterwards.
 // What the peer published before leaving must still arrive.
 int senderExitsRightAway(int rank, const CommIdentity& id, SharedState& shared) {
