@@ -32,10 +32,11 @@ void add(const void* handle, Kind kind) {
   handles().live[handle] = kind;
 }
 
-void remove(const void* handle) {
+bool remove(const void* handle) {
   std::unique_lock lock(handles().mutex);
-  handles().live.erase(handle);
+  const bool erased = handles().live.erase(handle) > 0;
   handles().removals.fetch_add(1, std::memory_order_release);
+  return erased;
 }
 
 // Call with the registry's lock held.
@@ -48,8 +49,8 @@ bool liveAs(const void* handle, Kind kind) {
 
 void registerHandle(const hclComm* comm) { add(comm, Kind::Comm); }
 void registerHandle(const hclStream* stream) { add(stream, Kind::Stream); }
-void unregisterHandle(const hclComm* comm) { remove(comm); }
-void unregisterHandle(const hclStream* stream) { remove(stream); }
+bool unregisterHandle(const hclComm* comm) { return remove(comm); }
+bool unregisterHandle(const hclStream* stream) { return remove(stream); }
 
 bool isLiveHandle(const hclComm* comm) {
   // Read before the lookup: a removal after it makes the next call look again.

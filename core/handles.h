@@ -36,8 +36,10 @@ namespace hcl {
 // communicator is expected (or the reverse) is rejected like a made-up one.
 void registerHandle(const hclComm* comm);
 void registerHandle(const hclStream* stream);
-void unregisterHandle(const hclComm* comm);
-void unregisterHandle(const hclStream* stream);
+// False when the handle was not registered: of two threads that unregister
+// one handle at once, only one gets true and may free it.
+bool unregisterHandle(const hclComm* comm);
+bool unregisterHandle(const hclStream* stream);
 bool isLiveHandle(const hclComm* comm);
 bool isLiveHandle(const hclStream* stream);
 // Runs fn() while `comm` is guaranteed to stay alive; false if it is not live.

@@ -110,7 +110,7 @@ hclComm* newHandle() {
 }
 
 void deleteHandle(hclComm* handle) {
-  unregisterHandle(handle);
+  if (!unregisterHandle(handle)) return;  // another thread's destroy or abort took it
   std::unique_ptr<hclComm> owned(handle);
 }
 
@@ -197,6 +197,11 @@ hclResult_t hclCommInitAll(hclComm_t* comms, int ndev, const int* devlist) {
     return report(invalidArgument(fmt::format("hclCommInitAll: ndev {} must be between 0 and {}", ndev, kMaxInitAllRanks)));
   }
   if (ndev == 0) return hclSuccess;  // as NCCL: nothing to create
+  for (int r = 0; devlist && r < ndev; ++r) {
+    if (devlist[r] < 0) {
+      return report(invalidArgument(fmt::format("hclCommInitAll: devlist[{}] is {}, not a device index", r, devlist[r])));
+    }
+  }
   hclUniqueId id;
   Status s = createUniqueId(&id);
   if (!s.ok()) return report(s.withContext("hclCommInitAll"));
@@ -380,7 +385,11 @@ hclResult_t hclCommAbort(hclComm_t comm) {
                                               static_cast<const void*>(comm))));
   }
   if (Status s = checkNotPending("hclCommAbort", comm); !s.ok()) return report(s);
-  if (comm->impl) comm->impl->requestAbort();
+  // A reference of our own: the thread whose operation this abort stops may
+  // destroy the handle while the abort still runs.
+  std::shared_ptr<Communicator> impl;
+  withLiveHandle(comm, [&] { impl = comm->impl; });
+  if (impl) impl->requestAbort();
   deleteHandle(comm);
   return hclSuccess;
 }

@@ -80,7 +80,7 @@ hclResult_t hclStreamDestroy(hclStream_t stream) {
                                  "call hclGroupEnd first", static_cast<const void*>(stream)));
   }
   if (!s.ok()) return report(s);
-  unregisterHandle(stream);
+  if (!unregisterHandle(stream)) return hclSuccess;  // another thread's destroy took it
   std::unique_ptr<hclStream> owned(stream);  // finishes queued work, then joins
   return hclSuccess;
 }

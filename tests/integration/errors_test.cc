@@ -305,6 +305,10 @@ TEST(LifecycleErrors, BadInitArguments) {
   hclComm_t many[1];
   EXPECT_EQ(hclCommInitAll(many, INT_MAX, nullptr), hclInvalidArgument);
   EXPECT_NE(lastError(nullptr).find("ndev 2147483647"), std::string::npos) << lastError(nullptr);
+  hclComm_t two[2];
+  const int devlist[] = {0, -3};
+  EXPECT_EQ(hclCommInitAll(two, 2, devlist), hclInvalidArgument);
+  EXPECT_NE(lastError(nullptr).find("hclCommInitAll: devlist[1] is -3"), std::string::npos) << lastError(nullptr);
   hclConfig_t config = HCL_CONFIG_INITIALIZER;
   config.magic = 1;
   EXPECT_EQ(hclCommInitRankConfig(&comm, 1, id, 0, &config), hclInvalidArgument);

@@ -523,6 +523,31 @@ TEST(Threads, BlockingGroupLeavesAStreamsEarlierErrorOnTheStream) {
   destroyAll(pair);
 }
 
+// The usual watchdog pattern: one thread aborts a communicator whose
+// operation blocks another, which destroys the handle as soon as its call
+// returns, possibly while the abort still runs. Exactly one of them frees it
+// (run under the sanitizers, a second free or a use after it is reported).
+TEST(Threads, AbortFromAWatchdogWhileTheBlockedThreadDestroys) {
+  for (int round = 0; round < 20; ++round) {
+    auto comms = initAll(2);
+    std::atomic<int> callResult{-1}, destroyResult{-1};
+    std::jthread blocked([&] {
+      int32_t v = 1;  // rank 1 never joins
+      callResult = hclAllReduce(&v, &v, 1, hclInt32, hclSum, comms[0], nullptr);
+      destroyResult = hclCommDestroy(comms[0]);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const hclResult_t aborted = hclCommAbort(comms[0]);
+    blocked.join();
+    EXPECT_NE(callResult.load(), hclSuccess);
+    // Whichever came second found the handle gone or already taken.
+    EXPECT_TRUE(aborted == hclSuccess || aborted == hclInvalidArgument) << aborted;
+    EXPECT_TRUE(destroyResult.load() == hclSuccess || destroyResult.load() == hclInvalidArgument)
+        << destroyResult.load();
+    EXPECT_EQ(hclCommDestroy(comms[1]), hclSuccess);
+  }
+}
+
 TEST(Threads, TcpBetweenThreadsWhenSharedMemoryIsDisabled) {
   setenv("HCL_SHM_DISABLE", "1", 1);
   auto comms = initAll(3);
