@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 
 #include "core/comm_plan.h"
@@ -107,8 +108,12 @@ CommSettings settingsFromParams(const hclConfig_t* config) {
   s.spinUs = paramInt("HCL_SPIN_US");
   s.stageChunkBytes = static_cast<size_t>(std::max<int64_t>(4096, paramInt("HCL_STAGE_CHUNK_BYTES")));
   s.stageSlots = static_cast<int>(std::clamp<int64_t>(paramInt("HCL_STAGE_SLOTS"), 2, 16));
+  s.blocking = paramBool("HCL_COMM_BLOCKING");
   if (config) {
     if (config->commName) s.name = config->commName;
+    if (config->size >= offsetof(hclConfig_t, blocking) + sizeof(int) && config->blocking != HCL_CONFIG_UNDEF_INT) {
+      s.blocking = config->blocking != 0;
+    }
   }
   return s;
 }
@@ -122,7 +127,8 @@ uint64_t rootCommTag(const uint8_t secret[16]) {
 namespace {
 
 Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t secret[16], uint64_t commTag,
-                                const CommSettings& settings, std::shared_ptr<Communicator>& out) {
+                                const CommSettings& settings, const std::atomic<bool>* cancel,
+                                std::shared_ptr<Communicator>& out) {
   const auto start = std::chrono::steady_clock::now();
   auto comm = std::make_shared<Communicator>(rank, nranks, secret, commTag, settings);
   log::setThreadRank(rank);
@@ -133,7 +139,8 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   std::memcpy(ctx.secret, secret, sizeof ctx.secret);
   ctx.commTag = commTag;
   ctx.timeoutMs = settings.timeoutMs;
-  ctx.abortFlag = &comm->abortFlag();
+  // Nothing else can reach the communicator before it is returned.
+  ctx.abortFlag = cancel ? cancel : &comm->abortFlag();
 
   PeerInfo self = describeSelf(rank, comm->device());
   self.chunkBytes = settings.chunkBytes;
@@ -222,9 +229,11 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
 }  // namespace
 
 Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16], uint64_t commTag,
-                        const CommSettings& settings, std::shared_ptr<Communicator>& out) {
-  return noThrow("communicator init",
-                 [&] { return initCommunicatorThrowing(oob, nranks, rank, secret, commTag, settings, out); });
+                        const CommSettings& settings, const std::atomic<bool>* cancel,
+                        std::shared_ptr<Communicator>& out) {
+  return noThrow("communicator init", [&] {
+    return initCommunicatorThrowing(oob, nranks, rank, secret, commTag, settings, cancel, out);
+  });
 }
 
 }  // namespace hcl

@@ -14,7 +14,10 @@ CommSettings settingsFromParams(const hclConfig_t* config);
 // The tag of a communicator made from a unique id.
 uint64_t rootCommTag(const uint8_t secret[16]);
 
+// `cancel` (may be null) stops the transports' connection setup, as an
+// abort would; the bootstrap `oob` has its own.
 Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16], uint64_t commTag,
-                        const CommSettings& settings, std::shared_ptr<Communicator>& out);
+                        const CommSettings& settings, const std::atomic<bool>* cancel,
+                        std::shared_ptr<Communicator>& out);
 
 }  // namespace hcl

@@ -35,6 +35,9 @@ struct CommSettings {
   Device* device = nullptr;  // null: the CPU
   size_t stageChunkBytes = 1 << 20;
   int stageSlots = 3;
+  // config.blocking / HCL_COMM_BLOCKING: false makes inits return
+  // hclInProgress and finish in the background.
+  bool blocking = true;
 };
 
 class Communicator {

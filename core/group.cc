@@ -12,6 +12,7 @@
 #include "core/executor.h"
 #include "core/group_tasks.h"
 #include "core/log.h"
+#include "core/no_throw.h"
 #include "core/op_estimate.h"
 #include "core/stream_launch.h"
 
@@ -159,10 +160,27 @@ Status runInits(std::vector<DeferredInit> inits) {
   std::vector<Status> results(inits.size());
   {
     std::vector<std::jthread> threads;
-    for (const std::vector<size_t>& sequence : sequences) {
-      threads.emplace_back([&, sequence] {
-        for (size_t i : sequence) results[i] = inits[i].run();
+    size_t started = 0;
+    Status cannotStart;
+    for (; started < sequences.size() && cannotStart.ok(); ++started) {
+      cannotStart = noThrow("starting an init thread", [&]() -> Status {
+        threads.emplace_back([&, sequence = sequences[started]] {
+          for (size_t i : sequence) results[i] = inits[i].run();
+        });
+        return {};
       });
+    }
+    if (!cannotStart.ok()) {
+      // The started inits would wait for the others until the timeout.
+      for (DeferredInit& init : inits) {
+        if (init.cancel) init.cancel();
+      }
+      for (size_t q = started - 1; q < sequences.size(); ++q) {
+        for (size_t i : sequences[q]) {
+          inits[i].drop(cannotStart);
+          results[i] = cannotStart;
+        }
+      }
     }
   }
   for (const Status& s : results) {

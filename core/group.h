@@ -65,6 +65,9 @@ struct DeferredInit {
   // creations from one parent run one after another, in call order, since
   // their exchanges share the parent's links.
   const void* parent = nullptr;
+  // Makes a running `run` give up soon (hclCommAbort, or a sibling that
+  // could not be started).
+  std::function<void()> cancel;
 };
 void deferInit(DeferredInit init);
 

@@ -8,18 +8,28 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "core/communicator.h"
 #include "device/device.h"
 
 struct hclComm {
   std::shared_ptr<hcl::Communicator> impl;  // null until a deferred init completes
-  // A deferred init (hclCommInitRank in a group) not yet run; cleared, with
-  // release order, once initStatus holds its result.
+  // An init that has not finished: one deferred to hclGroupEnd, or a
+  // nonblocking one (config.blocking = 0). Cleared, with release order, once
+  // initStatus holds its result.
   std::atomic<bool> initPending{false};
+  // Set when that init starts to run (at hclGroupEnd, or at once when
+  // nonblocking): from then on hclCommAbort can stop it through initAbort.
+  std::atomic<bool> initRunning{false};
+  std::atomic<bool> initAbort{false};
+  bool nonblocking = false;
   hcl::Status initStatus;
   mutable std::mutex lastErrorMutex;
   std::string lastError;
+  // A nonblocking init's thread. Declared last so that it is joined before
+  // the members it writes are destroyed.
+  std::jthread initThread;
 };
 
 struct hclStream {

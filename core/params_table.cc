@@ -89,7 +89,7 @@ constexpr std::array kParams = {
               "Sim test device: copies wait while any native stream of the device is stopped on a wait, as on a "
               "GPU whose streams share one hardware queue",
               nullptr},
-    ParamSpec{"HCL_COMM_BLOCKING", Bool, "1", "Accepted for NCCL compatibility; every call completes before it returns, so none returns hclInProgress", "NCCL_COMM_BLOCKING"},
+    ParamSpec{"HCL_COMM_BLOCKING", Bool, "1", "0: inits whose config does not set blocking return hclInProgress and finish in the background (poll hclCommGetAsyncError)", "NCCL_COMM_BLOCKING"},
 };
 
 }  // namespace

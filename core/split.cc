@@ -103,7 +103,8 @@ Status splitOverLinks(const std::shared_ptr<Communicator>& parent, int color, in
   const int myIndex = static_cast<int>(std::find(members.begin(), members.end(), parent->rank()) - members.begin());
   SubsetOob oob("hclCommSplit", parent, members, myIndex);
   const uint64_t tag = mix(mix(parent->commTag(), serial), static_cast<uint32_t>(color));
-  return initCommunicator(oob, static_cast<int>(members.size()), myIndex, parent->secret(), tag, settings, out);
+  return initCommunicator(oob, static_cast<int>(members.size()), myIndex, parent->secret(), tag, settings, nullptr,
+                          out);
 }
 
 // Secret of the communicator the survivors build at the rescue root: the
@@ -141,7 +142,8 @@ Status shrinkOverLinks(const std::shared_ptr<Communicator>& parent, const std::v
   // different lists never share a tag.
   uint64_t tag = mix(mix(parent->commTag(), serial), 0x5348524eull);  // "SHRN"
   for (int r : members) tag = mix(tag, static_cast<uint32_t>(r));
-  return initCommunicator(oob, static_cast<int>(members.size()), myIndex, parent->secret(), tag, settings, out);
+  return initCommunicator(oob, static_cast<int>(members.size()), myIndex, parent->secret(), tag, settings, nullptr,
+                          out);
 }
 
 // Without the parent's links (failed, aborted or revoked): the first member
@@ -166,7 +168,7 @@ Status meetAtRescueRoot(const std::shared_ptr<Communicator>& parent, const std::
   const int n = static_cast<int>(members.size());
   std::unique_ptr<Oob> oob;
   HCL_TRY(connectBootstrap(id, n, myIndex, settings.timeoutMs, nullptr, oob));
-  return initCommunicator(*oob, n, myIndex, contents.secret, rootCommTag(contents.secret), settings, out);
+  return initCommunicator(*oob, n, myIndex, contents.secret, rootCommTag(contents.secret), settings, nullptr, out);
 }
 
 }  // namespace

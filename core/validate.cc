@@ -15,8 +15,12 @@ Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
                                        static_cast<const void*>(comm)));
   }
   // Read first: a deferred init writes impl and initStatus before clearing it.
+  // As NCCL: a communicator not yet ready is an invalid argument.
   if (comm->initPending.load(std::memory_order_acquire)) {
-    return invalidUsage("comm is still initializing (complete the group with hclGroupEnd first)");
+    return invalidArgument(comm->initRunning.load(std::memory_order_acquire)
+                               ? "comm is still initializing (wait until hclCommGetAsyncError no longer gives "
+                                 "hclInProgress)"
+                               : "comm is still initializing (complete the group with hclGroupEnd first)");
   }
   if (!comm->impl) {
     return {comm->initStatus.ok() ? hclInternalError : comm->initStatus.code(),

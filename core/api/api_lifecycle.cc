@@ -10,10 +10,12 @@
 #include "core/bootstrap.h"
 #include "core/bootstrap_wire.h"
 #include "core/comm_init.h"
+#include "core/deadline.h"
 #include "core/device_choice.h"
 #include "core/errors.h"
 #include "core/group.h"
 #include "core/log.h"
+#include "core/no_throw.h"
 #include "core/params.h"
 #include "core/split.h"
 #include "core/validate.h"
@@ -78,11 +80,37 @@ Status checkConfig(const hclConfig_t* config) {
   return {};
 }
 
-// The init deferred to the end of the open group still refers to the handle.
+// An init not yet finished still refers to the handle. One deferred to the
+// end of a group that is still open has not started; a running one (at
+// hclGroupEnd, or nonblocking) can only be stopped with hclCommAbort.
 Status checkNotPending(const char* call, hclComm_t comm) {
   if (!comm->initPending.load(std::memory_order_acquire)) return {};
-  return invalidUsage(fmt::format("{}: comm {} is still being created in an open group (call hclGroupEnd first)", call,
-                                  static_cast<const void*>(comm)));
+  if (!comm->initRunning.load(std::memory_order_acquire)) {
+    return invalidUsage(fmt::format("{}: comm {} is still being created in an open group (call hclGroupEnd first)",
+                                    call, static_cast<const void*>(comm)));
+  }
+  return invalidArgument(fmt::format("{}: comm {} is still initializing: wait until hclCommGetAsyncError no longer "
+                                     "gives hclInProgress, or stop the init with hclCommAbort",
+                                     call, static_cast<const void*>(comm)));
+}
+
+// Stops the running init of `comm` and waits until it has given up. A
+// nonblocking init's own thread is instead joined when the handle is freed:
+// true when that is left to do (the init may still write the handle).
+bool stopRunningInit(hclComm_t comm) {
+  bool pending = false, ownThread = false;
+  withLiveHandle(comm, [&] {
+    pending = comm->initPending.load(std::memory_order_acquire);
+    ownThread = comm->nonblocking;
+    if (pending) comm->initAbort.store(true, std::memory_order_release);
+  });
+  if (!pending) return false;
+  if (ownThread) return true;
+  Backoff backoff(0);
+  while (pending && withLiveHandle(comm, [&] { pending = comm->initPending.load(std::memory_order_acquire); })) {
+    backoff.pause();
+  }
+  return false;
 }
 
 // Runs fill() at hclGroupEnd, beside the group's other inits; `handle`
@@ -95,12 +123,33 @@ void deferCreation(hclComm* handle, std::function<Status()> fill, const Communic
     handle->initStatus = result;
     handle->initPending.store(false, std::memory_order_release);
   };
-  deferInit({[settle, fill = std::move(fill)]() -> Status {
+  deferInit({[handle, settle, fill = std::move(fill)]() -> Status {
+               if (handle) handle->initRunning.store(true, std::memory_order_release);
                Status r = fill();
                settle(r);
                return r;
              },
-             settle, parent});
+             settle, parent,
+             [handle] {
+               if (handle) handle->initAbort.store(true, std::memory_order_release);
+             }});
+}
+
+// A nonblocking init (config.blocking = 0): fill() runs on the handle's own
+// thread, and hclCommGetAsyncError says hclInProgress until it is done.
+Status startInBackground(hclComm* handle, std::function<Status()> fill) {
+  handle->nonblocking = true;
+  handle->initRunning.store(true);
+  handle->initPending.store(true);
+  return noThrow("starting a nonblocking init", [&]() -> Status {
+    handle->initThread = std::jthread([handle, fill = std::move(fill)] {
+      const Status r = fill();
+      if (!r.ok()) report(r, handle);
+      handle->initStatus = r;
+      handle->initPending.store(false, std::memory_order_release);
+    });
+    return {};
+  });
 }
 
 hclComm* newHandle() {
@@ -118,9 +167,10 @@ Status initRank(hclComm* handle, int nranks, const hclUniqueId& id, int rank, co
   UniqueIdContents contents;
   HCL_TRY(decodeUniqueId(id, contents));
   std::unique_ptr<Oob> oob;
-  HCL_TRY(connectBootstrap(id, nranks, rank, settings.timeoutMs, nullptr, oob));
+  HCL_TRY(connectBootstrap(id, nranks, rank, settings.timeoutMs, &handle->initAbort, oob));
   std::shared_ptr<Communicator> comm;
-  HCL_TRY(initCommunicator(*oob, nranks, rank, contents.secret, rootCommTag(contents.secret), settings, comm));
+  HCL_TRY(initCommunicator(*oob, nranks, rank, contents.secret, rootCommTag(contents.secret), settings,
+                           &handle->initAbort, comm));
   handle->impl = std::move(comm);
   return {};
 }
@@ -142,13 +192,20 @@ hclResult_t initRankApi(const char* call, hclComm_t* comm, int nranks, hclUnique
   if (!s.ok()) return report(failGroup(s.withContext(call)));
   hclComm* handle = newHandle();
   *comm = handle;
+  auto fill = [handle, nranks, commId, rank, settings, call] {
+    return initRank(handle, nranks, commId, rank, settings).withContext(call);
+  };
   if (inGroup()) {
-    deferCreation(handle, [handle, nranks, commId, rank, settings, call] {
-      return initRank(handle, nranks, commId, rank, settings).withContext(call);
-    });
+    handle->nonblocking = !settings.blocking;
+    deferCreation(handle, fill);
     return hclSuccess;
   }
-  s = initRank(handle, nranks, commId, rank, settings);
+  if (!settings.blocking) {
+    s = startInBackground(handle, fill);
+    if (s.ok()) return hclInProgress;
+  } else {
+    s = initRank(handle, nranks, commId, rank, settings);
+  }
   if (!s.ok()) {
     deleteHandle(handle);
     *comm = nullptr;
@@ -210,14 +267,21 @@ hclResult_t hclCommInitAll(hclComm_t* comms, int ndev, const int* devlist) {
   if (!s.ok()) return report(s.withContext("hclCommInitAll"));
   std::vector<hclComm*> handles(static_cast<size_t>(ndev));
   std::vector<Status> results(static_cast<size_t>(ndev));
+  for (hclComm*& handle : handles) handle = newHandle();
   {
     std::vector<std::jthread> threads;
-    for (int r = 0; r < ndev; ++r) {
-      handles[static_cast<size_t>(r)] = newHandle();
-      threads.emplace_back([&, r] {
-        results[static_cast<size_t>(r)] =
-            initRank(handles[static_cast<size_t>(r)], ndev, id, r, settings[static_cast<size_t>(r)]);
+    for (int r = 0; r < ndev && s.ok(); ++r) {
+      s = noThrow("starting an init thread", [&]() -> Status {
+        threads.emplace_back([&, r] {
+          results[static_cast<size_t>(r)] =
+              initRank(handles[static_cast<size_t>(r)], ndev, id, r, settings[static_cast<size_t>(r)]);
+        });
+        return {};
       });
+    }
+    // Ranks already started would wait for the missing ones until the timeout.
+    if (!s.ok()) {
+      for (hclComm* handle : handles) handle->initAbort.store(true, std::memory_order_release);
     }
   }
   for (const Status& r : results) {
@@ -366,13 +430,16 @@ hclResult_t hclCommFinalize(hclComm_t comm) {
   return hclSuccess;
 }
 
+// Destroy and abort check the handle while it cannot be freed: a watchdog's
+// abort may race the blocked thread's destroy of the same communicator.
 hclResult_t hclCommDestroy(hclComm_t comm) {
   if (!comm) return hclSuccess;  // like NCCL: destroying NULL is a no-op
-  if (!isLiveHandle(comm)) {
+  Status pending;
+  if (!withLiveHandle(comm, [&] { pending = checkNotPending("hclCommDestroy", comm); })) {
     return report(invalidArgument(fmt::format("hclCommDestroy: comm {} is not a valid communicator (destroyed twice?)",
                                               static_cast<const void*>(comm))));
   }
-  if (Status s = checkNotPending("hclCommDestroy", comm); !s.ok()) return report(s);
+  if (!pending.ok()) return report(pending);
   log::info(log::Destroy, "hclCommDestroy comm {}", static_cast<const void*>(comm));
   deleteHandle(comm);
   return hclSuccess;
@@ -380,16 +447,22 @@ hclResult_t hclCommDestroy(hclComm_t comm) {
 
 hclResult_t hclCommAbort(hclComm_t comm) {
   if (!comm) return hclSuccess;
-  if (!isLiveHandle(comm)) {
+  Status groupOpen;
+  const bool live = withLiveHandle(comm, [&] {
+    if (!comm->initRunning.load(std::memory_order_acquire)) groupOpen = checkNotPending("hclCommAbort", comm);
+  });
+  if (!live) {
     return report(invalidArgument(fmt::format("hclCommAbort: comm {} is not a valid communicator",
                                               static_cast<const void*>(comm))));
   }
-  if (Status s = checkNotPending("hclCommAbort", comm); !s.ok()) return report(s);
-  // A reference of our own: the thread whose operation this abort stops may
-  // destroy the handle while the abort still runs.
-  std::shared_ptr<Communicator> impl;
-  withLiveHandle(comm, [&] { impl = comm->impl; });
-  if (impl) impl->requestAbort();
+  if (!groupOpen.ok()) return report(groupOpen);
+  if (!stopRunningInit(comm)) {
+    // A reference of our own: the thread whose operation this abort stops
+    // may destroy the handle while the abort still runs.
+    std::shared_ptr<Communicator> impl;
+    withLiveHandle(comm, [&] { impl = comm->impl; });
+    if (impl) impl->requestAbort();
+  }
   deleteHandle(comm);
   return hclSuccess;
 }

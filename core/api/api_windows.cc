@@ -26,7 +26,7 @@ hclResult_t hclCommWindowRegister(hclComm_t comm, void* buff, size_t size, hclWi
   *win = nullptr;
   if (inGroup()) {
     deferInit({[c, buff, size, winFlags, win] { return registerWindow(*c, buff, size, winFlags, win); },
-               [](const Status&) {}, c.get()});
+               [](const Status&) {}, c.get(), {}});
     return hclSuccess;
   }
   return report(registerWindow(*c, buff, size, winFlags, win), comm);

@@ -96,7 +96,7 @@ TEST(GetPlan, BadArgumentsNameTheArgument) {
   hclComm_t pending = nullptr;
   ASSERT_EQ(hclGroupStart(), hclSuccess);
   ASSERT_EQ(hclCommInitRank(&pending, 1, id, 0), hclSuccess);
-  EXPECT_EQ(hclCommGetPlan(pending, "allreduce", 8, &info), hclInvalidUsage);
+  EXPECT_EQ(hclCommGetPlan(pending, "allreduce", 8, &info), hclInvalidArgument);
   EXPECT_NE(std::string(hclGetLastError(nullptr)).find("hclCommGetPlan: comm is still initializing"),
             std::string::npos)
       << hclGetLastError(nullptr);

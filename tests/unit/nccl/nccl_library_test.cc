@@ -6,12 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nccl.h"
@@ -290,6 +292,25 @@ ncclResult_t initOneRank(ncclComm_t* comm, ncclConfig_t* config) {
   ncclUniqueId id;
   if (ncclResult_t r = ncclGetUniqueId(&id)) return r;
   return ncclCommInitRankConfig(comm, 1, id, 0, config);
+}
+
+// config.blocking = 0 through the NCCL names: ncclInProgress, then the state
+// from ncclCommGetAsyncError, as an NCCL application polls it.
+TEST(NcclLibrary, NonblockingInitIsPolledThroughGetAsyncError) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(initOneRank(&comm, &config), ncclInProgress) << lastError();
+  ncclResult_t state = ncclInProgress;
+  for (int i = 0; i < 60000 && state == ncclInProgress; ++i) {
+    ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);
+    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(state, ncclSuccess) << lastError();
+  int count = 0;
+  EXPECT_EQ(ncclCommCount(comm, &count), ncclSuccess);
+  EXPECT_EQ(count, 1);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
 TEST(NcclLibrary, ConfigsOfOlderAndNewerVersionsAreAccepted) {

@@ -1,0 +1,216 @@
+// Nonblocking communicators (config.blocking = 0, as NCCL's): an init
+// returns hclInProgress at once and finishes in the background, the
+// communicator refuses use until hclCommGetAsyncError says it is ready, and
+// hclCommAbort stops an init that waits for peers that never come.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hcl.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string lastError(hclComm_t comm) { return hclGetLastError(comm); }
+
+hclConfig_t nonblockingConfig() {
+  hclConfig_t config = HCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+// Polls the communicator's state until it is no longer hclInProgress, for
+// at most `limit` (a guard against a hang, not a speed check).
+hclResult_t waitForInit(hclComm_t comm, std::chrono::seconds limit = 60s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  hclResult_t state = hclInProgress;
+  while (std::chrono::steady_clock::now() < end) {
+    if (hclCommGetAsyncError(comm, &state) != hclSuccess) return hclInternalError;
+    if (state != hclInProgress) return state;
+    std::this_thread::sleep_for(1ms);
+  }
+  return hclInProgress;
+}
+
+// A nonblocking init of rank 0 of `nranks`, whose other ranks never come.
+hclComm_t startLonelyRank(int nranks) {
+  hclUniqueId id;
+  if (hclGetUniqueId(&id) != hclSuccess) return nullptr;
+  hclConfig_t config = nonblockingConfig();
+  hclComm_t comm = nullptr;
+  if (hclCommInitRankConfig(&comm, nranks, id, 0, &config) != hclInProgress) return nullptr;
+  return comm;
+}
+
+class EnvGuard {
+ public:
+  EnvGuard(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~EnvGuard() { unsetenv(name_); }
+  EnvGuard(const EnvGuard&) = delete;
+  EnvGuard& operator=(const EnvGuard&) = delete;
+
+ private:
+  const char* name_;
+};
+
+// With nonblocking inits one thread can create every rank of a
+// communicator without a group: each init returns before its peers join.
+TEST(Nonblocking, OneThreadCreatesBothRanksThenReducesOverThem) {
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  hclConfig_t config = nonblockingConfig();
+  hclComm_t comms[2] = {nullptr, nullptr};
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(hclCommInitRankConfig(&comms[r], 2, id, r, &config), hclInProgress) << lastError(nullptr);
+    ASSERT_NE(comms[r], nullptr);
+  }
+  for (hclComm_t c : comms) ASSERT_EQ(waitForInit(c), hclSuccess) << lastError(c);
+
+  int count = 0, rank = -1;
+  EXPECT_EQ(hclCommCount(comms[1], &count), hclSuccess);
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(hclCommUserRank(comms[1], &rank), hclSuccess);
+  EXPECT_EQ(rank, 1);
+
+  std::vector<float> data[2] = {std::vector<float>(1000, 1.5f), std::vector<float>(1000, 2.0f)};
+  ASSERT_EQ(hclGroupStart(), hclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(hclAllReduce(data[r].data(), data[r].data(), data[r].size(), hclFloat32, hclSum, comms[r], nullptr),
+              hclSuccess)
+        << lastError(comms[r]);
+  }
+  ASSERT_EQ(hclGroupEnd(), hclSuccess) << lastError(nullptr);
+  for (const auto& d : data) {
+    for (float v : d) ASSERT_EQ(v, 3.5f);
+  }
+  for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess) << lastError(c);
+}
+
+// Until its init is done the communicator reports hclInProgress and refuses
+// every other call with hclInvalidArgument (as NCCL's), destroy included;
+// once its peer has joined it works.
+TEST(Nonblocking, CommunicatorRefusesUseUntilItsInitIsDone) {
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  hclConfig_t config = nonblockingConfig();
+  hclComm_t first = nullptr;
+  ASSERT_EQ(hclCommInitRankConfig(&first, 2, id, 0, &config), hclInProgress) << lastError(nullptr);
+  hclResult_t state = hclSuccess;
+  ASSERT_EQ(hclCommGetAsyncError(first, &state), hclSuccess);
+  EXPECT_EQ(state, hclInProgress);  // rank 1 has not called yet
+
+  int count = 0;
+  EXPECT_EQ(hclCommCount(first, &count), hclInvalidArgument);
+  EXPECT_NE(lastError(nullptr).find("hclCommCount: comm is still initializing (wait until hclCommGetAsyncError"),
+            std::string::npos)
+      << lastError(nullptr);
+  float x = 1.0f;
+  EXPECT_EQ(hclAllReduce(&x, &x, 1, hclFloat32, hclSum, first, nullptr), hclInvalidArgument);
+  EXPECT_NE(lastError(nullptr).find("still initializing"), std::string::npos) << lastError(nullptr);
+  EXPECT_EQ(hclCommDestroy(first), hclInvalidArgument);
+  EXPECT_NE(lastError(nullptr).find("is still initializing: wait until hclCommGetAsyncError no longer gives "
+                                    "hclInProgress, or stop the init with hclCommAbort"),
+            std::string::npos)
+      << lastError(nullptr);
+
+  hclComm_t second = nullptr;
+  ASSERT_EQ(hclCommInitRankConfig(&second, 2, id, 1, &config), hclInProgress) << lastError(nullptr);
+  ASSERT_EQ(waitForInit(first), hclSuccess) << lastError(first);
+  ASSERT_EQ(waitForInit(second), hclSuccess) << lastError(second);
+  EXPECT_EQ(hclCommCount(first, &count), hclSuccess) << lastError(first);
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(hclCommDestroy(first), hclSuccess);
+  EXPECT_EQ(hclCommDestroy(second), hclSuccess);
+}
+
+// HCL_COMM_BLOCKING=0 (or NCCL_COMM_BLOCKING) makes inits nonblocking where
+// the config does not say; a config's blocking = 1 wins over it.
+TEST(Nonblocking, EnvironmentChoosesWhereTheConfigIsSilent) {
+  EnvGuard env("HCL_COMM_BLOCKING", "0");
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  hclComm_t comm = nullptr;
+  ASSERT_EQ(hclCommInitRank(&comm, 1, id, 0), hclInProgress) << lastError(nullptr);
+  ASSERT_EQ(waitForInit(comm), hclSuccess) << lastError(comm);
+  EXPECT_EQ(hclCommDestroy(comm), hclSuccess);
+
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  hclConfig_t config = HCL_CONFIG_INITIALIZER;
+  config.blocking = 1;
+  ASSERT_EQ(hclCommInitRankConfig(&comm, 1, id, 0, &config), hclSuccess) << lastError(nullptr);
+  EXPECT_EQ(hclCommDestroy(comm), hclSuccess);
+}
+
+// A failed nonblocking init: hclCommGetAsyncError gives its error code,
+// hclGetLastError(comm) its text, and the handle can be destroyed.
+TEST(Nonblocking, FailedInitReportsItsErrorOnTheCommunicator) {
+  EnvGuard timeout("HCL_TIMEOUT_MS", "300");
+  hclComm_t comm = startLonelyRank(2);
+  ASSERT_NE(comm, nullptr) << lastError(nullptr);
+  const hclResult_t state = waitForInit(comm);
+  EXPECT_NE(state, hclInProgress);
+  EXPECT_NE(state, hclSuccess);
+  EXPECT_NE(lastError(comm).find("hclCommInitRankConfig"), std::string::npos) << lastError(comm);
+  int count = 0;
+  EXPECT_EQ(hclCommCount(comm, &count), state);
+  EXPECT_EQ(hclCommDestroy(comm), hclSuccess);
+}
+
+// hclCommAbort stops an init that waits for a peer that never comes, long
+// before the timeout; the handle is gone afterwards.
+TEST(Nonblocking, AbortStopsAnInitWaitingForItsPeers) {
+  EnvGuard timeout("HCL_TIMEOUT_MS", "600000");
+  hclComm_t comm = startLonelyRank(3);
+  ASSERT_NE(comm, nullptr) << lastError(nullptr);
+  std::this_thread::sleep_for(50ms);  // let it reach the wait for its peers
+  auto aborted = std::async(std::launch::async, [comm] { return hclCommAbort(comm); });
+  ASSERT_EQ(aborted.wait_for(120s), std::future_status::ready) << "hclCommAbort waited for the init's timeout";
+  EXPECT_EQ(aborted.get(), hclSuccess);
+  hclResult_t state = hclSuccess;
+  EXPECT_EQ(hclCommGetAsyncError(comm, &state), hclInvalidArgument);  // freed
+}
+
+// An init that runs at another thread's hclGroupEnd can be aborted too: that
+// hclGroupEnd then returns the init's error instead of waiting out the timeout.
+TEST(Nonblocking, AbortStopsAGroupsInitRunningOnAnotherThread) {
+  EnvGuard timeout("HCL_TIMEOUT_MS", "600000");
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  std::atomic<hclComm_t> comm{nullptr};
+  struct Ended {
+    hclResult_t result = hclSuccess;
+    std::string text;
+  };
+  auto ended = std::async(std::launch::async, [&] {
+    hclComm_t c = nullptr;
+    if (hclGroupStart() != hclSuccess) return Ended{hclSuccess, "hclGroupStart failed"};
+    if (hclCommInitRank(&c, 2, id, 0) != hclSuccess) return Ended{hclSuccess, "hclCommInitRank failed"};
+    comm.store(c);  // rank 1 never comes
+    const hclResult_t r = hclGroupEnd();
+    return Ended{r, lastError(nullptr)};
+  });
+  // Destroy refuses a communicator whose group is still open with
+  // hclInvalidUsage, and one whose init runs with hclInvalidArgument.
+  const auto end = std::chrono::steady_clock::now() + 60s;
+  hclResult_t destroyed = hclInvalidUsage;
+  while (destroyed == hclInvalidUsage && std::chrono::steady_clock::now() < end) {
+    if (comm.load() != nullptr) destroyed = hclCommDestroy(comm.load());
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(destroyed, hclInvalidArgument) << lastError(nullptr);
+  EXPECT_EQ(hclCommAbort(comm.load()), hclSuccess) << lastError(nullptr);
+  ASSERT_EQ(ended.wait_for(120s), std::future_status::ready) << "hclGroupEnd waited for the init's timeout";
+  const Ended result = ended.get();
+  EXPECT_NE(result.result, hclSuccess) << result.text;
+  EXPECT_NE(result.text.find("hclCommInitRank: bootstrap rank 0 of 2: bootstrap aborted"), std::string::npos)
+      << result.text;
+}
+
+}  // namespace
