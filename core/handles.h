@@ -20,10 +20,13 @@ struct hclComm {
   // initStatus holds its result.
   std::atomic<bool> initPending{false};
   // Set when that init starts to run (at hclGroupEnd, or at once when
-  // nonblocking): from then on hclCommAbort can stop it through initAbort.
+  // nonblocking). From then on hclCommAbort can stop it through initAbort if
+  // it is cancellable: an init from a unique id is, a split or shrink (which
+  // exchanges over its parent's links) is not.
   std::atomic<bool> initRunning{false};
   std::atomic<bool> initAbort{false};
-  bool nonblocking = false;
+  bool initCancellable = false;
+  bool initOnOwnThread = false;  // initThread runs it
   hcl::Status initStatus;
   mutable std::mutex lastErrorMutex;
   std::string lastError;

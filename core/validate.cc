@@ -14,6 +14,10 @@ Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
     return invalidArgument(fmt::format("comm {} is not a valid communicator (destroyed or never created)",
                                        static_cast<const void*>(comm)));
   }
+  return checkLiveComm(comm, out);
+}
+
+Status checkLiveComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
   // Read first: a deferred init writes impl and initStatus before clearing it.
   // As NCCL: a communicator not yet ready is an invalid argument.
   if (comm->initPending.load(std::memory_order_acquire)) {

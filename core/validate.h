@@ -10,6 +10,9 @@
 namespace hcl {
 
 Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out);
+// checkComm's checks past the handle's liveness, for a caller that holds
+// the handle alive (withLiveHandle).
+Status checkLiveComm(hclComm_t comm, std::shared_ptr<Communicator>& out);
 // As checkComm, but a communicator that has failed, been aborted or been
 // revoked passes: for calls that only touch this rank (memory), leave it
 // (shrink) or revoke it.

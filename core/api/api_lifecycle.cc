@@ -101,7 +101,7 @@ bool stopRunningInit(hclComm_t comm) {
   bool pending = false, ownThread = false;
   withLiveHandle(comm, [&] {
     pending = comm->initPending.load(std::memory_order_acquire);
-    ownThread = comm->nonblocking;
+    ownThread = comm->initOnOwnThread;
     if (pending) comm->initAbort.store(true, std::memory_order_release);
   });
   if (!pending) return false;
@@ -131,14 +131,19 @@ void deferCreation(hclComm* handle, std::function<Status()> fill, const Communic
              },
              settle, parent,
              [handle] {
-               if (handle) handle->initAbort.store(true, std::memory_order_release);
+               // The handle may be gone: its init done and then destroyed.
+               withLiveHandle(handle, [handle] {
+                 if (handle->initPending.load(std::memory_order_acquire)) {
+                   handle->initAbort.store(true, std::memory_order_release);
+                 }
+               });
              }});
 }
 
 // A nonblocking init (config.blocking = 0): fill() runs on the handle's own
 // thread, and hclCommGetAsyncError says hclInProgress until it is done.
 Status startInBackground(hclComm* handle, std::function<Status()> fill) {
-  handle->nonblocking = true;
+  handle->initOnOwnThread = true;
   handle->initRunning.store(true);
   handle->initPending.store(true);
   return noThrow("starting a nonblocking init", [&]() -> Status {
@@ -175,8 +180,8 @@ Status initRank(hclComm* handle, int nranks, const hclUniqueId& id, int rank, co
   return {};
 }
 
-hclResult_t initRankApi(const char* call, hclComm_t* comm, int nranks, hclUniqueId commId, int rank,
-                        hclConfig_t* config) {
+hclResult_t initRankApiThrowing(const char* call, hclComm_t* comm, int nranks, hclUniqueId commId, int rank,
+                                hclConfig_t* config) {
   logVersionOnce();
   Status s;
   if (!comm) s = invalidArgument("comm (the output pointer) is NULL");
@@ -195,8 +200,8 @@ hclResult_t initRankApi(const char* call, hclComm_t* comm, int nranks, hclUnique
   auto fill = [handle, nranks, commId, rank, settings, call] {
     return initRank(handle, nranks, commId, rank, settings).withContext(call);
   };
+  handle->initCancellable = true;
   if (inGroup()) {
-    handle->nonblocking = !settings.blocking;
     deferCreation(handle, fill);
     return hclSuccess;
   }
@@ -211,6 +216,22 @@ hclResult_t initRankApi(const char* call, hclComm_t* comm, int nranks, hclUnique
     *comm = nullptr;
   }
   return report(s.withContext(call));
+}
+
+// Out of memory (a std::function, a handle) must not cross the C API either.
+template <typename Fn>
+hclResult_t resultNoThrow(const char* call, Fn&& fn) {
+  hclResult_t result = hclSuccess;
+  const Status s = noThrow(call, [&]() -> Status {
+    result = fn();
+    return {};
+  });
+  return s.ok() ? result : report(s);
+}
+
+hclResult_t initRankApi(const char* call, hclComm_t* comm, int nranks, hclUniqueId commId, int rank,
+                        hclConfig_t* config) {
+  return resultNoThrow(call, [&] { return initRankApiThrowing(call, comm, nranks, commId, rank, config); });
 }
 
 }  // namespace
@@ -247,7 +268,7 @@ hclResult_t hclCommInitRankScalable(hclComm_t* newcomm, int nranks, int myrank, 
   return initRankApi("hclCommInitRankScalable", newcomm, nranks, commIds[0], myrank, config);
 }
 
-hclResult_t hclCommInitAll(hclComm_t* comms, int ndev, const int* devlist) {
+static hclResult_t initAllThrowing(hclComm_t* comms, int ndev, const int* devlist) {
   logVersionOnce();
   if (!comms) return report(invalidArgument("hclCommInitAll: comms is NULL"));
   if (ndev < 0 || ndev > kMaxInitAllRanks) {
@@ -296,6 +317,10 @@ hclResult_t hclCommInitAll(hclComm_t* comms, int ndev, const int* devlist) {
     }
   }
   return report(s.withContext("hclCommInitAll"));
+}
+
+hclResult_t hclCommInitAll(hclComm_t* comms, int ndev, const int* devlist) {
+  return resultNoThrow("hclCommInitAll", [&] { return initAllThrowing(comms, ndev, devlist); });
 }
 
 // The settings of a communicator made from `parent`: the config's, with the
@@ -416,15 +441,22 @@ hclResult_t hclCommRevoke(hclComm_t comm, int revokeFlags) {
 }
 
 hclResult_t hclCommFinalize(hclComm_t comm) {
-  if (!comm || !isLiveHandle(comm)) {
+  Status s;
+  const bool live = comm && withLiveHandle(comm, [&] {
+    if (comm->initPending.load(std::memory_order_acquire)) {
+      s = checkNotPending("hclCommFinalize", comm);
+    } else if (!comm->impl) {
+      s = {comm->initStatus.code(), "hclCommFinalize: comm failed to initialize: " + comm->initStatus.message()};
+    } else if (comm->impl->revoked()) {
+      s = invalidUsage("hclCommFinalize: comm was revoked (hclCommRevoke); finalize is not supported after a "
+                       "revoke, destroy it with hclCommDestroy");
+    }
+  });
+  if (!live) {
     return report(invalidArgument(fmt::format("hclCommFinalize: comm {} is not a valid communicator",
                                               static_cast<const void*>(comm))));
   }
-  if (!comm->initPending.load(std::memory_order_acquire) && comm->impl && comm->impl->revoked()) {
-    return report(invalidUsage("hclCommFinalize: comm was revoked (hclCommRevoke); finalize is not supported "
-                               "after a revoke, destroy it with hclCommDestroy"),
-                  comm);
-  }
+  if (!s.ok()) return report(s, comm);
   // Blocking operations are complete when they return; stream operations
   // are the caller's to synchronize, as with NCCL.
   return hclSuccess;
@@ -447,15 +479,22 @@ hclResult_t hclCommDestroy(hclComm_t comm) {
 
 hclResult_t hclCommAbort(hclComm_t comm) {
   if (!comm) return hclSuccess;
-  Status groupOpen;
+  Status refused;
   const bool live = withLiveHandle(comm, [&] {
-    if (!comm->initRunning.load(std::memory_order_acquire)) groupOpen = checkNotPending("hclCommAbort", comm);
+    if (!comm->initPending.load(std::memory_order_acquire)) return;
+    if (!comm->initRunning.load(std::memory_order_acquire)) {
+      refused = checkNotPending("hclCommAbort", comm);
+    } else if (!comm->initCancellable) {
+      refused = invalidUsage(fmt::format("hclCommAbort: comm {} is being made by a split or shrink at hclGroupEnd, "
+                                         "which cannot be stopped; it ends by itself, at the latest after "
+                                         "HCL_TIMEOUT_MS", static_cast<const void*>(comm)));
+    }
   });
   if (!live) {
     return report(invalidArgument(fmt::format("hclCommAbort: comm {} is not a valid communicator",
                                               static_cast<const void*>(comm))));
   }
-  if (!groupOpen.ok()) return report(groupOpen);
+  if (!refused.ok()) return report(refused);
   if (!stopRunningInit(comm)) {
     // A reference of our own: the thread whose operation this abort stops
     // may destroy the handle while the abort still runs.

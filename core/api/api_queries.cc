@@ -9,32 +9,41 @@ using namespace hcl;
 
 namespace {
 
-// Queries work on a communicator even after it failed; one whose init in a
-// group is still pending or failed has nothing to report yet.
+// Queries work on a communicator even after it failed; one whose init is
+// still pending or failed has nothing to report yet. The handle is read
+// while it cannot be freed: a watchdog may poll it while another thread
+// aborts it.
 Status liveComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
   if (!comm) return invalidArgument("comm is NULL");
-  if (!isLiveHandle(comm)) {
+  Status s;
+  const bool live = withLiveHandle(comm, [&] {
+    if (comm->initPending.load(std::memory_order_acquire) || !comm->impl) {
+      std::shared_ptr<Communicator> none;
+      s = checkLiveComm(comm, none);  // says why there is nothing yet
+    } else {
+      out = comm->impl;
+    }
+  });
+  if (!live) {
     return invalidArgument(fmt::format("comm {} is not a valid communicator (destroyed or never created)",
                                        static_cast<const void*>(comm)));
   }
-  if (comm->initPending.load(std::memory_order_acquire) || !comm->impl) {
-    std::shared_ptr<Communicator> none;
-    return checkComm(comm, none);  // says why there is nothing yet
-  }
-  out = comm->impl;
-  return {};
+  return s;
 }
 
-// Where a communicator's init in a group stands: in progress, or its error.
+// Where a communicator's init stands: in progress, or its error.
 bool initNotDone(hclComm_t comm, hclResult_t* asyncError) {
-  if (!comm || !isLiveHandle(comm)) return false;
-  if (comm->initPending.load(std::memory_order_acquire)) {
-    *asyncError = hclInProgress;
-    return true;
-  }
-  if (comm->impl) return false;
-  *asyncError = comm->initStatus.code();
-  return true;
+  bool notDone = false;
+  withLiveHandle(comm, [&] {
+    if (comm->initPending.load(std::memory_order_acquire)) {
+      *asyncError = hclInProgress;
+      notDone = true;
+    } else if (!comm->impl) {
+      *asyncError = comm->initStatus.code();
+      notDone = true;
+    }
+  });
+  return notDone;
 }
 
 }  // namespace

@@ -49,6 +49,19 @@ hclComm_t startLonelyRank(int nranks) {
   return comm;
 }
 
+// Once another thread has published the communicator it creates in a
+// group, tries to destroy it until the answer is no longer hclInvalidUsage
+// (the group still open): hclInvalidArgument says its init now runs.
+hclResult_t destroyUntilTheInitRuns(const std::atomic<hclComm_t>& comm) {
+  const auto end = std::chrono::steady_clock::now() + 60s;
+  hclResult_t destroyed = hclInvalidUsage;
+  while (destroyed == hclInvalidUsage && std::chrono::steady_clock::now() < end) {
+    if (comm.load() != nullptr) destroyed = hclCommDestroy(comm.load());
+    std::this_thread::sleep_for(1ms);
+  }
+  return destroyed;
+}
+
 class EnvGuard {
  public:
   EnvGuard(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
@@ -114,6 +127,8 @@ TEST(Nonblocking, CommunicatorRefusesUseUntilItsInitIsDone) {
   float x = 1.0f;
   EXPECT_EQ(hclAllReduce(&x, &x, 1, hclFloat32, hclSum, first, nullptr), hclInvalidArgument);
   EXPECT_NE(lastError(nullptr).find("still initializing"), std::string::npos) << lastError(nullptr);
+  EXPECT_EQ(hclCommFinalize(first), hclInvalidArgument);
+  EXPECT_NE(lastError(nullptr).find("hclCommFinalize: comm"), std::string::npos) << lastError(nullptr);
   EXPECT_EQ(hclCommDestroy(first), hclInvalidArgument);
   EXPECT_NE(lastError(nullptr).find("is still initializing: wait until hclCommGetAsyncError no longer gives "
                                     "hclInProgress, or stop the init with hclCommAbort"),
@@ -133,14 +148,17 @@ TEST(Nonblocking, CommunicatorRefusesUseUntilItsInitIsDone) {
 // HCL_COMM_BLOCKING=0 (or NCCL_COMM_BLOCKING) makes inits nonblocking where
 // the config does not say; a config's blocking = 1 wins over it.
 TEST(Nonblocking, EnvironmentChoosesWhereTheConfigIsSilent) {
-  EnvGuard env("HCL_COMM_BLOCKING", "0");
   hclUniqueId id;
-  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
   hclComm_t comm = nullptr;
-  ASSERT_EQ(hclCommInitRank(&comm, 1, id, 0), hclInProgress) << lastError(nullptr);
-  ASSERT_EQ(waitForInit(comm), hclSuccess) << lastError(comm);
-  EXPECT_EQ(hclCommDestroy(comm), hclSuccess);
+  for (const char* name : {"HCL_COMM_BLOCKING", "NCCL_COMM_BLOCKING"}) {
+    EnvGuard env(name, "0");
+    ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+    ASSERT_EQ(hclCommInitRank(&comm, 1, id, 0), hclInProgress) << name << ": " << lastError(nullptr);
+    ASSERT_EQ(waitForInit(comm), hclSuccess) << lastError(comm);
+    EXPECT_EQ(hclCommDestroy(comm), hclSuccess);
+  }
 
+  EnvGuard env("HCL_COMM_BLOCKING", "0");
   ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
   hclConfig_t config = HCL_CONFIG_INITIALIZER;
   config.blocking = 1;
@@ -177,9 +195,11 @@ TEST(Nonblocking, AbortStopsAnInitWaitingForItsPeers) {
   EXPECT_EQ(hclCommGetAsyncError(comm, &state), hclInvalidArgument);  // freed
 }
 
-// An init that runs at another thread's hclGroupEnd can be aborted too: that
-// hclGroupEnd then returns the init's error instead of waiting out the timeout.
-TEST(Nonblocking, AbortStopsAGroupsInitRunningOnAnotherThread) {
+// An init that runs at another thread's hclGroupEnd can be aborted too,
+// blocking or not (inside a group both run at hclGroupEnd): that
+// hclGroupEnd then returns the init's error instead of waiting out the
+// timeout.
+void abortGroupsInitOnAnotherThread(int blocking) {
   EnvGuard timeout("HCL_TIMEOUT_MS", "600000");
   hclUniqueId id;
   ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
@@ -190,27 +210,50 @@ TEST(Nonblocking, AbortStopsAGroupsInitRunningOnAnotherThread) {
   };
   auto ended = std::async(std::launch::async, [&] {
     hclComm_t c = nullptr;
+    hclConfig_t config = HCL_CONFIG_INITIALIZER;
+    config.blocking = blocking;
     if (hclGroupStart() != hclSuccess) return Ended{hclSuccess, "hclGroupStart failed"};
-    if (hclCommInitRank(&c, 2, id, 0) != hclSuccess) return Ended{hclSuccess, "hclCommInitRank failed"};
+    if (hclCommInitRankConfig(&c, 2, id, 0, &config) != hclSuccess) return Ended{hclSuccess, "init failed"};
     comm.store(c);  // rank 1 never comes
     const hclResult_t r = hclGroupEnd();
     return Ended{r, lastError(nullptr)};
   });
-  // Destroy refuses a communicator whose group is still open with
-  // hclInvalidUsage, and one whose init runs with hclInvalidArgument.
-  const auto end = std::chrono::steady_clock::now() + 60s;
-  hclResult_t destroyed = hclInvalidUsage;
-  while (destroyed == hclInvalidUsage && std::chrono::steady_clock::now() < end) {
-    if (comm.load() != nullptr) destroyed = hclCommDestroy(comm.load());
-    std::this_thread::sleep_for(1ms);
-  }
-  ASSERT_EQ(destroyed, hclInvalidArgument) << lastError(nullptr);
+  ASSERT_EQ(destroyUntilTheInitRuns(comm), hclInvalidArgument) << lastError(nullptr);
   EXPECT_EQ(hclCommAbort(comm.load()), hclSuccess) << lastError(nullptr);
   ASSERT_EQ(ended.wait_for(120s), std::future_status::ready) << "hclGroupEnd waited for the init's timeout";
   const Ended result = ended.get();
   EXPECT_NE(result.result, hclSuccess) << result.text;
-  EXPECT_NE(result.text.find("hclCommInitRank: bootstrap rank 0 of 2: bootstrap aborted"), std::string::npos)
+  EXPECT_NE(result.text.find("hclCommInitRankConfig: bootstrap rank 0 of 2: bootstrap aborted"), std::string::npos)
       << result.text;
+}
+
+TEST(Nonblocking, AbortStopsABlockingGroupInitRunningOnAnotherThread) { abortGroupsInitOnAnotherThread(1); }
+
+TEST(Nonblocking, AbortStopsANonblockingGroupInitRunningOnAnotherThread) { abortGroupsInitOnAnotherThread(0); }
+
+// A split exchanges over its parent's links and cannot be stopped: aborting
+// the child it is making is refused, and the split ends at the timeout.
+TEST(Nonblocking, AbortOfAChildBeingSplitIsRefused) {
+  EnvGuard timeout("HCL_TIMEOUT_MS", "1500");
+  hclComm_t parents[2] = {nullptr, nullptr};
+  ASSERT_EQ(hclCommInitAll(parents, 2, nullptr), hclSuccess) << lastError(nullptr);
+  std::atomic<hclComm_t> child{nullptr};
+  auto ended = std::async(std::launch::async, [&] {
+    hclComm_t c = nullptr;
+    if (hclGroupStart() != hclSuccess) return hclInternalError;
+    if (hclCommSplit(parents[0], 0, 0, &c, nullptr) != hclSuccess) return hclInternalError;
+    child.store(c);  // rank 1 of the parent never splits
+    return hclGroupEnd();
+  });
+  ASSERT_EQ(destroyUntilTheInitRuns(child), hclInvalidArgument) << lastError(nullptr);
+  EXPECT_EQ(hclCommAbort(child.load()), hclInvalidUsage);
+  EXPECT_NE(lastError(nullptr).find("is being made by a split or shrink at hclGroupEnd, which cannot be stopped"),
+            std::string::npos)
+      << lastError(nullptr);
+  ASSERT_EQ(ended.wait_for(120s), std::future_status::ready);
+  EXPECT_NE(ended.get(), hclSuccess);
+  EXPECT_EQ(hclCommDestroy(child.load()), hclSuccess) << lastError(nullptr);
+  for (hclComm_t p : parents) EXPECT_EQ(hclCommAbort(p), hclSuccess);
 }
 
 }  // namespace
