@@ -6,6 +6,7 @@
 #include "core/device_choice.h"
 #include "core/errors.h"
 #include "core/handles.h"
+#include "core/no_throw.h"
 #include "core/validate.h"
 #include "device/gated_stream.h"
 
@@ -76,8 +77,13 @@ hclResult_t hclCommWrapStream(hclComm_t comm, void* nativeStream, hclStream_t* s
   std::unique_ptr<StreamGate> gate;
   if (s.ok()) s = c->device().openGate(nativeStream, gate);
   if (!s.ok()) return report(s.withContext("hclCommWrapStream"), comm);
-  auto h = std::make_unique<hclStream>();
-  h->impl = std::make_unique<GatedStream>(c->device().kind(), std::move(gate));
+  std::unique_ptr<hclStream> h;
+  s = noThrow("hclCommWrapStream", [&]() -> Status {
+    h = std::make_unique<hclStream>();
+    h->impl = std::make_unique<GatedStream>(c->device().kind(), std::move(gate));
+    return {};
+  });
+  if (!s.ok()) return report(s, comm);
   registerHandle(h.get());
   *stream = h.release();  // owned by the registry until hclStreamDestroy
   return hclSuccess;

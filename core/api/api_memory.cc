@@ -9,6 +9,7 @@
 #include "core/group.h"
 #include "core/handles.h"
 #include "core/log.h"
+#include "core/no_throw.h"
 #include "core/shared_allocations.h"
 
 using namespace hcl;
@@ -43,8 +44,14 @@ hclResult_t hclMemFree(void* ptr) {
 
 hclResult_t hclStreamCreate(hclStream_t* stream) {
   if (!stream) return report(invalidArgument("hclStreamCreate: stream is NULL"));
-  auto s = std::make_unique<hclStream>();
-  s->impl = cpuDevice().createStream();
+  // A stream has a worker thread, which the system may refuse.
+  std::unique_ptr<hclStream> s;
+  const Status made = noThrow("hclStreamCreate", [&]() -> Status {
+    s = std::make_unique<hclStream>();
+    s->impl = cpuDevice().createStream();
+    return {};
+  });
+  if (!made.ok()) return report(made);
   registerHandle(s.get());
   *stream = s.release();  // owned by the registry until hclStreamDestroy
   return hclSuccess;
