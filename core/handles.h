@@ -26,12 +26,11 @@ struct hclComm {
   std::atomic<bool> initRunning{false};
   std::atomic<bool> initAbort{false};
   bool initCancellable = false;
-  bool initOnOwnThread = false;  // initThread runs it
   hcl::Status initStatus;
   mutable std::mutex lastErrorMutex;
   std::string lastError;
-  // A nonblocking init's thread. Declared last so that it is joined before
-  // the members it writes are destroyed.
+  // A nonblocking init's thread (joinable only for such an init). Declared
+  // last so that it is joined before the members it writes are destroyed.
   std::jthread initThread;
 };
 

@@ -101,7 +101,7 @@ bool stopRunningInit(hclComm_t comm) {
   bool pending = false, ownThread = false;
   withLiveHandle(comm, [&] {
     pending = comm->initPending.load(std::memory_order_acquire);
-    ownThread = comm->initOnOwnThread;
+    ownThread = comm->initThread.joinable();
     if (pending) comm->initAbort.store(true, std::memory_order_release);
   });
   if (!pending) return false;
@@ -116,12 +116,16 @@ bool stopRunningInit(hclComm_t comm) {
 // Runs fill() at hclGroupEnd, beside the group's other inits; `handle`
 // (null: none to fill) is pending until then and keeps fill's result.
 // `parent`: the communicator a split or shrink exchanges over.
+// An init's result on its handle; afterwards the init no longer touches it.
+void settleInit(hclComm* handle, const Status& result) {
+  handle->initStatus = result;
+  handle->initPending.store(false, std::memory_order_release);
+}
+
 void deferCreation(hclComm* handle, std::function<Status()> fill, const Communicator* parent = nullptr) {
   if (handle) handle->initPending.store(true);
   auto settle = [handle](const Status& result) {
-    if (!handle) return;
-    handle->initStatus = result;
-    handle->initPending.store(false, std::memory_order_release);
+    if (handle) settleInit(handle, result);
   };
   deferInit({[handle, settle, fill = std::move(fill)]() -> Status {
                if (handle) handle->initRunning.store(true, std::memory_order_release);
@@ -143,15 +147,13 @@ void deferCreation(hclComm* handle, std::function<Status()> fill, const Communic
 // A nonblocking init (config.blocking = 0): fill() runs on the handle's own
 // thread, and hclCommGetAsyncError says hclInProgress until it is done.
 Status startInBackground(hclComm* handle, std::function<Status()> fill) {
-  handle->initOnOwnThread = true;
   handle->initRunning.store(true);
   handle->initPending.store(true);
   return noThrow("starting a nonblocking init", [&]() -> Status {
     handle->initThread = std::jthread([handle, fill = std::move(fill)] {
       const Status r = fill();
       if (!r.ok()) report(r, handle);
-      handle->initStatus = r;
-      handle->initPending.store(false, std::memory_order_release);
+      settleInit(handle, r);
     });
     return {};
   });

@@ -178,6 +178,9 @@ TEST(Nonblocking, FailedInitReportsItsErrorOnTheCommunicator) {
   EXPECT_NE(lastError(comm).find("hclCommInitRankConfig"), std::string::npos) << lastError(comm);
   int count = 0;
   EXPECT_EQ(hclCommCount(comm, &count), state);
+  EXPECT_EQ(hclCommFinalize(comm), state);
+  EXPECT_NE(lastError(nullptr).find("hclCommFinalize: comm failed to initialize"), std::string::npos)
+      << lastError(nullptr);
   EXPECT_EQ(hclCommDestroy(comm), hclSuccess);
 }
 
