@@ -125,29 +125,33 @@ Status BenchThread::startColl(hclDataType_t type, int op, int root, bool inPlace
   const size_t steps = total ? std::max<size_t>(opt_.maxBytes / total, 1) : 1;
   const size_t shift = total * (static_cast<size_t>(iter) % steps);
   const bool group = slots_.size() > 1;
-  if (group) PERF_HCL(hclGroupStart());
+  const int rounds = ctx_.coll.rounds ? ctx_.coll.rounds(slots_.front().nranks) : 1;
   Status first;
-  for (RankSlot& s : slots_) {
-    unsigned char* recv = recvBase(s) + shift;
-    unsigned char* send = sendBase(s) + shift;
-    const size_t rank = static_cast<size_t>(s.rank);
-    CallArgs call{};
-    call.send = inPlace ? recv + sizes_.counts.sendInplaceOffset * sizes_.eltSize * rank : send;
-    call.recv = inPlace ? recv + sizes_.counts.recvInplaceOffset * sizes_.eltSize * rank : recv;
-    call.count = sizes_.counts.param;
-    call.type = type;
-    call.op = op == kMulSum ? s.mulSumOp : (op >= 0 ? static_cast<hclRedOp_t>(op) : hclSum);
-    call.root = root;
-    call.rank = s.rank;
-    call.nranks = s.nranks;
-    call.comm = s.comm;
-    call.stream = s.stream;
-    const hclResult_t r = ctx_.coll.run(call);
-    if (r != hclSuccess && first.ok()) first = hclCallStatus(r, ctx_.coll.name);
-  }
-  if (group) {
-    const hclResult_t end = hclGroupEnd();
-    if (first.ok() && end != hclSuccess) first = hclCallStatus(end, "hclGroupEnd()");
+  for (int round = 0; round < rounds && first.ok(); ++round) {
+    if (group) PERF_HCL(hclGroupStart());
+    for (RankSlot& s : slots_) {
+      unsigned char* recv = recvBase(s) + shift;
+      unsigned char* send = sendBase(s) + shift;
+      const size_t rank = static_cast<size_t>(s.rank);
+      CallArgs call{};
+      call.send = inPlace ? recv + sizes_.counts.sendInplaceOffset * sizes_.eltSize * rank : send;
+      call.recv = inPlace ? recv + sizes_.counts.recvInplaceOffset * sizes_.eltSize * rank : recv;
+      call.count = sizes_.counts.param;
+      call.type = type;
+      call.op = op == kMulSum ? s.mulSumOp : (op >= 0 ? static_cast<hclRedOp_t>(op) : hclSum);
+      call.root = root;
+      call.rank = s.rank;
+      call.nranks = s.nranks;
+      call.comm = s.comm;
+      call.stream = s.stream;
+      call.round = round;
+      const hclResult_t r = ctx_.coll.run(call);
+      if (r != hclSuccess && first.ok()) first = hclCallStatus(r, ctx_.coll.name);
+    }
+    if (group) {
+      const hclResult_t end = hclGroupEnd();
+      if (first.ok() && end != hclSuccess) first = hclCallStatus(end, "hclGroupEnd()");
+    }
   }
   HCL_TRY(first);
   // Inside an aggregation group (-m > 1) nothing has run yet; the wait comes

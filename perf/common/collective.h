@@ -52,6 +52,7 @@ struct CallArgs {
   int nranks;
   hclComm_t comm;
   hclStream_t stream;
+  int round;  // of rounds(nranks); 0 for a test without rounds
 };
 
 struct CollectiveTest {
@@ -66,6 +67,11 @@ struct CollectiveTest {
   void (*bandwidth)(size_t count, size_t typeSize, double sec, int nranks, double& algBw, double& busBw);
   void (*initData)(const InitArgs& args);
   hclResult_t (*run)(const CallArgs& call);
+  // A call made of rounds that read what earlier rounds received (null: one
+  // round). With several ranks per thread (-g), each round of every rank is
+  // one group: a single group over all of them would let a round start
+  // before the data it sends had arrived.
+  int (*rounds)(int nranks) = nullptr;
 };
 
 // Defined once per binary (perf/<collective>.cc).

@@ -55,6 +55,18 @@ TEST_P(PerfModeTest, RanksPerThread) {
   expectReport(runSingle(perfBinary(binary), args), 0, c, spec);
 }
 
+// hypercube_perf's later rounds send what earlier rounds received, which
+// takes 4 ranks to show: with -g every round is its own group over all ranks.
+TEST(PerfHypercube, FourRanksPerThreadSendWhatEarlierRoundsReceived) {
+  const CollectiveFacts& c = collectiveFacts("hypercube_perf");
+  SweepSpec spec;
+  spec.nGpus = 4;
+  spec.nranks = 4;
+  spec.factor = 16;
+  spec.allTypesAndOps = false;
+  expectReport(runSingle(perfBinary("hypercube_perf"), sweepArgs(c, spec)), 0, c, spec);
+}
+
 #elif defined(PERF_MODE_PROCESSES)
 
 // One process per rank, started with RANK/WORLD_SIZE and HCL_COMM_ID.
