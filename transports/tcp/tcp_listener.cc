@@ -25,6 +25,7 @@ Status openOne(asio::io_context& io, const NetInterface& itf, std::unique_ptr<Tc
   if (!applyCongestionControl(acceptor.native_handle(),
                               congestionCandidates(listener->congestionSetting, true), &refused) &&
       !congestionIsAuto(listener->congestionSetting)) {
+    listener->congestionRefused = true;
     log::warn(log::Net, "HCL_TCP_CONGESTION={} refused on the listener on {} ({}); using {}",
               listener->congestionSetting, itf.name, refused, listener->kernelCongestion);
   }

@@ -21,6 +21,7 @@ struct TcpListener {
   // algorithm, for accepted connections from other hosts (tcp_socket_util.h).
   std::string congestionSetting;
   std::string kernelCongestion;
+  bool congestionRefused = false;  // warned about at listen()
 };
 
 // Opens an ephemeral-port listener on each interface; interfaces that cannot

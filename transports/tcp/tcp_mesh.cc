@@ -116,6 +116,7 @@ class MeshSetup {
   std::vector<std::unique_ptr<Handshake>> handshakes_;
   Status fatal_;
   bool closing_ = false;  // set once the loop ends: completion handlers then do nothing
+  bool congestionWarned_ = false;  // one warning per communicator; the other links log at INFO
 };
 
 Status MeshSetup::plan(const std::vector<int>& peers) {
@@ -272,8 +273,15 @@ void MeshSetup::startConnect(Outgoing& o) {
   if (!applyCongestionControl(o.socket.native_handle(), o.congestion, &refused) &&
       o.attempts == 0 && o.streamIndex == 0 &&
       !congestionIsAuto(paramString("HCL_TCP_CONGESTION"))) {
-    log::warn(log::Net, "rank {}: HCL_TCP_CONGESTION refused on the link to rank {} ({}); using {}",
-              ctx_.rank, o.peer, refused, congestionInUse(o.socket.native_handle()));
+    const bool listenerWarned = std::any_of(listeners_.begin(), listeners_.end(),
+                                            [](const auto& l) { return l->congestionRefused; });
+    const log::Level level = congestionWarned_ || listenerWarned ? log::Level::Info : log::Level::Warn;
+    congestionWarned_ = true;
+    if (log::enabled(level, log::Net)) {
+      log::write(level, log::Net,
+                 fmt::format("rank {}: HCL_TCP_CONGESTION refused on the link to rank {} ({}); using {}", ctx_.rank,
+                             o.peer, refused, congestionInUse(o.socket.native_handle())));
+    }
   }
   o.socket.set_option(tcp::no_delay(true), ec);
   ++o.attempts;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "tests/unit/params/test_env.h"
 #include "tcp_mesh_support.h"
 #include "transports/tcp/tcp_hello.h"
 
@@ -168,6 +169,32 @@ TEST_F(TcpTest, AbortFlagEndsAPendingSetup) {
     EXPECT_NE(status.message().find("rank " + std::to_string(1 - rank)), std::string::npos)
         << status.message();
   }
+}
+
+// A refused HCL_TCP_CONGESTION is one warning per rank, from its listener;
+// the links that meet the same refusal log it at INFO.
+TEST_F(TcpTest, RefusedCongestionSettingWarnsOncePerRank) {
+  ScratchDir dir;
+  const std::string logPath = dir.file("hcl.log");
+  ::setenv("HCL_TCP_CONGESTION", "no-such-algorithm", 1);
+  ::setenv("HCL_DEBUG", "WARN", 1);
+  ::setenv("HCL_DEBUG_FILE", logPath.c_str(), 1);
+  log::reset();
+  constexpr int kRanks = 4;
+  MeshSpec mesh(kRanks);
+  runMesh(mesh, [&](int rank, RankSide& side, std::barrier<>&) { checkRouting(mesh, rank, side); });
+  ::unsetenv("HCL_TCP_CONGESTION");
+  ::unsetenv("HCL_DEBUG");
+  ::unsetenv("HCL_DEBUG_FILE");
+  log::reset();  // closes the file
+  const std::string text = readFile(logPath);
+  int warnings = 0;
+  for (size_t at = 0; (at = text.find("HCL_TCP_CONGESTION=no-such-algorithm refused", at)) != std::string::npos;
+       ++at) {
+    ++warnings;
+  }
+  EXPECT_EQ(warnings, kRanks) << text;
+  EXPECT_EQ(text.find("refused on the link"), std::string::npos) << text;
 }
 
 }  // namespace
