@@ -84,7 +84,7 @@ constexpr std::array kParams = {
               "Chunk size of the host-staged path for device buffers", nullptr, 4096, int64_t{1} << 30},
     ParamSpec{"HCL_STAGE_SLOTS", Int, "3", "Bounce-buffer slots of the host-staged pipeline", nullptr, 2, 16},
     ParamSpec{"HCL_SIM_COPY_GBPS", Int, "0",
-              "Copy-engine rate of the sim test device in GB/s (0: as fast as memcpy)", nullptr, 0},
+              "Copy rate of the sim test device (copy engine and native-stream commands) in GB/s (0: as fast as memcpy)", nullptr, 0},
     ParamSpec{"HCL_SIM_SHARED_QUEUE", Bool, "0",
               "Sim test device: copies wait while any native stream of the device is stopped on a wait, as on a "
               "GPU whose streams share one hardware queue",

@@ -1,7 +1,7 @@
 #include "device/gated_stream.h"
 
 #include <algorithm>
-#include <atomic>
+#include <condition_variable>
 
 #include "core/deadline.h"
 
@@ -33,19 +33,54 @@ class PreparedEnd {
   // far; with the native stream's command queue full, prepare then blocks
   // until the stream moves, and nothing else would let it move. So until
   // prepare is done, the failed job's side releases whatever it issued.
+  // The check and the release are one step under the lock, so nothing is
+  // released once prepareDone has returned (the tail is marked after it).
   void jobDone(StreamGate& gate, bool failed) {
     if (failed) {
       Backoff backoff;
-      while (!prepared_.load(std::memory_order_acquire)) {
-        if (const uint64_t t = gate.lastIssued()) gate.release(t);
+      for (;;) {
+        {
+          std::lock_guard lock(mutex_);
+          if (prepared_) break;
+          if (const uint64_t t = gate.lastIssued()) gate.release(t);
+        }
         backoff.pause();
       }
     }
     finish(gate, 0);
   }
   void prepareDone(StreamGate& gate, uint64_t last) {
-    prepared_.store(true, std::memory_order_release);
+    {
+      std::lock_guard lock(mutex_);
+      prepared_ = true;
+    }
     finish(gate, last);
+  }
+
+  // The launch's tail: a mark after everything prepare issued, 0 if none
+  // could be made. Marked after prepareDone, so that a failed job's side
+  // never releases it.
+  void tailMarked(uint64_t tail) {
+    {
+      std::lock_guard lock(mutex_);
+      tail_ = tail;
+      tailKnown_ = true;
+    }
+    tailChanged_.notify_all();
+  }
+  // Waits until the native stream has run everything of the launch: its
+  // last commands (copies back, IPC segments) read memory of the launch's
+  // communicator, which the job's end may free.
+  void awaitTail(StreamGate& gate) {
+    uint64_t tail = 0;
+    {
+      std::unique_lock lock(mutex_);
+      tailChanged_.wait(lock, [this] { return tailKnown_; });
+      tail = tail_;
+    }
+    if (tail == 0) return;
+    (void)gate.waitStart(tail);  // a failure here is the stream's, reported by its synchronize
+    gate.release(tail);
   }
 
  private:
@@ -55,10 +90,13 @@ class PreparedEnd {
     if (++finished_ == 2 && last_) gate.release(last_);
   }
 
-  std::atomic<bool> prepared_{false};
   std::mutex mutex_;
+  bool prepared_ = false;
+  std::condition_variable tailChanged_;
   int finished_ = 0;
   uint64_t last_ = 0;
+  uint64_t tail_ = 0;
+  bool tailKnown_ = false;
 };
 
 }  // namespace
@@ -87,6 +125,7 @@ void GatedStream::enqueueJoined(const std::vector<GatedStream*>& streams, const 
     stream->worker_.enqueue([stream, end, job = std::move(jobs[i])]() -> Status {
       Status s = job();
       end->jobDone(*stream->gate_, !s.ok());
+      end->awaitTail(*stream->gate_);
       return s;
     });
     ends.push_back(std::move(end));
@@ -94,7 +133,12 @@ void GatedStream::enqueueJoined(const std::vector<GatedStream*>& streams, const 
   }
   std::vector<uint64_t> last(streams.size(), 0);
   prepare(gates, last);
-  for (size_t i = 0; i < streams.size(); ++i) ends[i]->prepareDone(*gates[i], last[i]);
+  for (size_t i = 0; i < streams.size(); ++i) {
+    ends[i]->prepareDone(*gates[i], last[i]);
+    uint64_t tail = 0;
+    if (!gates[i]->mark(&tail).ok()) tail = 0;
+    ends[i]->tailMarked(tail);
+  }
 }
 
 Status GatedStream::synchronize() {

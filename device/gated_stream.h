@@ -30,7 +30,10 @@ class GatedStream final : public Stream {
   // purpose: with the stream's command queue full, prepare blocks until the
   // stream moves, which needs the job to release the tickets issued so far.
   // Prepare's failures reach the job through state the two share. The last
-  // ticket is released once both are done, also when either failed.
+  // ticket is released once both are done, also when either failed. The job
+  // (and what it holds: the launch's communicator and its staging memory)
+  // is freed only after the native stream has run every command prepare
+  // issued, as those read that memory after the last release.
   using Prepare = std::function<void(StreamGate& gate, uint64_t* lastTicket)>;
   void enqueuePrepared(const Prepare& prepare, std::function<Status()> job);
 

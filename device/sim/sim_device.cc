@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -13,6 +14,7 @@ namespace hcl::sim {
 namespace {
 
 constexpr int kSimDevices = 2;
+constexpr unsigned char kFreedByte = 0xDD;
 
 class SimDevice final : public Device {
  public:
@@ -62,8 +64,28 @@ class SimDevice final : public Device {
     }
     return {};
   }
-  Status allocPinned(size_t bytes, void** ptr) override { return cpuDevice().allocPinned(bytes, ptr); }
-  Status freePinned(void* ptr) override { return cpuDevice().freePinned(ptr); }
+  Status allocPinned(size_t bytes, void** ptr) override {
+    HCL_TRY(cpuDevice().allocPinned(bytes, ptr));
+    std::lock_guard lock(pinnedMutex_);
+    pinned_[*ptr] = bytes;
+    return {};
+  }
+  // Overwrites the block first: a command still queued on a native stream
+  // that reads it then moves garbage, which the caller's checks catch. (A
+  // GPU runtime's free of pinned memory waits for the device instead.)
+  Status freePinned(void* ptr) override {
+    if (!ptr) return {};
+    size_t bytes = 0;
+    {
+      std::lock_guard lock(pinnedMutex_);
+      auto it = pinned_.find(ptr);
+      if (it == pinned_.end()) return invalidArgument(fmt::format("{} is not sim pinned memory", ptr));
+      bytes = it->second;
+      pinned_.erase(it);
+    }
+    std::memset(ptr, kFreedByte, bytes);
+    return cpuDevice().freePinned(ptr);
+  }
 
   Status createCopyQueue(std::unique_ptr<CopyQueue>& out) override {
     out = makeCopyQueue(memory_, hardware_);
@@ -104,6 +126,8 @@ class SimDevice final : public Device {
   HardwareQueue hardware_;
   std::once_flag defaultOnce_;
   std::unique_ptr<NativeStream> default_;
+  std::mutex pinnedMutex_;
+  std::map<void*, size_t> pinned_;
 };
 
 class SimRuntime final : public DeviceRuntime {

@@ -223,7 +223,8 @@ class SimGate final : public StreamGate {
   Status copyOnStream(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
                       size_t height) override {
     const bool dstDevice = memory_.contains(dst), srcDevice = memory_.contains(src);
-    command([=] {
+    command([=, state = state_] {
+      state->takeTime(width * height);
       for (size_t row = 0; row < height; ++row) {
         transfer(static_cast<std::byte*>(dst) + row * dstPitch, dstDevice,
                  static_cast<const std::byte*>(src) + row * srcPitch, srcDevice, width);
@@ -231,8 +232,9 @@ class SimGate final : public StreamGate {
     });
     return {};
   }
-  Status segmentsOnStream(const IpcSegment* table, size_t n, size_t, const ReduceSpec& spec) override {
-    command([=] {
+  Status segmentsOnStream(const IpcSegment* table, size_t n, size_t width, const ReduceSpec& spec) override {
+    command([=, state = state_] {
+      state->takeTime(width * formElementSize(spec.type, Form::Native));
       for (size_t i = 0; i < n; ++i) runSegment(table[i], spec);
     });
     return {};
@@ -261,6 +263,12 @@ class SimGate final : public StreamGate {
     Progress started;
     Progress released;
     HardwareQueue* hardware = nullptr;  // set: commands take turns in the device's one queue
+    double bytesPerUs = 0;              // HCL_SIM_COPY_GBPS; 0: no delay
+    // A command that moves `bytes` takes its time before the data moves, so
+    // memory it reads must stay valid until the stream is past it.
+    void takeTime(size_t bytes) const {
+      if (bytesPerUs > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(bytes / bytesPerUs)));
+    }
   };
   // A command on the native stream; with one hardware queue, in the
   // device's order of all streams' commands.
@@ -276,6 +284,8 @@ class SimGate final : public StreamGate {
   static std::shared_ptr<State> makeState(HardwareQueue& hardware) {
     auto state = std::make_shared<State>();
     if (paramBool("HCL_SIM_SHARED_QUEUE")) state->hardware = &hardware;
+    const int64_t gbps = paramInt("HCL_SIM_COPY_GBPS");
+    state->bytesPerUs = gbps > 0 ? static_cast<double>(gbps) * 1000.0 : 0.0;
     return state;
   }
   std::unique_ptr<NativeStream> owned_;  // first: destroyed after the gate has let its stream go

@@ -323,6 +323,52 @@ TEST_P(DevicePathTest, FailedCallLetsAShallowStreamGo) {
   for (hclComm_t c : comms) hclCommDestroy(c);
 }
 
+// NCCL lets a communicator be destroyed while its calls are still queued on
+// a stream: they complete. The commands a call leaves on the stream after
+// its last release (copies back from the staging memory, IPC segments that
+// read its table of peers' buffers) read memory of the communicator, which
+// must outlive them. The sim's stream copies take their time before the
+// data moves, and its freed pinned memory is overwritten, so a command that
+// ran after the free would move garbage.
+TEST_P(DevicePathTest, DestroyWithACallStillOnItsStreamLetsTheCallFinish) {
+  setenv("HCL_SIM_COPY_GBPS", "1", 1);
+  setenv("HCL_STAGE_CHUNK_BYTES", "1048576", 1);
+  auto comms = initOnPath({"sim:0", "sim:1"});
+  unsetenv("HCL_STAGE_CHUNK_BYTES");
+  const size_t count = 1u << 18;  // 1 MiB: one chunk, copied back after the last release
+  auto rc = onThreads(2, [&](int r) -> int {
+    hclComm_t comm = comms[static_cast<size_t>(r)];
+    hcl::Device* device = nullptr;
+    if (!hcl::sim::runtime().device(r, &device).ok()) return 1;
+    hcl::sim::NativeStream native;
+    hclStream_t stream = nullptr;
+    if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 2;
+    void* buf = nullptr;
+    if (!device->allocDevice(count * sizeof(float), &buf).ok()) return 3;
+    std::vector<float> values(count, static_cast<float>(r + 1));
+    if (!device->copy(buf, values.data(), count * sizeof(float)).ok()) return 4;
+    if (hclAllReduce(buf, buf, count, hclFloat, hclSum, comm, stream) != hclSuccess) return 5;
+    if (hclCommDestroy(comm) != hclSuccess) return 6;
+    native.synchronize();
+    const hclResult_t synced = hclStreamSynchronize(stream);
+    if (synced != hclSuccess) {
+      std::fprintf(stderr, "rank %d: the stream failed: %s\n", r, hclGetLastError(nullptr));
+      return 7;
+    }
+    if (!device->copy(values.data(), buf, count * sizeof(float)).ok()) return 8;
+    for (size_t i = 0; i < count; ++i) {
+      if (values[i] != 3.0f) {
+        std::fprintf(stderr, "rank %d: element %zu is %f after the destroy, want 3\n", r, i, values[i]);
+        return 9;
+      }
+    }
+    (void)device->freeDevice(buf);
+    return hclStreamDestroy(stream) == hclSuccess ? 0 : 10;
+  });
+  unsetenv("HCL_SIM_COPY_GBPS");
+  EXPECT_EQ(rc, std::vector<int>(2, 0));
+}
+
 // A sequence of collectives and a send/recv exchange on one native stream
 // per rank, the way a framework issues them: nothing waits on the host
 // between the calls. The stream's command queue is shallow, as a GPU
