@@ -109,13 +109,18 @@ CommSettings settingsFromParams(const hclConfig_t* config) {
   s.stageChunkBytes = static_cast<size_t>(std::max<int64_t>(4096, paramInt("HCL_STAGE_CHUNK_BYTES")));
   s.stageSlots = static_cast<int>(std::clamp<int64_t>(paramInt("HCL_STAGE_SLOTS"), 2, 16));
   s.blocking = paramBool("HCL_COMM_BLOCKING");
+  if (const char* name = configCommName(config)) s.name = name;
   if (config) {
-    if (config->commName) s.name = config->commName;
     if (config->size >= offsetof(hclConfig_t, blocking) + sizeof(int) && config->blocking != HCL_CONFIG_UNDEF_INT) {
       s.blocking = config->blocking != 0;
     }
   }
   return s;
+}
+
+const char* configCommName(const hclConfig_t* config) {
+  if (!config || config->size < offsetof(hclConfig_t, commName) + sizeof(config->commName)) return nullptr;
+  return config->commName;
 }
 
 uint64_t rootCommTag(const uint8_t secret[16]) {

@@ -9,7 +9,12 @@
 
 namespace hcl {
 
+// The parameters, then what `config` (checked, or null) sets: only fields
+// within its size, as an older NCCL's struct is shorter.
 CommSettings settingsFromParams(const hclConfig_t* config);
+
+// config->commName when the struct has the field and sets it, else null.
+const char* configCommName(const hclConfig_t* config);
 
 // The tag of a communicator made from a unique id.
 uint64_t rootCommTag(const uint8_t secret[16]);

@@ -194,8 +194,11 @@ hclResult_t initRankApiThrowing(const char* call, hclComm_t* comm, int nranks, h
   if (s.ok()) s = checkConfig(config);
   UniqueIdContents contents;
   if (s.ok()) s = decodeUniqueId(commId, contents);
-  CommSettings settings = settingsFromParams(config);
-  if (s.ok()) s = chooseDevice(settings);
+  CommSettings settings;
+  if (s.ok()) {
+    settings = settingsFromParams(config);
+    s = chooseDevice(settings);
+  }
   if (!s.ok()) return report(failGroup(s.withContext(call)));
   hclComm* handle = newHandle();
   *comm = handle;
@@ -329,7 +332,7 @@ hclResult_t hclCommInitAll(hclComm_t* comms, int ndev, const int* devlist) {
 // parent's name unless the config names it, on the parent's device.
 static CommSettings childSettings(Communicator& parent, const hclConfig_t* config) {
   CommSettings settings = settingsFromParams(config);
-  if (!config || !config->commName) settings.name = parent.settings().name;
+  if (!configCommName(config)) settings.name = parent.settings().name;
   settings.device = &parent.device();
   return settings;
 }

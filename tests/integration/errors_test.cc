@@ -1,6 +1,8 @@
 // Bad arguments, killed ranks, abort with an operation in flight, and
 // strangers at the bootstrap: errors are reported, nothing hangs.
 #include <gtest/gtest.h>
+
+#include <cstring>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <sys/resource.h>
@@ -331,11 +333,22 @@ TEST(LifecycleErrors, BadInitArguments) {
     c.minCTAs = 8;
     c.maxCTAs = 4;
   });
-  // A config of an older, shorter layout: fields past its size are not read.
+  // A config never initialized (no HCL_CONFIG_INITIALIZER): refused by its
+  // magic before any field, the name pointer included, is read.
+  hclConfig_t garbage;
+  std::memset(&garbage, 0x5a, sizeof garbage);
+  EXPECT_EQ(hclCommInitRankConfig(&comm, 1, id, 0, &garbage), hclInvalidArgument);
+  EXPECT_NE(lastError(nullptr).find("config->magic 0x5a5a5a5a"), std::string::npos) << lastError(nullptr);
+  // A config of an older, shorter layout: fields past its size are not
+  // read, the name pointer included (here garbage, as past an old struct).
   hclConfig_t old = HCL_CONFIG_INITIALIZER;
   old.size = offsetof(hclConfig_t, splitShare);
   old.splitShare = 3;
+  std::memset(&old.commName, 0x5a, sizeof old.commName);
   ASSERT_EQ(hclCommInitRankConfig(&comm, 1, id, 0, &old), hclSuccess) << lastError(nullptr);
+  hclComm_t child = nullptr;
+  ASSERT_EQ(hclCommSplit(comm, 0, 0, &child, &old), hclSuccess) << lastError(nullptr);
+  EXPECT_EQ(hclCommDestroy(child), hclSuccess);
   EXPECT_EQ(hclCommDestroy(comm), hclSuccess);
 }
 
