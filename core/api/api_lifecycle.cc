@@ -201,20 +201,30 @@ hclResult_t initRankApiThrowing(const char* call, hclComm_t* comm, int nranks, h
   }
   if (!s.ok()) return report(failGroup(s.withContext(call)));
   hclComm* handle = newHandle();
-  *comm = handle;
   auto fill = [handle, nranks, commId, rank, settings, call] {
     return initRank(handle, nranks, commId, rank, settings).withContext(call);
   };
   handle->initCancellable = true;
+  // *comm is handed out once the handle says its init is pending: a
+  // watchdog thread that reads it may then abort the init (which stops it),
+  // and its destroy is refused instead of freeing the handle under the init.
   if (inGroup()) {
     deferCreation(handle, fill);
+    *comm = handle;
     return hclSuccess;
   }
   if (!settings.blocking) {
     s = startInBackground(handle, fill);
-    if (s.ok()) return hclInProgress;
+    if (s.ok()) {
+      *comm = handle;
+      return hclInProgress;
+    }
   } else {
+    handle->initRunning.store(true);
+    handle->initPending.store(true);
+    *comm = handle;
     s = initRank(handle, nranks, commId, rank, settings);
+    settleInit(handle, s);  // an abort waiting for the init may free the handle from here on
   }
   if (!s.ok()) {
     deleteHandle(handle);

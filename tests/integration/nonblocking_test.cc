@@ -234,6 +234,44 @@ TEST(Nonblocking, AbortStopsABlockingGroupInitRunningOnAnotherThread) { abortGro
 
 TEST(Nonblocking, AbortStopsANonblockingGroupInitRunningOnAnotherThread) { abortGroupsInitOnAnotherThread(0); }
 
+// A blocking init hands out its handle (*comm) before it runs. A watchdog
+// thread that reads it there may abort the init, which stops it at once;
+// destroying it meanwhile is refused instead of freeing it under the init.
+TEST(Nonblocking, WatchdogAbortStopsABlockingInitOnAnotherThread) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the watchdog reads the handle that the init writes with no synchronization (as a real one "
+                  "would), which TSan reports as a race";
+#else
+  EnvGuard timeout("HCL_TIMEOUT_MS", "600000");
+  hclUniqueId id;
+  ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  hclComm_t written = nullptr;
+  struct Ended {
+    hclResult_t result = hclSuccess;
+    std::string text;
+  };
+  auto ended = std::async(std::launch::async, [&] {
+    const hclResult_t r = hclCommInitRank(&written, 2, id, 0);  // rank 1 never comes
+    return Ended{r, lastError(nullptr)};
+  });
+  hclComm_t comm = nullptr;
+  for (int i = 0; i < 60000 && !comm; ++i) {
+    comm = std::atomic_ref<hclComm_t>(written).load();
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_NE(comm, nullptr) << "the init never handed out its handle";
+  EXPECT_EQ(hclCommDestroy(comm), hclInvalidArgument);
+  EXPECT_NE(lastError(nullptr).find("still initializing"), std::string::npos) << lastError(nullptr);
+  EXPECT_EQ(hclCommAbort(comm), hclSuccess) << lastError(nullptr);
+  ASSERT_EQ(ended.wait_for(120s), std::future_status::ready) << "the init waited for its timeout";
+  const Ended result = ended.get();
+  EXPECT_NE(result.result, hclSuccess) << result.text;
+  EXPECT_NE(result.text.find("hclCommInitRank: bootstrap rank 0 of 2: bootstrap aborted"), std::string::npos)
+      << result.text;
+  EXPECT_EQ(written, nullptr);
+#endif
+}
+
 // A split exchanges over its parent's links and cannot be stopped: aborting
 // the child it is making is refused, and the split ends at the timeout.
 TEST(Nonblocking, AbortOfAChildBeingSplitIsRefused) {
