@@ -1,6 +1,7 @@
 #include "transports/tcp/tcp_stream.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <asio/error.hpp>
@@ -79,12 +80,23 @@ Status TcpStream::checkHeader(const PendingFrame& frame) const {
       pieceIndexOf(frame.flags) + 1, pieceCountOf(frame.flags)));
 }
 
+// Asked of poll(), not of a peek: data the peer sent before it shut the
+// link down may still sit unread in front of its FIN, and a peek returns
+// that data. HCL never half-closes a healthy link, so a hang-up here means
+// the peer failed or aborted; with the window closed, no new data reaches
+// it to draw a reset either.
 Status TcpStream::checkPeerStillThere() {
-  uint8_t probe = 0;
-  asio::error_code ec;
-  socket_.receive(asio::buffer(&probe, 1), asio::socket_base::message_peek, ec);
-  if (!ec || ec == asio::error::would_block) return {};
-  return socketFailure(ec, "waiting to send");
+  pollfd p{fd_, POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) != 1) return {};
+  if (p.revents & POLLERR) {
+    int error = 0;
+    socklen_t length = sizeof error;
+    if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error != 0) {
+      return socketFailure(asio::error_code(error, asio::system_category()), "waiting to send");
+    }
+  }
+  if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) return socketFailure(asio::error::eof, "waiting to send");
+  return {};
 }
 
 Status TcpStream::socketFailure(const asio::error_code& ec, const char* doing) const {

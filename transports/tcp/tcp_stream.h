@@ -46,8 +46,8 @@ class TcpStream {
   Status progressSends(bool* madeProgress);
   Status progressRecvs(bool* madeProgress);
   Status checkHeader(const PendingFrame& frame) const;
-  // With sends stuck and no receive posted nothing reads the socket; peek so
-  // a peer that went away is still noticed.
+  // With sends stuck and no receive posted nothing reads the socket; poll it
+  // so that a peer that went away is still noticed.
   Status checkPeerStillThere();
   // `doing`: what failed ("sending", "receiving", ...), for the message.
   Status socketFailure(const asio::error_code& ec, const char* doing) const;

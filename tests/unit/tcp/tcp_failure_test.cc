@@ -1,5 +1,7 @@
 // A peer that aborts or goes away mid-transfer fails the other side, no hang.
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include "tcp_mesh_support.h"
 
@@ -75,6 +77,48 @@ TEST_P(TcpPeerGoneTest, SenderLeavingMidMessageFailsTheReceiver) {
       } else {
         conn.reset();
       }
+    }
+  });
+}
+
+// With one socket per link, a sender stuck on a full socket notices that its
+// peer aborted, although data the peer sent before its FIN sits unread in
+// the socket (a peek returns that data, not the end of the stream), and the
+// closed window lets no new data through to draw a reset.
+TEST_F(TcpTest, BlockedSenderNoticesAnAbortBehindUnreadData) {
+  MeshSpec mesh(2);
+  mesh.streams = {1, 1};
+  runPair(mesh, [&](int rank, std::unique_ptr<Connection>& conn, std::barrier<>& barrier) {
+    if (rank == 0) {
+      barrier.arrive_and_wait();  // rank 1's message is here, and stays unread
+      auto data = std::make_unique_for_overwrite<uint8_t[]>(kBig);
+      Transfer send;
+      send.buffer = data.get(), send.bytes = kBig, send.tag = 5;
+      ASSERT_TRUE(conn->post(send).ok());
+      // Until both socket buffers are full: many rounds in a row move nothing.
+      for (int idle = 0; idle < 2000;) {
+        bool madeProgress = false;
+        ASSERT_TRUE(conn->progress(&madeProgress).ok());
+        idle = madeProgress ? 0 : idle + 1;
+        if (!madeProgress) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+      EXPECT_FALSE(send.done());
+      barrier.arrive_and_wait();
+      barrier.arrive_and_wait();  // rank 1 has aborted
+      const Status status = waitAll({conn.get()}, {&send});
+      EXPECT_TRUE(isSocketFailure(status)) << status.message();
+      EXPECT_NE(status.message().find("closed by peer while waiting to send"), std::string::npos)
+          << status.message();
+    } else {
+      uint8_t early[64] = {};
+      Transfer send;
+      send.buffer = early, send.bytes = sizeof early, send.tag = 9;
+      ASSERT_TRUE(conn->post(send).ok());
+      EXPECT_TRUE(waitAll({conn.get()}, {&send}).ok());
+      barrier.arrive_and_wait();
+      barrier.arrive_and_wait();  // rank 0 is stuck sending
+      conn->abort();              // keeps the object, so its socket stays open
+      barrier.arrive_and_wait();
     }
   });
 }
