@@ -104,7 +104,16 @@ class RootServer {
   RootServer& operator=(const RootServer&) = delete;
 
   uint16_t port() const { return port_; }
-  void start() { thread_ = std::thread([this] { run(); }); }
+  // What the thread needs before any rank connects is made here, in the
+  // caller: a program that forks right after hclGetUniqueId (one process per
+  // rank) must not catch the thread inside the allocator or the logger,
+  // whose locks the child would inherit held.
+  void start() {
+    log::info(log::Bootstrap, "bootstrap root listening on {}", address_);
+    pollFds_.reserve(64);  // the idle loop polls two descriptors
+    polledConns_.reserve(64);
+    thread_ = std::thread([this] { run(); });
+  }
   bool finished() const { return finished_.load(std::memory_order_acquire); }
 
  private:
@@ -200,7 +209,6 @@ RootServer::~RootServer() {
 
 void RootServer::run() {
   pthread_setname_np(pthread_self(), "hcl-bootroot");
-  log::info(log::Bootstrap, "bootstrap root listening on {}", address_);
   std::vector<pollfd>& fds = pollFds_;
   std::vector<Conn*>& polled = polledConns_;
   bool stopRequested = false;

@@ -1,6 +1,7 @@
 #include "core/log.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <array>
@@ -132,6 +133,9 @@ void writeAll(int fd, const char* data, size_t size) {
 // The process-wide logger. Trivially destructible on purpose: lines logged
 // from static destructors of other objects must still find it intact; the OS
 // closes the log file at exit.
+void lockLogBeforeFork();
+void unlockLogAfterFork();
+
 class Logger {
  public:
   constexpr Logger() = default;
@@ -169,6 +173,8 @@ class Logger {
   }
 
   static void setThreadRank(int rank) { threadRank_ = rank; }
+  void lockForFork() { mutex_.lock(); }
+  void unlockAfterFork() { mutex_.unlock(); }
 
  private:
   void ensureInit() {
@@ -190,6 +196,9 @@ class Logger {
     std::call_once(hostOnce_, [this] {
       if (::gethostname(host_, sizeof host_ - 1) != 0) std::strcpy(host_, "unknown");
       host_[std::strcspn(host_, ".")] = '\0';  // short name, like NCCL
+      // A child forked while another thread writes a line must not inherit
+      // the lock held: forks wait for the line to be written.
+      ::pthread_atfork(lockLogBeforeFork, unlockLogAfterFork, unlockLogAfterFork);
     });
     level_.store(static_cast<int>(parseLevel(paramString("HCL_DEBUG"), notes)),
                  std::memory_order_relaxed);
@@ -229,6 +238,9 @@ class Logger {
 thread_local int Logger::threadRank_ = -1;
 
 constinit Logger gLogger;
+
+void lockLogBeforeFork() { gLogger.lockForFork(); }
+void unlockLogAfterFork() { gLogger.unlockAfterFork(); }
 
 }  // namespace
 

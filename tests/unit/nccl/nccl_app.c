@@ -5,21 +5,28 @@
  * and against NVIDIA's header and library, then run with HCL's library in
  * LD_PRELOAD.
  *
- *   nccl_app [--ranks N] [--expect-lib PATH] [--expect-log]
+ *   nccl_app [--ranks N] [--expect-lib PATH] [--expect-log] [--root-in-rank0]
  *
  * --expect-lib: fail unless ncclAllReduce comes from the library at PATH.
  * --expect-log: run the parent with NCCL_DEBUG=INFO into a temporary file and
  *               fail unless the log names HCL's version.
+ * --root-in-rank0: set NCCL_COMM_ID to a free loopback port first, so that
+ *               rank 0 runs the bootstrap root and the parent forks with no
+ *               thread of the library running. For sanitizer builds: GCC 12's
+ *               ASan allocator is not fork-safe, and a child forked while the
+ *               root thread allocates would wait forever on its lock.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
 #include <nccl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -161,12 +168,28 @@ static int file_contains(const char* path, const char* needle) {
   return found;
 }
 
+/* A loopback port nothing listens on now, or 0. */
+static int free_loopback_port(void) {
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+  if (fd < 0) return 0;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, (struct sockaddr*)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr*)&a, &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
 static void log_path(char* out, size_t size, const char* dir, pid_t pid) {
   snprintf(out, size, "%s/nccl_app.%ld.log", dir, (long)pid);
 }
 
 int main(int argc, char** argv) {
-  int n = 3, r, i, failed = 0, expect_log = 0;
+  int n = 3, r, i, failed = 0, expect_log = 0, root_in_rank0 = 0;
   const char* expect_lib = NULL;
   const char* tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
   char log_pattern[PATH_MAX], log_file[PATH_MAX];
@@ -178,8 +201,9 @@ int main(int argc, char** argv) {
     if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) n = atoi(argv[++i]);
     else if (strcmp(argv[i], "--expect-lib") == 0 && i + 1 < argc) expect_lib = argv[++i];
     else if (strcmp(argv[i], "--expect-log") == 0) expect_log = 1;
+    else if (strcmp(argv[i], "--root-in-rank0") == 0) root_in_rank0 = 1;
     else {
-      fprintf(stderr, "usage: %s [--ranks N] [--expect-lib PATH] [--expect-log]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--ranks N] [--expect-lib PATH] [--expect-log] [--root-in-rank0]\n", argv[0]);
       return 2;
     }
   }
@@ -192,6 +216,13 @@ int main(int argc, char** argv) {
     setenv("NCCL_DEBUG_FILE", log_pattern, 1);
   }
 
+  if (root_in_rank0) {
+    char where[32];
+    const int port = free_loopback_port();
+    if (port == 0) return 1;
+    snprintf(where, sizeof where, "127.0.0.1:%d", port);
+    setenv("NCCL_COMM_ID", where, 1);
+  }
   g_rank = -1;
   NCCL_OK(NULL, ncclGetUniqueId(&id));
   fflush(stdout);
