@@ -11,6 +11,10 @@ TcpConnection::TcpConnection(int rank, int peer, std::shared_ptr<asio::io_contex
     : rank_(rank), peer_(peer), io_(std::move(io)), streams_(std::move(streams)) {}
 
 Status TcpConnection::post(Transfer& transfer) {
+  if (aborted_.load(std::memory_order_acquire)) {
+    transfer.complete(Transfer::State::Failed);
+    return abortedStatus();
+  }
   if (!failure_.ok()) {
     transfer.complete(Transfer::State::Failed);
     return failure_;
@@ -38,7 +42,10 @@ Status TcpConnection::post(Transfer& transfer) {
   return {};
 }
 
+// After abort() the queued transfers are the caller's again (it may have
+// freed them): nothing is read into them, and they are not marked either.
 Status TcpConnection::progress(bool* madeProgress) {
+  if (aborted_.load(std::memory_order_acquire)) return abortedStatus();
   if (!failure_.ok()) return failure_;
   for (auto& stream : streams_) {
     Status status = stream->progress(madeProgress);
@@ -47,10 +54,12 @@ Status TcpConnection::progress(bool* madeProgress) {
   return {};
 }
 
+Status TcpConnection::abortedStatus() const {
+  return remoteError(fmt::format("rank {}: connection to rank {} ({}) was aborted", rank_, peer_, describe()));
+}
+
 Status TcpConnection::fail(Status status) {
-  if (aborted_.load(std::memory_order_acquire))
-    status = remoteError(
-        fmt::format("rank {}: connection to rank {} ({}) was aborted", rank_, peer_, describe()));
+  if (aborted_.load(std::memory_order_acquire)) status = abortedStatus();
   failure_ = std::move(status);
   // Tell the peer at once instead of letting it wait for messages that will not come.
   for (auto& stream : streams_) {

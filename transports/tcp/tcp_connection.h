@@ -29,6 +29,7 @@ class TcpConnection final : public Connection {
 
  private:
   Status fail(Status status);
+  Status abortedStatus() const;
 
   int rank_;
   int peer_;

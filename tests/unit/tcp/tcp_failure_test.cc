@@ -1,4 +1,6 @@
 // A peer that aborts or goes away mid-transfer fails the other side, no hang.
+#include <algorithm>
+#include <vector>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -69,11 +71,14 @@ TEST_P(TcpPeerGoneTest, SenderLeavingMidMessageFailsTheReceiver) {
       barrier.arrive_and_wait();
       if (how != Departure::Destroy) conn->abort();
       if (how == Departure::AbortKeepObject) {
+        // The queued send is the caller's again: progress() reports the
+        // abort and leaves the transfer alone.
         bool madeProgress = false;
         const Status status = conn->progress(&madeProgress);
         EXPECT_EQ(status.code(), hclRemoteError);
         EXPECT_NE(status.message().find("aborted"), std::string::npos) << status.message();
-        EXPECT_TRUE(send.failed());
+        EXPECT_FALSE(send.done());
+        EXPECT_FALSE(send.failed());
       } else {
         conn.reset();
       }
@@ -118,6 +123,43 @@ TEST_F(TcpTest, BlockedSenderNoticesAnAbortBehindUnreadData) {
       barrier.arrive_and_wait();
       barrier.arrive_and_wait();  // rank 0 is stuck sending
       conn->abort();              // keeps the object, so its socket stays open
+      barrier.arrive_and_wait();
+    }
+  });
+}
+
+// After abort() a receive whose data has already arrived is not completed:
+// the connection no longer writes into the caller's buffer, which the
+// caller may have freed.
+TEST_F(TcpTest, AbortedConnectionWritesNoMoreIntoReceiveBuffers) {
+  MeshSpec mesh(2);
+  runPair(mesh, [&](int rank, std::unique_ptr<Connection>& conn, std::barrier<>& barrier) {
+    std::vector<uint8_t> buffer(1024, rank == 1 ? 0x77 : 0x00);
+    Transfer t;
+    t.isSend = rank == 1;
+    t.buffer = buffer.data(), t.bytes = buffer.size(), t.tag = 8;
+    if (rank == 1) {
+      ASSERT_TRUE(conn->post(t).ok());
+      EXPECT_TRUE(waitAll({conn.get()}, {&t}).ok());
+      barrier.arrive_and_wait();  // the data is in rank 0's socket
+      barrier.arrive_and_wait();
+    } else {
+      barrier.arrive_and_wait();
+      ASSERT_TRUE(conn->post(t).ok());
+      conn->abort();
+      for (int i = 0; i < 10; ++i) {
+        bool madeProgress = false;
+        const Status status = conn->progress(&madeProgress);
+        EXPECT_EQ(status.code(), hclRemoteError);
+        EXPECT_NE(status.message().find("was aborted"), std::string::npos) << status.message();
+        EXPECT_FALSE(madeProgress);
+      }
+      EXPECT_FALSE(t.done());
+      EXPECT_EQ(std::count(buffer.begin(), buffer.end(), 0x77), 0);
+      Transfer late;
+      late.isSend = true, late.buffer = buffer.data(), late.bytes = 8, late.tag = 9;
+      EXPECT_EQ(conn->post(late).code(), hclRemoteError);
+      EXPECT_TRUE(late.failed());
       barrier.arrive_and_wait();
     }
   });
