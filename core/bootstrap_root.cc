@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "core/bootstrap_socket.h"
+#include "core/close_on_exec.h"
 #include "core/deadline.h"
 #include "core/log.h"
 #include "core/no_throw.h"
@@ -43,11 +44,6 @@ constexpr auto kFlushTimeout = 2s;
 constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
 constexpr size_t kReadChunk = 64 * 1024;
 constexpr size_t kMaxListedRanks = 32;
-
-void setCloseOnExec(int fd) {
-  const int flags = ::fcntl(fd, F_GETFD);
-  if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
-}
 
 // Owns an eventfd that wakes the root thread when it must stop.
 class StopSignal {

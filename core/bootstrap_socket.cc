@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "core/close_on_exec.h"
+
 namespace hcl {
 namespace {
 
@@ -71,6 +73,7 @@ Status connectOnce(asio::ip::tcp::socket& socket, const asio::ip::tcp::endpoint&
   std::error_code ec;
   if (socket.is_open()) socket.close(ec);
   socket.open(root.protocol(), ec);
+  if (!ec) setCloseOnExec(socket.native_handle());
   if (!ec) socket.non_blocking(true, ec);
   if (!ec) socket.set_option(asio::ip::tcp::no_delay(true), ec);
   if (ec) return socketError(budget, "opening a socket", ec);

@@ -2,6 +2,7 @@
 // rank inside a group, split, point-to-point patterns and CPU streams.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -10,7 +11,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -545,6 +548,68 @@ TEST(Threads, AbortFromAWatchdogWhileTheBlockedThreadDestroys) {
     EXPECT_TRUE(destroyResult.load() == hclSuccess || destroyResult.load() == hclInvalidArgument)
         << destroyResult.load();
     EXPECT_EQ(hclCommDestroy(comms[1]), hclSuccess);
+  }
+}
+
+// Descriptors open now, with where each points.
+std::map<int, std::string> openDescriptors() {
+  std::map<int, std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(entry.path(), ec);
+    out[std::stoi(entry.path().filename().string())] = ec ? "?" : target.string();
+  }
+  return out;
+}
+
+// Every descriptor HCL opens (bootstrap and transport sockets, shared
+// memory, event and pid descriptors) is close-on-exec: a child that another
+// thread starts with fork and exec must not keep a link open after this
+// process dies, or its peers would wait for their timeout instead of seeing
+// the link close.
+TEST(Threads, EveryDescriptorHclOpensIsCloseOnExec) {
+  for (const bool tcp : {false, true}) {
+    SCOPED_TRACE(tcp ? "tcp" : "shm");
+    const auto before = openDescriptors();
+    if (tcp) setenv("HCL_SHM_DISABLE", "1", 1);
+    // Through a unique id, so the ranks meet at a bootstrap root; the
+    // allreduce below runs while the bootstrap links are still open.
+    hclUniqueId id;
+    ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+    std::vector<hclComm_t> comms(3, nullptr);
+    auto rc = onThreads(3, [&](int r) {
+      return hclCommInitRank(&comms[static_cast<size_t>(r)], 3, id, r) == hclSuccess ? 0 : 1;
+    });
+    unsetenv("HCL_SHM_DISABLE");
+    ASSERT_EQ(rc, std::vector<int>(3, 0));
+    // A root waiting for ranks, and a rank of it waiting for the others
+    // (nonblocking), with its bootstrap socket open.
+    hclUniqueId waiting;
+    ASSERT_EQ(hclGetUniqueId(&waiting), hclSuccess);
+    hclConfig_t config = HCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    hclComm_t lonely = nullptr;
+    ASSERT_EQ(hclCommInitRankConfig(&lonely, 2, waiting, 0, &config), hclInProgress);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // until it has joined the root
+    rc = onThreads(3, [&](int r) {
+      std::vector<float> v(1 << 16, 1.0f);
+      return hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comms[static_cast<size_t>(r)], nullptr) ==
+                     hclSuccess
+                 ? 0
+                 : 1;
+    });
+    EXPECT_EQ(rc, std::vector<int>(3, 0));
+    int checked = 0;
+    for (const auto& [fd, target] : openDescriptors()) {
+      if (before.count(fd) != 0) continue;
+      const int flags = ::fcntl(fd, F_GETFD);
+      if (flags < 0) continue;  // the directory listing's own, closed by now
+      ++checked;
+      EXPECT_NE(flags & FD_CLOEXEC, 0) << "fd " << fd << " -> " << target;
+    }
+    EXPECT_GT(checked, 3);
+    EXPECT_EQ(hclCommAbort(lonely), hclSuccess);
+    destroyAll(comms);
   }
 }
 

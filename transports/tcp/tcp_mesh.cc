@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "core/close_on_exec.h"
 #include "core/deadline.h"
 #include "core/log.h"
 #include "transports/link.h"
@@ -261,6 +262,7 @@ void MeshSetup::startConnect(Outgoing& o) {
   asio::error_code ec;
   o.socket = tcp::socket(io_);
   o.socket.open(o.endpoint.protocol(), ec);
+  if (!ec) setCloseOnExec(o.socket.native_handle());
   if (ec) {
     fatal_ = systemError(fmt::format("rank {}: cannot create a socket to connect to rank {}: {}",
                                      ctx_.rank, o.peer, ec.message()));
@@ -332,6 +334,7 @@ void MeshSetup::armAccept(TcpListener& listener) {
                                        describeAddress(listener.address), ec.message()));
       return;
     }
+    setCloseOnExec(socket.native_handle());
     startHandshake(listener, std::move(socket));
     armAccept(listener);
   });
