@@ -80,7 +80,8 @@ Status checkSharedSettings(const std::vector<PeerInfo>& peers) {
     return {};
   };
   HCL_TRY(check("HCL_CHUNK_BYTES", &PeerInfo::chunkBytes));
-  return check("HCL_STAGE_CHUNK_BYTES", &PeerInfo::stageChunkBytes);
+  HCL_TRY(check("HCL_STAGE_CHUNK_BYTES", &PeerInfo::stageChunkBytes));
+  return check("HCL_PROBE", &PeerInfo::probeLinks);
 }
 
 // With more ranks of this communicator on the host than CPUs they may run
@@ -150,6 +151,7 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   PeerInfo self = describeSelf(rank, comm->device());
   self.chunkBytes = settings.chunkBytes;
   self.stageChunkBytes = settings.stageChunkBytes;
+  self.probeLinks = paramBool("HCL_PROBE") ? 1 : 0;
   std::vector<std::unique_ptr<Transport>> transports;
   for (TransportKind k : kAllKinds) transports.push_back(makeTransport(k));
   // Only TCP needs a listener, and only when some peer may be off-host or
@@ -220,7 +222,7 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   HCL_TRY(agreeOnPeerAccess(oob, linksInUse, peerAccess));
   comm->setPeerAccess(peerAccess);
   std::vector<LinkModelRule> measured;
-  if (paramBool("HCL_PROBE")) HCL_TRY(probeLinks(oob, comm, measured));
+  if (self.probeLinks) HCL_TRY(probeLinks(oob, comm, measured));
   std::shared_ptr<const PlanTable> plan;
   HCL_TRY(agreeOnPlan(oob, comm->peers(), comm->planner(), settings.chunkBytes, measured, plan));
   if (plan) comm->setPlanTable(std::move(plan));

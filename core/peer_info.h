@@ -47,6 +47,7 @@ struct PeerInfo {
   // Settings every rank of a communicator must share (checked at init).
   uint64_t chunkBytes = 0;       // HCL_CHUNK_BYTES in effect
   uint64_t stageChunkBytes = 0;  // HCL_STAGE_CHUNK_BYTES in effect
+  uint64_t probeLinks = 0;       // HCL_PROBE in effect (it adds init rounds every rank must run)
 
   std::vector<uint8_t> serialize() const;
   static bool deserialize(const uint8_t* data, size_t size, PeerInfo& out);

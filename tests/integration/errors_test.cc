@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <netinet/in.h>
+#include <poll.h>
 #include <arpa/inet.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -398,25 +399,57 @@ TEST(LifecycleErrors, CommunicatorWhoseInitInAGroupFailed) {
 
 // A timeout beyond what the clock can hold means no timeout, not an
 // immediate one.
-TEST(LifecycleErrors, RanksWithDifferentChunkSizesFailInitTogether) {
+// Settings every rank must share are compared at init: the chunk size
+// (the ranks would cut messages differently), and HCL_PROBE (it adds init
+// rounds, so ranks without it would read another round's data).
+TEST(LifecycleErrors, RanksWithDifferentSharedSettingsFailInitTogether) {
   SKIP_UNDER_TSAN();
-  auto results = hcltest::runProcesses(
-      3,
-      [&](int rank) {
-        ::setenv("HCL_CHUNK_BYTES", rank == 2 ? "64K" : "4K", 1);
-        hclUniqueId id;
-        RANK_HCL(hclGetUniqueId(&id));
-        hclComm_t comm = nullptr;
-        const hclResult_t r = hclCommInitRank(&comm, 3, id, rank);
-        const std::string text = hclGetLastError(nullptr);
-        RANK_CHECK(r == hclInvalidUsage, "init gave %d: %s", (int)r, text.c_str());
-        RANK_CHECK(text.find("HCL_CHUNK_BYTES differs between ranks (rank 0: 4096, rank 2: 65536)") !=
-                       std::string::npos,
-                   "message: %s", text.c_str());
-        return 0;
-      },
-      60, hcltest::rank0RootEnv("20000"));
-  EXPECT_EQ(hcltest::describeFailures(results), "");
+  struct Case {
+    const char* name;
+    const char* rank2;
+    const char* others;
+    const char* words;
+  };
+  for (const Case& c : {Case{"HCL_CHUNK_BYTES", "64K", "4K",
+                             "HCL_CHUNK_BYTES differs between ranks (rank 0: 4096, rank 2: 65536)"},
+                        Case{"HCL_PROBE", "1", "0", "HCL_PROBE differs between ranks (rank 0: 0, rank 2: 1)"}}) {
+    SCOPED_TRACE(c.name);
+    // The root runs in rank 0's process, which stays until the others have
+    // their answer: its exit would close their root connection first.
+    int answered[2];
+    ASSERT_EQ(::pipe(answered), 0);
+    auto results = hcltest::runProcesses(
+        3,
+        [&](int rank) {
+          ::setenv(c.name, rank == 2 ? c.rank2 : c.others, 1);
+          hclUniqueId id;
+          RANK_HCL(hclGetUniqueId(&id));
+          hclComm_t comm = nullptr;
+          const hclResult_t r = hclCommInitRank(&comm, 3, id, rank);
+          const std::string text = hclGetLastError(nullptr);
+          if (rank != 0) {
+            const char one = 1;
+            RANK_CHECK(::write(answered[1], &one, 1) == 1, "cannot tell rank 0");
+          } else {
+            char got[2];
+            size_t n = 0;
+            pollfd p{answered[0], POLLIN, 0};
+            while (n < sizeof got && ::poll(&p, 1, 30000) == 1) {
+              const ssize_t k = ::read(answered[0], got + n, sizeof got - n);
+              if (k <= 0) break;
+              n += static_cast<size_t>(k);
+            }
+            RANK_CHECK(n == sizeof got, "the other ranks did not answer");
+          }
+          RANK_CHECK(r == hclInvalidUsage, "init gave %d: %s", (int)r, text.c_str());
+          RANK_CHECK(text.find(c.words) != std::string::npos, "message: %s", text.c_str());
+          return 0;
+        },
+        60, hcltest::rank0RootEnv("20000"));
+    ::close(answered[0]);
+    ::close(answered[1]);
+    EXPECT_EQ(hcltest::describeFailures(results), "");
+  }
 }
 
 TEST(LifecycleErrors, RunningOutOfFileDescriptorsIsAnErrorNotACrash) {
