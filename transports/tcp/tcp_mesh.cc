@@ -296,6 +296,10 @@ void MeshSetup::onConnected(Outgoing& o, const asio::error_code& ec) {
     retryLater(o, ec.message());
     return;
   }
+  if (isConnectedToItself(o.socket)) {
+    retryLater(o, "connected to itself (nothing listens on the peer's port)");
+    return;
+  }
   asio::async_write(o.socket, asio::buffer(o.hello), [this, &o](const asio::error_code& e, size_t) {
     if (closing_ || e == asio::error::operation_aborted) return;
     if (e) {

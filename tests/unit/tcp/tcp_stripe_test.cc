@@ -1,5 +1,5 @@
 // Stream layout and piece arithmetic, congestion control choice, which
-// accept errors are retried, and the frame queue with pieces, without a mesh.
+// accept errors are retried, self-connected sockets, and the frame queue with pieces, without a mesh.
 #include <gtest/gtest.h>
 
 #include <asio/io_context.hpp>
@@ -238,6 +238,27 @@ TEST(TcpCongestion, LoopbackAndOwnAddressesAreThisHost) {
   EXPECT_TRUE(isSameHostConnection(b, {}));
   asio::ip::tcp::socket unconnected(io);
   EXPECT_FALSE(isSameHostConnection(unconnected, interfaces));
+}
+
+// A socket bound to a loopback port and connected to that same port ends up
+// connected to itself (TCP's simultaneous open); a socket connected to a
+// listener does not.
+TEST(TcpSocketUtil, TellsASocketConnectedToItself) {
+  asio::io_context io;
+  asio::ip::tcp::socket self(io);
+  self.open(asio::ip::tcp::v4());
+  self.bind({asio::ip::make_address("127.0.0.1"), 0});
+  asio::error_code ec;
+  self.connect(self.local_endpoint(), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(isConnectedToItself(self));
+
+  asio::ip::tcp::acceptor listener(io, {asio::ip::make_address("127.0.0.1"), 0});
+  asio::ip::tcp::socket client(io);
+  client.connect(listener.local_endpoint());
+  EXPECT_FALSE(isConnectedToItself(client));
+  asio::ip::tcp::socket unconnected(io);
+  EXPECT_FALSE(isConnectedToItself(unconnected));
 }
 
 TEST(TcpCongestion, AppliesTheFirstAlgorithmTheKernelAccepts) {
