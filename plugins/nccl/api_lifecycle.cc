@@ -112,16 +112,10 @@ HCL_NCCL_ALIAS(ncclCommInitRankScalable)
 ncclResult_t pncclCommFinalize(ncclComm_t comm) { return toNccl(hclCommFinalize(toHcl(comm))); }
 HCL_NCCL_ALIAS(ncclCommFinalize)
 
-ncclResult_t pncclCommDestroy(ncclComm_t comm) {
-  forgetStreams(comm);
-  return toNccl(hclCommDestroy(toHcl(comm)));
-}
+ncclResult_t pncclCommDestroy(ncclComm_t comm) { return toNccl(endWithStreams(comm, hclCommDestroy)); }
 HCL_NCCL_ALIAS(ncclCommDestroy)
 
-ncclResult_t pncclCommAbort(ncclComm_t comm) {
-  forgetStreams(comm);
-  return toNccl(hclCommAbort(toHcl(comm)));
-}
+ncclResult_t pncclCommAbort(ncclComm_t comm) { return toNccl(endWithStreams(comm, hclCommAbort)); }
 HCL_NCCL_ALIAS(ncclCommAbort)
 
 ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {

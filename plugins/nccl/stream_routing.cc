@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "core/group.h"
 #include "plugins/nccl/abi.h"
@@ -48,17 +49,28 @@ bool streamFor(const char* call, ncclComm_t comm, cudaStream_t stream, hclStream
   return true;
 }
 
-void forgetStreams(ncclComm_t comm) {
-  std::lock_guard lock(table().mutex);
-  auto& streams = table().streams;
-  for (auto it = streams.begin(); it != streams.end();) {
-    if (it->first.first == comm) {
-      hclStreamDestroy(it->second);
-      it = streams.erase(it);
-    } else {
-      ++it;
+hclResult_t endWithStreams(ncclComm_t comm, hclResult_t (*end)(hclComm_t)) {
+  std::vector<std::pair<cudaStream_t, hclStream_t>> taken;
+  {
+    std::lock_guard lock(table().mutex);
+    auto& streams = table().streams;
+    for (auto it = streams.begin(); it != streams.end();) {
+      if (it->first.first == comm) {
+        taken.emplace_back(it->first.second, it->second);
+        it = streams.erase(it);
+      } else {
+        ++it;
+      }
     }
   }
+  const hclResult_t r = end(toHcl(comm));
+  if (r != hclSuccess) {
+    std::lock_guard lock(table().mutex);
+    for (const auto& [native, stream] : taken) table().streams.try_emplace({comm, native}, stream);
+    return r;
+  }
+  for (const auto& entry : taken) hclStreamDestroy(entry.second);
+  return r;
 }
 
 }  // namespace hcl::nccl

@@ -15,7 +15,12 @@ bool commOnGpu(ncclComm_t comm);
 // The HCL stream for `stream` on `comm`; nullptr for a CPU communicator.
 // On failure returns false and reports the error against `call`.
 bool streamFor(const char* call, ncclComm_t comm, cudaStream_t stream, hclStream_t* out);
-// Destroys the streams made for `comm` (before it is destroyed).
-void forgetStreams(ncclComm_t comm);
+// Ends `comm` with `end` (hclCommDestroy or hclCommAbort), then destroys
+// the streams made for it, which waits for their work. They leave the table
+// first, so that a communicator made meanwhile at the same address keeps
+// its own, and are destroyed outside its lock, after the abort has stopped
+// work that would otherwise wait for its timeout. Where `end` fails, the
+// streams go back.
+hclResult_t endWithStreams(ncclComm_t comm, hclResult_t (*end)(hclComm_t));
 
 }  // namespace hcl::nccl

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <string>
 #include <thread>
@@ -311,6 +312,28 @@ TEST(NcclLibrary, NonblockingInitIsPolledThroughGetAsyncError) {
   EXPECT_EQ(ncclCommCount(comm, &count), ncclSuccess);
   EXPECT_EQ(count, 1);
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+// ncclCommAbort stops a collective still queued on a stream whose peer
+// never joins: the communicator is aborted before the streams made for it
+// are destroyed (destroying them waits for their work). On the sim device,
+// whose default native stream the NULL cudaStream_t is.
+TEST(NcclLibrary, AbortStopsACollectiveQueuedOnAStream) {
+  setenv("HCL_DEVICE", "sim", 1);
+  setenv("HCL_TIMEOUT_MS", "600000", 1);
+  ncclComm_t comms[2] = {nullptr, nullptr};
+  const ncclResult_t made = ncclCommInitAll(comms, 2, nullptr);
+  unsetenv("HCL_DEVICE");
+  unsetenv("HCL_TIMEOUT_MS");
+  ASSERT_EQ(made, ncclSuccess) << lastError();
+  std::vector<float> data(1 << 16, 1.0f);
+  ASSERT_EQ(ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum, comms[0], nullptr), ncclSuccess)
+      << lastError(comms[0]);  // rank 1 never joins
+  auto aborted = std::async(std::launch::async, [&] { return ncclCommAbort(comms[0]); });
+  ASSERT_EQ(aborted.wait_for(std::chrono::seconds(60)), std::future_status::ready)
+      << "ncclCommAbort waited for the collective it should stop";
+  EXPECT_EQ(aborted.get(), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
 }
 
 TEST(NcclLibrary, ConfigsOfOlderAndNewerVersionsAreAccepted) {
