@@ -90,7 +90,17 @@ Status connectOnce(asio::ip::tcp::socket& socket, const asio::ip::tcp::endpoint&
       return systemError(fmt::format("bootstrap: connecting to root {} did not complete", budget.peer));
     }
   }
-  if (err == 0) return Status::success();
+  if (err == 0) {
+    // Retrying a port nobody listens on yet (a root that rank 0 is about to
+    // start) can end connected to itself, and then holds the root's port.
+    std::error_code a, b;
+    if (socket.local_endpoint(a) == socket.remote_endpoint(b) && !a && !b) {
+      socket.close(a);
+      retryable = true;
+      return systemError(fmt::format("bootstrap: connecting to root {} ended connected to itself", budget.peer));
+    }
+    return Status::success();
+  }
   retryable = err == ECONNREFUSED || err == ETIMEDOUT || err == ECONNRESET || err == ECONNABORTED ||
               err == EAGAIN;
   return socketError(budget, "connecting", std::error_code(err, std::system_category()));
