@@ -52,6 +52,14 @@ void registerHandle(const hclStream* stream) { add(stream, Kind::Stream); }
 bool unregisterHandle(const hclComm* comm) { return remove(comm); }
 bool unregisterHandle(const hclStream* stream) { return remove(stream); }
 
+bool unregisterHandleIf(const hclComm* comm, const std::function<bool()>& take) {
+  std::unique_lock lock(handles().mutex);
+  if (!liveAs(comm, Kind::Comm) || !take()) return false;
+  handles().live.erase(comm);
+  handles().removals.fetch_add(1, std::memory_order_release);
+  return true;
+}
+
 bool isLiveHandle(const hclComm* comm) {
   // Read before the lookup: a removal after it makes the next call look again.
   const uint64_t removals = handles().removals.load(std::memory_order_acquire);

@@ -52,6 +52,9 @@ void registerHandle(const hclStream* stream);
 // one handle at once, only one gets true and may free it.
 bool unregisterHandle(const hclComm* comm);
 bool unregisterHandle(const hclStream* stream);
+// Unregisters `comm` when it is live and take() says so, in one step with
+// the check: true when the caller now owns it and may free it.
+bool unregisterHandleIf(const hclComm* comm, const std::function<bool()>& take);
 bool isLiveHandle(const hclComm* comm);
 bool isLiveHandle(const hclStream* stream);
 // Runs fn() while `comm` is guaranteed to stay alive; false if it is not live.

@@ -225,6 +225,14 @@ hclResult_t initRankApiThrowing(const char* call, hclComm_t* comm, int nranks, h
     *comm = handle;
     s = initRank(handle, nranks, commId, rank, settings);
     settleInit(handle, s);  // an abort waiting for the init may free the handle from here on
+    if (!s.ok()) {
+      // An abort that stopped the init frees the handle; otherwise it is ours.
+      if (unregisterHandleIf(handle, [handle] { return !handle->initAbort.load(std::memory_order_acquire); })) {
+        std::unique_ptr<hclComm> owned(handle);
+      }
+      *comm = nullptr;
+    }
+    return report(s.withContext(call));
   }
   if (!s.ok()) {
     deleteHandle(handle);
