@@ -119,20 +119,32 @@ void GatedStream::enqueueJoined(const std::vector<GatedStream*>& streams, const 
   for (GatedStream* s : byAddress) locks.emplace_back(s->order_);
   std::vector<std::shared_ptr<PreparedEnd>> ends;
   std::vector<StreamGate*> gates;
-  for (size_t i = 0; i < streams.size(); ++i) {
-    GatedStream* stream = streams[i];
-    auto end = std::make_shared<PreparedEnd>();
-    stream->worker_.enqueue([stream, end, job = std::move(jobs[i])]() -> Status {
-      Status s = job();
-      end->jobDone(*stream->gate_, !s.ok());
-      end->awaitTail(*stream->gate_);
-      return s;
-    });
-    ends.push_back(std::move(end));
-    gates.push_back(stream->gate_.get());
-  }
+  ends.reserve(streams.size());
+  gates.reserve(streams.size());
   std::vector<uint64_t> last(streams.size(), 0);
-  prepare(gates, last);
+  try {
+    for (size_t i = 0; i < streams.size(); ++i) {
+      GatedStream* stream = streams[i];
+      auto end = std::make_shared<PreparedEnd>();
+      stream->worker_.enqueue([stream, end, job = std::move(jobs[i])]() -> Status {
+        Status s = job();
+        end->jobDone(*stream->gate_, !s.ok());
+        end->awaitTail(*stream->gate_);
+        return s;
+      });
+      ends.push_back(std::move(end));
+      gates.push_back(stream->gate_.get());
+    }
+    prepare(gates, last);
+  } catch (...) {
+    // Out of memory: the jobs already queued must still end. They get what
+    // was issued, and no tail to wait for.
+    for (size_t i = 0; i < ends.size(); ++i) {
+      ends[i]->prepareDone(*gates[i], last[i]);
+      ends[i]->tailMarked(0);
+    }
+    throw;
+  }
   for (size_t i = 0; i < streams.size(); ++i) {
     ends[i]->prepareDone(*gates[i], last[i]);
     uint64_t tail = 0;
