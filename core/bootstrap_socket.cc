@@ -1,7 +1,9 @@
 #include "core/bootstrap_socket.h"
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -9,8 +11,6 @@
 #include <thread>
 
 #include <fmt/format.h>
-
-#include "core/close_on_exec.h"
 
 namespace hcl {
 namespace {
@@ -72,8 +72,12 @@ Status connectOnce(asio::ip::tcp::socket& socket, const asio::ip::tcp::endpoint&
   retryable = false;
   std::error_code ec;
   if (socket.is_open()) socket.close(ec);
-  socket.open(root.protocol(), ec);
-  if (!ec) setCloseOnExec(socket.native_handle());
+  // Close-on-exec from the start: another thread may fork and exec while
+  // this init runs.
+  const int fd = ::socket(root.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) return socketError(budget, "opening a socket", std::error_code(errno, std::system_category()));
+  socket.assign(root.protocol(), fd, ec);
+  if (ec) ::close(fd);
   if (!ec) socket.non_blocking(true, ec);
   if (!ec) socket.set_option(asio::ip::tcp::no_delay(true), ec);
   if (ec) return socketError(budget, "opening a socket", ec);

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -589,8 +590,18 @@ TEST(Threads, EveryDescriptorHclOpensIsCloseOnExec) {
     hclConfig_t config = HCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     hclComm_t lonely = nullptr;
+    std::set<std::string> socketsBefore;  // by inode: descriptor numbers are reused
+    for (const auto& [fd, target] : openDescriptors()) socketsBefore.insert(target);
     ASSERT_EQ(hclCommInitRankConfig(&lonely, 2, waiting, 0, &config), hclInProgress);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // until it has joined the root
+    // Until its bootstrap connection shows (the root's end of it included).
+    for (int i = 0; i < 10000; ++i) {
+      int sockets = 0;
+      for (const auto& [fd, target] : openDescriptors()) {
+        sockets += socketsBefore.count(target) == 0 && target.starts_with("socket:");
+      }
+      if (sockets >= 2) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     rc = onThreads(3, [&](int r) {
       std::vector<float> v(1 << 16, 1.0f);
       return hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comms[static_cast<size_t>(r)], nullptr) ==
@@ -601,7 +612,7 @@ TEST(Threads, EveryDescriptorHclOpensIsCloseOnExec) {
     EXPECT_EQ(rc, std::vector<int>(3, 0));
     int checked = 0;
     for (const auto& [fd, target] : openDescriptors()) {
-      if (before.count(fd) != 0) continue;
+      if (const auto it = before.find(fd); it != before.end() && it->second == target) continue;
       const int flags = ::fcntl(fd, F_GETFD);
       if (flags < 0) continue;  // the directory listing's own, closed by now
       ++checked;
