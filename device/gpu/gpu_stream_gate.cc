@@ -116,24 +116,29 @@ GpuStreamGate::~GpuStreamGate() {
 }
 
 Status GpuStreamGate::takeEvent(gpuEvent_t* ev) {
-  if (!freeEvents_.empty()) {
-    *ev = freeEvents_.back();
-    freeEvents_.pop_back();
-    return {};
+  {
+    std::lock_guard lock(mutex_);
+    if (!freeEvents_.empty()) {
+      *ev = freeEvents_.back();
+      freeEvents_.pop_back();
+      return {};
+    }
   }
   return check(gpuEventCreateWithFlags(ev, gpuEventDisableTiming | gpuEventBlockingSync),
                GPU_FN("EventCreateWithFlags"));
 }
 
 Status GpuStreamGate::mark(uint64_t* ticket) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard issuing(issue_);
   HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
   gpuEvent_t ev;
   HCL_TRY(takeEvent(&ev));
   if (gpuError_t err = gpuEventRecord(ev, stream_); err != gpuSuccess) {
+    std::lock_guard lock(mutex_);
     freeEvents_.push_back(ev);
     return check(err, GPU_FN("EventRecord"));
   }
+  std::lock_guard lock(mutex_);
   const uint64_t t = ++lastTicket_;
   held_.push_back({t, ev});
   *ticket = t;
@@ -141,7 +146,7 @@ Status GpuStreamGate::mark(uint64_t* ticket) {
 }
 
 Status GpuStreamGate::waitFor(uint64_t ticket) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard issuing(issue_);
   HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
   const gpuError_t err = method_.waitValue ? method_.waitValue(stream_, devFlag_, ticket)
                                            : launchSpinWait(static_cast<volatile uint64_t*>(devFlag_), ticket, stream_);
@@ -151,7 +156,7 @@ Status GpuStreamGate::waitFor(uint64_t ticket) {
 Status GpuStreamGate::copyOnStream(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
                                    size_t height) {
   if (width == 0 || height == 0) return {};
-  std::lock_guard lock(mutex_);
+  std::lock_guard issuing(issue_);
   HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
   HCL_GPU_TRY(gpuMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, height, gpuMemcpyDefault, stream_),
               GPU_FN("Memcpy2DAsync"));
@@ -167,7 +172,7 @@ Status GpuStreamGate::segmentsOnStream(const IpcSegment* table, size_t n, size_t
   p.scalarFloat = spec.scalarFloat;
   p.scalarInt = spec.scalarInt;
   p.scalarUint = spec.scalarUint;
-  std::lock_guard lock(mutex_);
+  std::lock_guard issuing(issue_);
   HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
   HCL_GPU_TRY(launchSegments(spec.type, spec.kind, table, n, width, p, stream_), "IPC segment kernel launch");
   return {};

@@ -60,7 +60,12 @@ class GpuStreamGate final : public StreamGate {
   const GateWaitMethod method_;
   uint64_t* flag_ = nullptr;  // pinned, mapped; host view
   void* devFlag_ = nullptr;   // device view of flag_
-  std::mutex mutex_;
+  // Issuing commands may block the caller while the stream's command queue
+  // is full, until the stream moves, which takes the worker's release(): so
+  // issuers hold issue_ across the driver calls, and mutex_ (which release
+  // and the worker's lookups take) is never held across one.
+  std::mutex issue_;
+  std::mutex mutex_;  // lastTicket_, held_, freeEvents_
   uint64_t lastTicket_ = 0;
   std::deque<Held> held_;  // tickets issued and not yet released, increasing
   std::vector<gpuEvent_t> freeEvents_;
