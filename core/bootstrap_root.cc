@@ -22,7 +22,7 @@
 #include <fmt/format.h>
 
 #include "core/bootstrap_socket.h"
-#include "core/close_on_exec.h"
+#include "core/socket_fd.h"
 #include "core/deadline.h"
 #include "core/log.h"
 #include "core/no_throw.h"

@@ -1,9 +1,7 @@
 #include "core/bootstrap_socket.h"
 
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +9,8 @@
 #include <thread>
 
 #include <fmt/format.h>
+
+#include "core/socket_fd.h"
 
 namespace hcl {
 namespace {
@@ -72,12 +72,7 @@ Status connectOnce(asio::ip::tcp::socket& socket, const asio::ip::tcp::endpoint&
   retryable = false;
   std::error_code ec;
   if (socket.is_open()) socket.close(ec);
-  // Close-on-exec from the start: another thread may fork and exec while
-  // this init runs.
-  const int fd = ::socket(root.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
-  if (fd < 0) return socketError(budget, "opening a socket", std::error_code(errno, std::system_category()));
-  socket.assign(root.protocol(), fd, ec);
-  if (ec) ::close(fd);
+  openCloseOnExec(socket, root.protocol(), ec);
   if (!ec) socket.non_blocking(true, ec);
   if (!ec) socket.set_option(asio::ip::tcp::no_delay(true), ec);
   if (ec) return socketError(budget, "opening a socket", ec);
@@ -97,9 +92,8 @@ Status connectOnce(asio::ip::tcp::socket& socket, const asio::ip::tcp::endpoint&
   if (err == 0) {
     // Retrying a port nobody listens on yet (a root that rank 0 is about to
     // start) can end connected to itself, and then holds the root's port.
-    std::error_code a, b;
-    if (socket.local_endpoint(a) == socket.remote_endpoint(b) && !a && !b) {
-      socket.close(a);
+    if (isConnectedToItself(socket)) {
+      socket.close(ec);
       retryable = true;
       return systemError(fmt::format("bootstrap: connecting to root {} ended connected to itself", budget.peer));
     }

@@ -32,11 +32,16 @@ void add(const void* handle, Kind kind) {
   handles().live[handle] = kind;
 }
 
-bool remove(const void* handle) {
-  std::unique_lock lock(handles().mutex);
+// Call with the registry's lock held.
+bool eraseLocked(const void* handle) {
   const bool erased = handles().live.erase(handle) > 0;
   handles().removals.fetch_add(1, std::memory_order_release);
   return erased;
+}
+
+bool remove(const void* handle) {
+  std::unique_lock lock(handles().mutex);
+  return eraseLocked(handle);
 }
 
 // Call with the registry's lock held.
@@ -54,10 +59,7 @@ bool unregisterHandle(const hclStream* stream) { return remove(stream); }
 
 bool unregisterHandleIf(const hclComm* comm, const std::function<bool()>& take) {
   std::unique_lock lock(handles().mutex);
-  if (!liveAs(comm, Kind::Comm) || !take()) return false;
-  handles().live.erase(comm);
-  handles().removals.fetch_add(1, std::memory_order_release);
-  return true;
+  return liveAs(comm, Kind::Comm) && take() && eraseLocked(comm);
 }
 
 bool isLiveHandle(const hclComm* comm) {

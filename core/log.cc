@@ -130,12 +130,12 @@ void writeAll(int fd, const char* data, size_t size) {
   }
 }
 
-// The process-wide logger. Trivially destructible on purpose: lines logged
-// from static destructors of other objects must still find it intact; the OS
-// closes the log file at exit.
 void lockLogBeforeFork();
 void unlockLogAfterFork();
 
+// The process-wide logger. Trivially destructible on purpose: lines logged
+// from static destructors of other objects must still find it intact; the OS
+// closes the log file at exit.
 class Logger {
  public:
   constexpr Logger() = default;

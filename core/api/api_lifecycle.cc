@@ -113,15 +113,21 @@ bool stopRunningInit(hclComm_t comm) {
   return false;
 }
 
-// Runs fill() at hclGroupEnd, beside the group's other inits; `handle`
-// (null: none to fill) is pending until then and keeps fill's result.
-// `parent`: the communicator a split or shrink exchanges over.
+// An init that runs from now on: abort can stop it, destroy is refused.
+void markInitRunning(hclComm* handle) {
+  handle->initRunning.store(true);
+  handle->initPending.store(true);
+}
+
 // An init's result on its handle; afterwards the init no longer touches it.
 void settleInit(hclComm* handle, const Status& result) {
   handle->initStatus = result;
   handle->initPending.store(false, std::memory_order_release);
 }
 
+// Runs fill() at hclGroupEnd, beside the group's other inits; `handle`
+// (null: none to fill) is pending until then and keeps fill's result.
+// `parent`: the communicator a split or shrink exchanges over.
 void deferCreation(hclComm* handle, std::function<Status()> fill, const Communicator* parent = nullptr) {
   if (handle) handle->initPending.store(true);
   auto settle = [handle](const Status& result) {
@@ -147,8 +153,7 @@ void deferCreation(hclComm* handle, std::function<Status()> fill, const Communic
 // A nonblocking init (config.blocking = 0): fill() runs on the handle's own
 // thread, and hclCommGetAsyncError says hclInProgress until it is done.
 Status startInBackground(hclComm* handle, std::function<Status()> fill) {
-  handle->initRunning.store(true);
-  handle->initPending.store(true);
+  markInitRunning(handle);
   return noThrow("starting a nonblocking init", [&]() -> Status {
     handle->initThread = std::jthread([handle, fill = std::move(fill)] {
       const Status r = fill();
@@ -220,22 +225,16 @@ hclResult_t initRankApiThrowing(const char* call, hclComm_t* comm, int nranks, h
       return hclInProgress;
     }
   } else {
-    handle->initRunning.store(true);
-    handle->initPending.store(true);
+    markInitRunning(handle);
     *comm = handle;
     s = initRank(handle, nranks, commId, rank, settings);
     settleInit(handle, s);  // an abort waiting for the init may free the handle from here on
-    if (!s.ok()) {
-      // An abort that stopped the init frees the handle; otherwise it is ours.
-      if (unregisterHandleIf(handle, [handle] { return !handle->initAbort.load(std::memory_order_acquire); })) {
-        std::unique_ptr<hclComm> owned(handle);
-      }
-      *comm = nullptr;
-    }
-    return report(s.withContext(call));
   }
   if (!s.ok()) {
-    deleteHandle(handle);
+    // An abort that stopped the init frees the handle; otherwise it is ours.
+    if (unregisterHandleIf(handle, [handle] { return !handle->initAbort.load(std::memory_order_acquire); })) {
+      std::unique_ptr<hclComm> owned(handle);
+    }
     *comm = nullptr;
   }
   return report(s.withContext(call));

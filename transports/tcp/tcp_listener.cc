@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "core/close_on_exec.h"
+#include "core/socket_fd.h"
 #include "core/log.h"
 #include "transports/tcp/tcp_socket_util.h"
 
@@ -16,9 +16,8 @@ Status openOne(asio::io_context& io, const NetInterface& itf, std::unique_ptr<Tc
   auto listener = std::make_unique<TcpListener>(io);
   const asio::ip::tcp::endpoint endpoint(ip, 0);
   asio::ip::tcp::acceptor& acceptor = listener->acceptor;
-  acceptor.open(endpoint.protocol(), ec);
+  openCloseOnExec(acceptor, endpoint.protocol(), ec);
   if (ec) return systemError("socket: " + ec.message());
-  setCloseOnExec(acceptor.native_handle());
   applyBufferSizes(acceptor);
   // Accepted sockets inherit the algorithm (tcp_socket_util.h).
   listener->congestionSetting = paramString("HCL_TCP_CONGESTION");

@@ -12,7 +12,7 @@
 #include <optional>
 #include <set>
 
-#include "core/close_on_exec.h"
+#include "core/socket_fd.h"
 #include "core/deadline.h"
 #include "core/log.h"
 #include "transports/link.h"
@@ -88,7 +88,12 @@ class MeshSetup {
  public:
   MeshSetup(const TransportContext& ctx, asio::io_context& io,
             std::vector<std::unique_ptr<TcpListener>>& listeners, int streams)
-      : ctx_(ctx), io_(io), listeners_(listeners), streams_(streams) {}
+      : ctx_(ctx),
+        io_(io),
+        listeners_(listeners),
+        streams_(streams),
+        congestionWarned_(std::any_of(listeners.begin(), listeners.end(),
+                                      [](const auto& l) { return l->congestionRefused; })) {}
 
   Status plan(const std::vector<int>& peers);
   Status run();
@@ -117,7 +122,9 @@ class MeshSetup {
   std::vector<std::unique_ptr<Handshake>> handshakes_;
   Status fatal_;
   bool closing_ = false;  // set once the loop ends: completion handlers then do nothing
-  bool congestionWarned_ = false;  // one warning per communicator; the other links log at INFO
+  // One warning per rank about a refused HCL_TCP_CONGESTION (its listener's,
+  // or the first link's); the other links log it at INFO.
+  bool congestionWarned_;
 };
 
 Status MeshSetup::plan(const std::vector<int>& peers) {
@@ -261,8 +268,7 @@ void MeshSetup::stopEverything() {
 void MeshSetup::startConnect(Outgoing& o) {
   asio::error_code ec;
   o.socket = tcp::socket(io_);
-  o.socket.open(o.endpoint.protocol(), ec);
-  if (!ec) setCloseOnExec(o.socket.native_handle());
+  openCloseOnExec(o.socket, o.endpoint.protocol(), ec);
   if (ec) {
     fatal_ = systemError(fmt::format("rank {}: cannot create a socket to connect to rank {}: {}",
                                      ctx_.rank, o.peer, ec.message()));
@@ -275,9 +281,7 @@ void MeshSetup::startConnect(Outgoing& o) {
   if (!applyCongestionControl(o.socket.native_handle(), o.congestion, &refused) &&
       o.attempts == 0 && o.streamIndex == 0 &&
       !congestionIsAuto(paramString("HCL_TCP_CONGESTION"))) {
-    const bool listenerWarned = std::any_of(listeners_.begin(), listeners_.end(),
-                                            [](const auto& l) { return l->congestionRefused; });
-    const log::Level level = congestionWarned_ || listenerWarned ? log::Level::Info : log::Level::Warn;
+    const log::Level level = congestionWarned_ ? log::Level::Info : log::Level::Warn;
     congestionWarned_ = true;
     if (log::enabled(level, log::Net)) {
       log::write(level, log::Net,

@@ -91,13 +91,6 @@ std::string congestionInUse(int fd) {
   return std::string(inUse, ::strnlen(inUse, length));
 }
 
-bool isConnectedToItself(const asio::ip::tcp::socket& socket) {
-  asio::error_code a, b;
-  const auto local = socket.local_endpoint(a);
-  const auto remote = socket.remote_endpoint(b);
-  return !a && !b && local == remote;
-}
-
 bool acceptErrorIsTransient(const asio::error_code& ec) {
   if (ec == asio::error::connection_aborted || ec == asio::error::interrupted) return true;
   if (ec.category() != asio::error::get_system_category()) return false;

@@ -35,11 +35,6 @@ void applyBufferSizes(SocketLike& socket) {
 // or a signal, means: accept again.
 bool acceptErrorIsTransient(const asio::error_code& ec);
 
-// True when a connected socket's two ends are the same address and port:
-// retrying a port nobody listens on can end connected to itself (TCP's
-// simultaneous open), which is no link to the peer.
-bool isConnectedToItself(const asio::ip::tcp::socket& socket);
-
 // True when `address` is a loopback address or one of `interfaces` (this
 // host's, from listInterfaces()): a connection to it never leaves the machine.
 bool isThisHostAddress(const asio::ip::address& address,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/netif.h"
+#include "core/socket_fd.h"
 #include "transports/tcp/tcp_frame_queue.h"
 #include "transports/tcp/tcp_hello.h"
 #include "transports/tcp/tcp_socket_util.h"

@@ -1,0 +1,46 @@
+// Small helpers for the sockets HCL opens (the bootstrap's and TCP's).
+#pragma once
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
+namespace hcl {
+
+// Descriptors HCL opens must not outlive this process in a child that
+// another thread of the program starts with fork and exec: a link kept open
+// there would hide this rank's death from its peers until their timeout.
+// asio's sockets and accept() lack the flag.
+inline void setCloseOnExec(int fd) {
+  const int flags = ::fcntl(fd, F_GETFD);
+  if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+
+// Opens an asio socket or acceptor close-on-exec from the start, with no
+// window in which a fork could inherit it.
+template <typename Socket, typename Protocol>
+void openCloseOnExec(Socket& socket, const Protocol& protocol, std::error_code& ec) {
+  const int fd = ::socket(protocol.family(), protocol.type() | SOCK_CLOEXEC, protocol.protocol());
+  if (fd < 0) {
+    ec = std::error_code(errno, std::system_category());
+    return;
+  }
+  socket.assign(protocol, fd, ec);
+  if (ec) ::close(fd);
+}
+
+// True when a connected socket's two ends are the same address and port:
+// retrying a port nobody listens on can end connected to itself (TCP's
+// simultaneous open), which is no link to the peer.
+template <typename Socket>
+bool isConnectedToItself(const Socket& socket) {
+  std::error_code a, b;
+  const auto local = socket.local_endpoint(a);
+  const auto remote = socket.remote_endpoint(b);
+  return !a && !b && local == remote;
+}
+
+}  // namespace hcl
