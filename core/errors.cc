@@ -1,5 +1,7 @@
 #include "core/errors.h"
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 
 #include "core/handles.h"
@@ -8,16 +10,28 @@
 namespace hcl {
 namespace {
 thread_local std::string tlsLastError;
+thread_local uint64_t tlsLastErrorSerial = 0;
 thread_local std::string tlsReturned;
+
+// Orders errors across threads, so that hclGetLastError(comm) gives the most
+// recent of the thread's own and the communicator's (which another thread,
+// such as a nonblocking init's, may have recorded).
+uint64_t nextErrorSerial() {
+  static std::atomic<uint64_t> serial{0};
+  return serial.fetch_add(1, std::memory_order_relaxed) + 1;
+}
 }  // namespace
 
 hclResult_t report(const Status& s, hclComm* comm) {
   if (s.ok()) return hclSuccess;
+  const uint64_t serial = nextErrorSerial();
   tlsLastError = s.message();
+  tlsLastErrorSerial = serial;
   if (comm) {
     withLiveHandle(comm, [&] {
       std::lock_guard lock(comm->lastErrorMutex);
       comm->lastError = s.message();
+      comm->lastErrorSerial = serial;
     });
   }
   if (s.code() == hclInvalidArgument || s.code() == hclInvalidUsage) {
@@ -33,7 +47,7 @@ const char* lastErrorText(hclComm* comm) {
   if (comm) {
     withLiveHandle(comm, [&] {
       std::lock_guard lock(comm->lastErrorMutex);
-      if (!comm->lastError.empty()) tlsReturned = comm->lastError;
+      if (comm->lastErrorSerial > tlsLastErrorSerial) tlsReturned = comm->lastError;
     });
   }
   return tlsReturned.c_str();

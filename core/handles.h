@@ -29,6 +29,7 @@ struct hclComm {
   hcl::Status initStatus;
   mutable std::mutex lastErrorMutex;
   std::string lastError;
+  uint64_t lastErrorSerial = 0;  // when it was recorded (core/errors.cc)
   // A nonblocking init's thread (joinable only for such an init). Declared
   // last so that it is joined before the members it writes are destroyed.
   std::jthread initThread;

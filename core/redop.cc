@@ -30,6 +30,31 @@ void readScalar(hclDataType_t type, const void* p, double& f, int64_t& i, uint64
   }
 }
 
+namespace {
+// Entries a table may hold, and the bits of the salt: together they keep
+// every op value above the built-ins and within hclMaxRedOp.
+constexpr size_t kMaxEntries = size_t{1} << 20;
+constexpr uint32_t kSaltBits = 30;
+static_assert(hclNumOps + (uint64_t{1} << kSaltBits) <= uint64_t{hclMaxRedOp});
+
+uint32_t saltFor(const void* table) {
+  uint64_t h = reinterpret_cast<uintptr_t>(table);
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return static_cast<uint32_t>(h) & ((uint32_t{1} << kSaltBits) - 1);
+}
+}  // namespace
+
+RedOpTable::RedOpTable() : salt_(saltFor(this)) {}
+
+long RedOpTable::indexOf(int op) const {
+  if (op < hclNumOps) return -1;
+  const uint32_t index = static_cast<uint32_t>(op - hclNumOps) ^ salt_;
+  if (index >= entries_.size() || !entries_[index]) return -1;
+  return static_cast<long>(index);
+}
+
 Status RedOpTable::create(hclDataType_t type, const void* scalar, hclScalarResidence_t residence,
                           hclRedOp_t* out) {
   Entry e{type, residence, scalar, 0, 0, 0};
@@ -37,19 +62,19 @@ Status RedOpTable::create(hclDataType_t type, const void* scalar, hclScalarResid
   std::lock_guard lock(mutex_);
   size_t index = 0;
   while (index < entries_.size() && entries_[index]) ++index;
-  if (index + hclNumOps > static_cast<size_t>(hclMaxRedOp)) {
-    return invalidUsage("too many reduction operators on this communicator");
+  if (index >= kMaxEntries) {
+    return invalidUsage(fmt::format("too many reduction operators on this communicator ({})", kMaxEntries));
   }
   if (index == entries_.size()) entries_.emplace_back();
   entries_[index] = e;
-  *out = static_cast<hclRedOp_t>(hclNumOps + static_cast<int>(index));
+  *out = static_cast<hclRedOp_t>(hclNumOps + static_cast<int>(static_cast<uint32_t>(index) ^ salt_));
   return {};
 }
 
 Status RedOpTable::destroy(hclRedOp_t op) {
   std::lock_guard lock(mutex_);
-  const long index = static_cast<long>(op) - hclNumOps;
-  if (index < 0 || static_cast<size_t>(index) >= entries_.size() || !entries_[static_cast<size_t>(index)]) {
+  const long index = indexOf(op);
+  if (index < 0) {
     return invalidArgument(fmt::format("op {} is not an operator created on this communicator", static_cast<int>(op)));
   }
   entries_[static_cast<size_t>(index)].reset();
@@ -59,8 +84,7 @@ Status RedOpTable::destroy(hclRedOp_t op) {
 bool RedOpTable::isValid(int op) const {
   if (op >= 0 && op < hclNumOps) return true;
   std::lock_guard lock(mutex_);
-  const long index = static_cast<long>(op) - hclNumOps;
-  return index >= 0 && static_cast<size_t>(index) < entries_.size() && entries_[static_cast<size_t>(index)];
+  return indexOf(op) >= 0;
 }
 
 Status RedOpTable::resolve(hclRedOp_t op, hclDataType_t type, int nranks, ReduceSpec& out,
@@ -77,8 +101,8 @@ Status RedOpTable::resolve(hclRedOp_t op, hclDataType_t type, int nranks, Reduce
     default: break;
   }
   std::lock_guard lock(mutex_);
-  const long index = static_cast<long>(op) - hclNumOps;
-  if (index < 0 || static_cast<size_t>(index) >= entries_.size() || !entries_[static_cast<size_t>(index)]) {
+  const long index = indexOf(op);
+  if (index < 0) {
     return invalidArgument(fmt::format("op {} is not a valid reduction operator (built-in 0..4 or one from hclRedOpCreatePreMulSum on this communicator)", static_cast<int>(op)));
   }
   const Entry& e = *entries_[static_cast<size_t>(index)];

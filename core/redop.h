@@ -1,6 +1,7 @@
 // User-created reduction operators (hclRedOpCreatePreMulSum) of one communicator.
 #pragma once
 
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -12,6 +13,7 @@ namespace hcl {
 
 class RedOpTable {
  public:
+  RedOpTable();
   // Registers a PreMulSum op. For hclScalarHostImmediate the scalar is read
   // now; for hclScalarDevice (a host pointer on the CPU device) it is read
   // each time an operation using it runs.
@@ -35,8 +37,15 @@ class RedOpTable {
     int64_t valueInt;
     uint64_t valueUint;
   };
+  // The index of the entry `op` names on this table; -1 when it names none.
+  long indexOf(int op) const;
+
+  // Mixed into every op value, so that an op handed out by another
+  // communicator (as NCCL's, a value that differs per communicator) is
+  // refused here instead of naming one of this table's.
+  const uint32_t salt_;
   mutable std::mutex mutex_;
-  std::vector<std::optional<Entry>> entries_;  // op = hclNumOps + index
+  std::vector<std::optional<Entry>> entries_;  // op = hclNumOps + (index ^ salt_)
 };
 
 // Reads one scalar of `type` at `p` into the three representations.

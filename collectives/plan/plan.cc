@@ -209,12 +209,19 @@ const AlgorithmEntry* Planner::choose(const CollArgs& args) const {
     // The table is authoritative, even over this rank's own HCL_ALGO: it
     // came from one rank, and every rank must run the same algorithm.
     if (const PlanChoice* c = table_->find(args.kind, bytes)) {
-      for (const AlgorithmEntry& e : algorithmTable()) {
-        // The bucket's size range may start below minBytes; the table still
-        // decides, so every rank agrees.
-        if (e.kind == args.kind && c->algorithm == e.name && (e.maxBytes == 0 || bytes <= e.maxBytes) &&
-            (peerAccess || !e.needsPeerAccess))
-          return &e;
+      const auto named = [&](const std::string& name) -> const AlgorithmEntry* {
+        for (const AlgorithmEntry& e : algorithmTable()) {
+          // The bucket's size range may start below minBytes; the table
+          // still decides, so every rank agrees.
+          if (e.kind == args.kind && name == e.name && (e.maxBytes == 0 || bytes <= e.maxBytes) &&
+              (peerAccess || !e.needsPeerAccess))
+            return &e;
+        }
+        return nullptr;
+      };
+      if (const AlgorithmEntry* e = named(c->algorithm)) return e;
+      if (!peerAccess && !c->withoutPeerAccess.empty()) {
+        if (const AlgorithmEntry* e = named(c->withoutPeerAccess)) return e;
       }
     }
   }
@@ -227,7 +234,11 @@ const char* Planner::algorithmFor(CollKind kind, size_t bytes, int nranks) const
   probe.nranks = nranks;
   probe.type = hclUint8;
   probe.count = bytes;
-  const AlgorithmEntry* e = choose(probe);
+  return algorithmFor(probe);
+}
+
+const char* Planner::algorithmFor(const CollArgs& args) const {
+  const AlgorithmEntry* e = choose(args);
   return e ? e->name : "none";
 }
 

@@ -57,6 +57,8 @@ class Planner {
   Schedule plan(const CollArgs& args) const;
   // The algorithm used for `bytes` bytes (count * element size) on `nranks` ranks.
   const char* algorithmFor(CollKind kind, size_t bytes = SIZE_MAX, int nranks = 2) const;
+  // The algorithm that plan(args) expands.
+  const char* algorithmFor(const CollArgs& args) const;
 
   // Prices every allowed algorithm on `graph` for each size bucket; the
   // cheapest wins, unless the registry's default is within 10% of it.

@@ -39,6 +39,7 @@ std::vector<uint8_t> PlanTable::serialize() const {
       w.put<uint32_t>(static_cast<uint32_t>(c.linkClasses.size()));
       for (const auto& cls : c.linkClasses) w.putString(cls);
       w.putString(c.candidates);
+      w.putString(c.withoutPeerAccess);
     }
   }
   return w.take();
@@ -78,6 +79,7 @@ bool PlanTable::deserialize(const uint8_t* data, size_t size, PlanTable& out) {
       c.linkClasses.resize(ncls);
       for (auto& cls : c.linkClasses) r.getString(cls);
       r.getString(c.candidates);
+      r.getString(c.withoutPeerAccess);
     }
   }
   return r.ok() && r.atEnd();

@@ -19,6 +19,9 @@ struct PlanChoice {
   double estimatedUs = 0;
   std::vector<std::string> linkClasses;  // classes that carry its data
   std::string candidates;                // "ring 120.3 us, tree 98.1 us, ..."
+  // Where `algorithm` reaches peers' buffers: what runs instead for a call
+  // that may not (PreMulSum, whose load differs per rank). Empty otherwise.
+  std::string withoutPeerAccess;
 };
 
 struct PlanTable {

@@ -204,7 +204,10 @@ hclResult_t initRankApiThrowing(const char* call, hclComm_t* comm, int nranks, h
     settings = settingsFromParams(config);
     s = chooseDevice(settings);
   }
-  if (!s.ok()) return report(failGroup(s.withContext(call)));
+  if (!s.ok()) {
+    if (comm) *comm = nullptr;  // as NCCL: a refused init hands out no communicator
+    return report(failGroup(s.withContext(call)));
+  }
   hclComm* handle = newHandle();
   auto fill = [handle, nranks, commId, rank, settings, call] {
     return initRank(handle, nranks, commId, rank, settings).withContext(call);
@@ -282,10 +285,16 @@ hclResult_t hclCommInitRankConfig(hclComm_t* comm, int nranks, hclUniqueId commI
 
 hclResult_t hclCommInitRankScalable(hclComm_t* newcomm, int nranks, int myrank, int nId, hclUniqueId* commIds,
                                     hclConfig_t* config) {
-  if (nId < 1) {
-    return report(failGroup(invalidArgument(fmt::format("hclCommInitRankScalable: nId {} must be at least 1", nId))));
+  Status s;
+  if (nId < 1 || nId > std::max(nranks, 1)) {
+    s = invalidArgument(fmt::format("nId {} must be from 1 to nranks ({})", nId, nranks));
+  } else if (!commIds) {
+    s = invalidArgument("commIds is NULL");
   }
-  if (!commIds) return report(failGroup(invalidArgument("hclCommInitRankScalable: commIds is NULL")));
+  if (!s.ok()) {
+    if (newcomm) *newcomm = nullptr;
+    return report(failGroup(s.withContext("hclCommInitRankScalable")));
+  }
   // Every rank joins the first root; the others are not needed to form the communicator.
   return initRankApi("hclCommInitRankScalable", newcomm, nranks, commIds[0], myrank, config);
 }

@@ -96,7 +96,8 @@ HCL_NCCL_ALIAS(ncclCommInitAll)
 ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
                                        ncclConfig_t* config) {
   std::vector<hclUniqueId> ids;
-  if (commIds && nId > 0) {
+  // Out of range: HCL refuses it, without reading past the caller's array.
+  if (commIds && nId > 0 && nId <= std::max(nranks, 1)) {
     ids.reserve(static_cast<size_t>(nId));
     for (int i = 0; i < nId; ++i) ids.push_back(toHcl(commIds[i]));
   }

@@ -62,7 +62,7 @@ ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank) {
 HCL_NCCL_ALIAS(ncclCommUserRank)
 
 ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
-  if (ncclResult_t r = checkHostBuffers("ncclCommRegister", comm, {{"buff", buff}})) return r;
+  if (ncclResult_t r = checkHostBuffers("ncclCommRegister", comm, {{"buff", buff}}, InGroup::Alone)) return r;
   return toNccl(hclCommRegister(toHcl(comm), buff, size, handle));
 }
 HCL_NCCL_ALIAS(ncclCommRegister)
@@ -87,7 +87,7 @@ HCL_NCCL_ALIAS(ncclCommWindowDeregister)
 
 ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                        ncclScalarResidence_t residence, ncclComm_t comm) {
-  if (ncclResult_t r = checkHostBuffers("ncclRedOpCreatePreMulSum", comm, {{"scalar", scalar}})) return r;
+  if (ncclResult_t r = checkHostBuffers("ncclRedOpCreatePreMulSum", comm, {{"scalar", scalar}}, InGroup::Alone)) return r;
   hclRedOp_t created = hclSum;
   const hclResult_t r =
       hclRedOpCreatePreMulSum(op ? &created : nullptr, scalar, toHcl(datatype), toHcl(residence), toHcl(comm));

@@ -110,10 +110,13 @@ Status requireHostMemory(std::initializer_list<NamedBuffer> buffers, const Memor
 
 namespace hcl::nccl {
 
-ncclResult_t checkHostBuffers(const char* call, ncclComm_t comm, std::initializer_list<NamedBuffer> buffers) {
+ncclResult_t checkHostBuffers(const char* call, ncclComm_t comm, std::initializer_list<NamedBuffer> buffers,
+                              InGroup inGroup) {
   if (commOnGpu(comm)) return ncclSuccess;  // its device reaches both kinds of memory
   const Status s = requireHostMemory(buffers, cudaMemoryClassifier());
-  return s.ok() ? ncclSuccess : report(failGroup(s.withContext(call)), comm);
+  if (s.ok()) return ncclSuccess;
+  const Status named = s.withContext(call);
+  return report(inGroup == InGroup::Joins ? failGroup(named) : named, comm);
 }
 
 }  // namespace hcl::nccl

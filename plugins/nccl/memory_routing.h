@@ -34,8 +34,13 @@ struct NamedBuffer {
 // CUDA device, which this build lacks"). The caller prefixes its name.
 Status requireHostMemory(std::initializer_list<NamedBuffer> buffers, const MemoryClassifier& classify);
 
+// Whether a refused call fails the caller's open group: calls that join a
+// group do; registration and reduction-op creation fail alone, as NCCL's.
+enum class InGroup { Joins, Alone };
+
 // requireHostMemory with the CUDA classifier, reported as an error of `call`
 // (and `comm`). Returns ncclSuccess when every buffer is host memory.
-ncclResult_t checkHostBuffers(const char* call, ncclComm_t comm, std::initializer_list<NamedBuffer> buffers);
+ncclResult_t checkHostBuffers(const char* call, ncclComm_t comm, std::initializer_list<NamedBuffer> buffers,
+                              InGroup inGroup = InGroup::Joins);
 
 }  // namespace hcl::nccl

@@ -136,10 +136,28 @@ TEST_F(BadArguments, PreMulSumUsedWithAnotherType) {
   expectError(hclRedOpDestroy(hclSum, comms_[0]), hclInvalidArgument, {"built-in"});
 }
 
+TEST_F(BadArguments, PreMulSumOfAnotherCommunicatorIsRefused) {
+  float two = 2, three = 3;
+  hclRedOp_t op0, op1;
+  ASSERT_EQ(hclRedOpCreatePreMulSum(&op0, &two, hclFloat, hclScalarHostImmediate, comms_[0]), hclSuccess);
+  ASSERT_EQ(hclRedOpCreatePreMulSum(&op1, &three, hclFloat, hclScalarHostImmediate, comms_[1]), hclSuccess);
+  // As NCCL's, the values differ per communicator, so neither names the other's.
+  EXPECT_NE(op0, op1);
+  expectError(hclAllReduce(buf_, buf_, 1, hclFloat, op1, comms_[0], nullptr), hclInvalidArgument,
+              {"hclAllReduce", "not a valid reduction operator"});
+  expectError(hclRedOpDestroy(op1, comms_[0]), hclInvalidArgument, {"hclRedOpDestroy", "not an operator created"});
+  EXPECT_EQ(hclRedOpDestroy(op0, comms_[0]), hclSuccess) << lastError(comms_[0]);
+  EXPECT_EQ(hclRedOpDestroy(op1, comms_[1]), hclSuccess) << lastError(comms_[1]);
+}
+
 TEST_F(BadArguments, GroupMisuse) {
+  expectError(hclAllReduce(buf_, buf_, 1, static_cast<hclDataType_t>(42), hclSum, comms_[0], nullptr),
+              hclInvalidArgument, {"hclAllReduce", "datatype 42"});
   EXPECT_EQ(hclGroupEnd(), hclInvalidUsage);
   EXPECT_NE(lastError(nullptr).find("hclGroupEnd"), std::string::npos);
   EXPECT_NE(lastError(nullptr).find("hclGroupStart"), std::string::npos);
+  // The communicator's own text is older than the thread's latest error.
+  EXPECT_EQ(lastError(comms_[0]), lastError(nullptr));
 }
 
 TEST_F(BadArguments, HandlesOfTheOtherKind) {
@@ -281,6 +299,8 @@ TEST_F(BadArguments, DeregisterChecksTheHandle) {
   expectError(hclCommDeregister(comms_[0], &other), hclInvalidUsage, {"hclCommDeregister", "not a registration"});
   EXPECT_EQ(hclCommDeregister(comms_[0], handle), hclSuccess);
   expectError(hclCommDeregister(comms_[0], handle), hclInvalidUsage, {"hclCommDeregister", "deregistered already"});
+  // As NCCL: a NULL handle (a registration that was skipped) is no error.
+  EXPECT_EQ(hclCommDeregister(comms_[0], nullptr), hclSuccess) << lastError(nullptr);
 }
 
 TEST(LifecycleErrors, DestroyedCommunicatorIsRejected) {
@@ -295,12 +315,16 @@ TEST(LifecycleErrors, DestroyedCommunicatorIsRejected) {
 
 TEST(LifecycleErrors, BadInitArguments) {
   hclUniqueId id{};
-  hclComm_t comm;
+  int notAComm = 0;
+  hclComm_t comm = reinterpret_cast<hclComm_t>(&notAComm);
   EXPECT_EQ(hclCommInitRank(&comm, 2, id, 0), hclInvalidArgument);  // not an HCL id
   EXPECT_NE(lastError(nullptr).find("hclCommInitRank"), std::string::npos);
+  EXPECT_EQ(comm, nullptr) << "as NCCL, a refused init sets *comm to NULL";
   ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);
+  comm = reinterpret_cast<hclComm_t>(&notAComm);
   EXPECT_EQ(hclCommInitRank(&comm, 2, id, 2), hclInvalidArgument);
   EXPECT_NE(lastError(nullptr).find("rank 2"), std::string::npos) << lastError(nullptr);
+  EXPECT_EQ(comm, nullptr);
   EXPECT_EQ(hclCommInitRank(&comm, 0, id, 0), hclInvalidArgument);
   EXPECT_NE(lastError(nullptr).find("nranks 0"), std::string::npos);
   EXPECT_EQ(hclCommInitRank(&comm, INT_MAX, id, 0), hclInvalidArgument);  // the root would size tables by it

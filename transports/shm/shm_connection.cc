@@ -99,7 +99,12 @@ class ShmConnection final : public Connection {
 
   // Sequentially consistent: the flag must be visible before any store the
   // caller makes to its buffers once this returns (peerAbortedAfterCopy).
-  void abort() override { header_.side[side_].aborted.store(1, std::memory_order_seq_cst); }
+  void abort() override {
+    header_.side[side_].aborted.store(1, std::memory_order_seq_cst);
+    // A seq_cst store alone does not order the caller's later plain stores
+    // after it on every architecture (it does on x86); the fence does.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
 
   // The probe at connect told whether we can reach the peer's memory; it is
   // stored in the peer's side of the header.
@@ -383,7 +388,9 @@ class ShmConnection final : public Connection {
     return remoteError(fmt::format("rank {}: rank {} (pid {}, shm) aborted", rank_, peer_, peerPid_));
   }
 
-  // Copies in pieces until done; the kernel may move fewer bytes than asked.
+  // Copies in pieces of at most kMaxBytesPerProgress until done (the kernel
+  // may also move fewer bytes than asked), checking between pieces that the
+  // peer has not aborted: once it has, its buffers may already be reused.
   template <typename CopyFn>
   Status copyPeer(uint64_t peerAddress, size_t bytes, const char* call, CopyFn copy) {
     if (!failure_.ok()) return failure_;
@@ -393,7 +400,7 @@ class ShmConnection final : public Connection {
       // A peer that aborted may free its buffers at once: stop touching them.
       if (peerAborted()) return fail(peerAbortedError());
       int err = 0;
-      const ssize_t n = copy(done, bytes - done, &err);
+      const ssize_t n = copy(done, static_cast<size_t>(std::min<uint64_t>(bytes - done, kMaxBytesPerProgress)), &err);
       if (n < 0 && err == EINTR) continue;
       if (n < 0 && err == ESRCH) {
         return fail(remoteError(fmt::format("rank {}: rank {} (pid {}, shm) exited", rank_, peer_, peerPid_)));

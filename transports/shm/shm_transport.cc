@@ -136,7 +136,13 @@ class ShmTransport final : public Transport {
     for (;;) {
       bool missing = false;
       HCL_TRY(Segment::open(name, peer, ctx.rank, out, &missing));
-      if (!missing) return {};
+      if (!missing) {
+        // Mapped on both sides now, so the name has done its job; left until
+        // the creator's finish(), a rank killed during the rest of the
+        // connect (which may wait HCL_TIMEOUT_MS) would leave it in /dev/shm.
+        ::shm_unlink(name.c_str());
+        return {};
+      }
       HCL_TRY(interrupted(ctx, deadline, peer,
                           fmt::format("rank {} to create shm segment {}", peer, name)));
       backoff.pause();

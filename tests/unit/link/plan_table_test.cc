@@ -139,6 +139,32 @@ TEST(PlanTable, TheTableDrivesThePlannerEvenAgainstItsOwnOverride) {
   EXPECT_STREQ(other.algorithmFor(CollKind::AllReduce, 64), "ring");
 }
 
+TEST(PlanTable, ACallThatMayNotReachPeersRunsTheTablesOtherChoiceWhateverTheRanksOverride) {
+  // PreMulSum cannot use the peer-access algorithms the table picks on one
+  // host; what runs instead comes from the table too, so ranks whose own
+  // HCL_ALGO differ still run the same algorithm.
+  Planner builder;
+  builder.setPeerAccess(true);
+  auto table = std::make_shared<PlanTable>(builder.buildTable(uniform(2, {10, 100}), {}, 512 * 1024));
+  CollArgs a;
+  a.kind = CollKind::AllReduce;
+  a.nranks = 2;
+  a.type = hclFloat32;
+  a.count = size_t{1} << 18;
+  a.chunkBytes = 512 * 1024;
+  a.rankDependentLoad = true;
+  const PlanChoice* c = table->find(a.kind, a.count * 4);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->algorithm, "direct") << "the case this test is about: a peer-access choice";
+  ASSERT_FALSE(c->withoutPeerAccess.empty());
+  for (const char* own : {"", "allreduce:tree", "allreduce:^ring", "allreduce:rd"}) {
+    Planner rank(own);
+    rank.setPeerAccess(true);
+    rank.setTable(table);
+    EXPECT_EQ(rank.algorithmFor(a), c->withoutPeerAccess) << "HCL_ALGO '" << own << "'";
+  }
+}
+
 TEST(PlanTable, WireRoundTrip) {
   LinkGraph g = uniform(4, {10, 100});
   Topology topo;
@@ -155,6 +181,7 @@ TEST(PlanTable, WireRoundTrip) {
   EXPECT_EQ(a->algorithm, b->algorithm);
   EXPECT_DOUBLE_EQ(a->estimatedUs, b->estimatedUs);
   EXPECT_EQ(a->candidates, b->candidates);
+  EXPECT_EQ(a->withoutPeerAccess, b->withoutPeerAccess);
   EXPECT_FALSE(PlanTable::deserialize(bytes.data(), bytes.size() - 3, u));
 }
 

@@ -373,13 +373,18 @@ TEST(NcclLibrary, ScalableInitAndInitAllArguments) {
   ASSERT_EQ(ncclGetUniqueId(&ids[1]), ncclSuccess);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   ncclComm_t comm = nullptr;
-  ASSERT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 2, ids, &config), ncclSuccess) << lastError();
+  ASSERT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 1, ids, &config), ncclSuccess) << lastError();
   int rank = -1;
   EXPECT_EQ(ncclCommUserRank(comm, &rank), ncclSuccess);
   EXPECT_EQ(rank, 0);
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   EXPECT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 0, ids, nullptr), ncclInvalidArgument);
-  EXPECT_EQ(lastError(), "ncclCommInitRankScalable: nId 0 must be at least 1");
+  EXPECT_EQ(lastError(), "ncclCommInitRankScalable: nId 0 must be from 1 to nranks (1)");
+  // As NCCL, more roots than ranks is refused (and the ids past nranks are not read).
+  comm = reinterpret_cast<ncclComm_t>(&config);
+  EXPECT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 2, ids, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(lastError(), "ncclCommInitRankScalable: nId 2 must be from 1 to nranks (1)");
+  EXPECT_EQ(comm, nullptr) << "a refused init hands out no communicator";
   EXPECT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 1, nullptr, nullptr), ncclInvalidArgument);
   EXPECT_EQ(lastError(), "ncclCommInitRankScalable: commIds is NULL");
   ncclComm_t comms[1] = {reinterpret_cast<ncclComm_t>(&config)};

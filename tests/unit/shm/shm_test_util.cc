@@ -64,6 +64,12 @@ Status setUpRank(int rank, int nranks, const CommIdentity& id, ProcessBarrier& b
   out.connections.resize(static_cast<size_t>(nranks));
   HCL_TRY(out.transport->connect(ctx, peers, out.connections));
   if (!barrier.wait(barrierTimeout)) return internalError("test barrier after connect timed out");
+  // Each segment's name goes once its peer has mapped it, before finish():
+  // a rank killed from here on leaves nothing in /dev/shm.
+  if (const auto left = segmentsInDevShm(id); !left.empty()) {
+    return internalError(fmt::format("{} segments still named in /dev/shm after connect, e.g. {}", left.size(),
+                                     left.front()));
+  }
   out.transport->finish();
   for (int p : peers) {
     if (!out.connections[p]) return internalError(fmt::format("no connection to rank {}", p));
