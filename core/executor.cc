@@ -94,8 +94,10 @@ Status ScheduleRun::peerBuffer(int peer, const BufferRef& ref, size_t bytes, con
 Status ScheduleRun::runPeerStep(const Step& st, Device& dev) {
   if (st.kind == Step::Kind::ReducePeer) {
     const void* a = nullptr;
-    HCL_TRY(peerOperand(st, &a));
-    return dev.reduce(resolve(st.dst), st.dstForm, a, st.aForm, resolve(st.b), st.bForm, st.count, spec_);
+    bool mapped = false;
+    HCL_TRY(peerOperand(st, &a, &mapped));
+    HCL_TRY(dev.reduce(resolve(st.dst), st.dstForm, a, st.aForm, resolve(st.b), st.bForm, st.count, spec_));
+    return mapped ? comm_.connection(st.peer)->checkMappedAccess() : Status{};
   }
   const bool write = st.kind == Step::Kind::WritePeer;
   const PeerBuffer* pb = nullptr;
@@ -110,7 +112,7 @@ Status ScheduleRun::runPeerStep(const Step& st, Device& dev) {
     // This rank never reads the result it stores into a peer: the stores
     // bypass the cache (about 10% faster from 64 MiB, docs/performance.md).
     streamingCopy(mapped, resolve(st.a), st.bytes);
-    return {};
+    return c->checkMappedAccess();
   }
   if (!mapped) return c->readPeer(at, resolve(st.dst), st.bytes);
   if (st.streamDst) {
@@ -118,16 +120,17 @@ Status ScheduleRun::runPeerStep(const Step& st, Device& dev) {
   } else {
     std::memcpy(resolve(st.dst), mapped, st.bytes);
   }
-  return {};
+  return c->checkMappedAccess();
 }
 
-Status ScheduleRun::peerOperand(const Step& reduce, const void** operand) {
+Status ScheduleRun::peerOperand(const Step& reduce, const void** operand, bool* mapped) {
   const PeerBuffer* from = nullptr;
   uint64_t at = 0;
   HCL_TRY(peerBuffer(reduce.peer, reduce.a, reduce.bytes, &from, &at));
   Connection* c = comm_.connection(reduce.peer);
   *operand = c->mapPeer(*from, at, reduce.bytes);
-  if (*operand) return {};
+  *mapped = *operand != nullptr;
+  if (*mapped) return {};
   HCL_TRY(c->readPeer(at, resolve(reduce.via), reduce.bytes));
   *operand = resolve(reduce.via);
   return {};
@@ -140,23 +143,28 @@ bool ScheduleRun::fusableSum(const Step& reduce, const Step& next) const {
          next.bytes == reduce.count * sizeof(float);
 }
 
-bool ScheduleRun::fuseReduceAndWrite(const Step& reduce, const Step& write) {
+Status ScheduleRun::fuseReduceAndWrite(const Step& reduce, const Step& write, bool* fused) {
   // A float sum into our buffer whose result is then copied into a peer's:
   // with both peers' memory mapped, one pass computes it into both.
-  if (write.kind != Step::Kind::WritePeer || !fusableSum(reduce, write)) return false;
+  *fused = false;
+  if (write.kind != Step::Kind::WritePeer || !fusableSum(reduce, write)) return {};
   const PeerBuffer *from = nullptr, *to = nullptr;
   uint64_t fromAt = 0, toAt = 0;
   // Out of range: the unfused steps report it.
   if (!peerBuffer(reduce.peer, reduce.a, reduce.bytes, &from, &fromAt).ok() ||
       !peerBuffer(write.peer, write.dst, write.bytes, &to, &toAt).ok())
-    return false;
+    return {};
   // Mapping `in` never drops `out`, the mapping returned just before.
-  void* out = comm_.connection(write.peer)->mapPeer(*to, toAt, write.bytes);
-  const void* in = out ? comm_.connection(reduce.peer)->mapPeer(*from, fromAt, reduce.bytes) : nullptr;
-  if (!in) return false;
+  Connection* writeTo = comm_.connection(write.peer);
+  Connection* readFrom = comm_.connection(reduce.peer);
+  void* out = writeTo->mapPeer(*to, toAt, write.bytes);
+  const void* in = out ? readFrom->mapPeer(*from, fromAt, reduce.bytes) : nullptr;
+  if (!in) return {};
   streamingSumToBoth(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(out), static_cast<const float*>(in),
                      static_cast<const float*>(resolve(reduce.b)), reduce.count);
-  return true;
+  *fused = true;
+  HCL_TRY(readFrom->checkMappedAccess());
+  return writeTo == readFrom ? Status{} : writeTo->checkMappedAccess();
 }
 
 Status ScheduleRun::fuseReduceAndCopy(const Step& reduce, const Step& copy, bool* fused) {
@@ -165,11 +173,12 @@ Status ScheduleRun::fuseReduceAndCopy(const Step& reduce, const Step& copy, bool
   *fused = false;
   if (copy.kind != Step::Kind::Copy || !copy.streamDst || !fusableSum(reduce, copy)) return {};
   const void* in = nullptr;
-  HCL_TRY(peerOperand(reduce, &in));
+  bool mapped = false;
+  HCL_TRY(peerOperand(reduce, &in, &mapped));
   sumToCachedAndStreamed(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(resolve(copy.dst)),
                          static_cast<const float*>(in), static_cast<const float*>(resolve(reduce.b)), reduce.count);
   *fused = true;
-  return {};
+  return mapped ? comm_.connection(reduce.peer)->checkMappedAccess() : Status{};
 }
 
 bool ScheduleRun::runs(const Step& st) {
@@ -258,7 +267,8 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
       case Step::Kind::ReducePeer: {
         // Fusion pairs a step with the next, which has the same condition.
         const Step* next = pc_ + 1 < schedule_.steps.size() ? &schedule_.steps[pc_ + 1] : nullptr;
-        bool fused = next && fuseReduceAndWrite(st, *next);
+        bool fused = false;
+        if (next) HCL_TRY(fuseReduceAndWrite(st, *next, &fused));
         if (!fused && next) HCL_TRY(fuseReduceAndCopy(st, *next, &fused));
         if (fused) {
           ++pc_;  // the write or copy is done too

@@ -65,15 +65,16 @@ class ScheduleRun final : public OpRun {
   Status pollConnections(bool* progressed);
   // ReadPeer, WritePeer and ReducePeer.
   Status runPeerStep(const Step& st, Device& dev);
-  // The peer's operand of a ReducePeer: where it is mapped, else read into
-  // the step's bounce buffer first.
-  Status peerOperand(const Step& reduce, const void** operand);
+  // The peer's operand of a ReducePeer: where it is mapped (`mapped`: then
+  // checkMappedAccess once it has been read), else read into the step's
+  // bounce buffer first.
+  Status peerOperand(const Step& reduce, const void** operand, bool* mapped);
   // A ReducePeer whose float sum of Native operands `next` takes as is from
   // its destination: what the fused kernels do in one pass.
   bool fusableSum(const Step& reduce, const Step& next) const;
   // Runs `reduce` and the `write` after it as one pass where that is
-  // possible (mapped peer memory); false: nothing was done.
-  bool fuseReduceAndWrite(const Step& reduce, const Step& write);
+  // possible (mapped peer memory); `fused` false: nothing was done.
+  Status fuseReduceAndWrite(const Step& reduce, const Step& write, bool* fused);
   // The same for a ReducePeer and a streamed Copy of its result.
   Status fuseReduceAndCopy(const Step& reduce, const Step& copy, bool* fused);
   // Whether a step conditional on shareable buffers runs.

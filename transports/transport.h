@@ -92,6 +92,10 @@ class Connection {
   // (then readPeer/writePeer). A later call may drop an older mapping, but
   // never the one the call before it returned, so two can be used together.
   virtual void* mapPeer(const PeerBuffer& /*buffer*/, uint64_t /*peerAddress*/, size_t /*bytes*/) { return nullptr; }
+  // After loads or stores through mapPeer's mappings: an error when the peer
+  // aborted meanwhile, since its call may have returned and its caller
+  // reused the buffers while they ran (what readPeer/writePeer check too).
+  virtual Status checkMappedAccess() { return {}; }
 };
 
 // What a transport needs to know about the communicator being built.

@@ -11,7 +11,7 @@ using namespace hcl::nccl;
 
 #define HCL_NCCL_STREAM(call, comm, stream, out) \
   hclStream_t out = nullptr;                      \
-  if (!streamFor(call, comm, stream, &out)) return toNccl(hclInvalidArgument)
+  if (ncclResult_t streamFailed = streamFor(call, comm, stream, &out)) return streamFailed
 
 extern "C" {
 

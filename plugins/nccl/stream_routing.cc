@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -33,20 +35,26 @@ bool commOnGpu(ncclComm_t comm) {
   return std::strcmp(name, "cpu") != 0;
 }
 
-bool streamFor(const char* call, ncclComm_t comm, cudaStream_t stream, hclStream_t* out) {
+ncclResult_t streamFor(const char* call, ncclComm_t comm, cudaStream_t stream, hclStream_t* out) {
   *out = nullptr;
-  if (!commOnGpu(comm)) return true;
-  std::lock_guard lock(table().mutex);
-  auto [it, added] = table().streams.try_emplace({comm, stream}, nullptr);
-  if (added) {
-    if (const hclResult_t r = hclCommWrapStream(toHcl(comm), stream, &it->second); r != hclSuccess) {
-      table().streams.erase(it);
-      (void)failGroup(Status{r, fmt::format("{}: {}", call, hclGetLastError(toHcl(comm)))});
-      return false;
+  if (!commOnGpu(comm)) return ncclSuccess;
+  Status failed;
+  {
+    std::lock_guard lock(table().mutex);
+    auto [it, added] = table().streams.try_emplace({comm, stream}, nullptr);
+    if (added) {
+      if (const hclResult_t r = hclCommWrapStream(toHcl(comm), stream, &it->second); r != hclSuccess) {
+        table().streams.erase(it);
+        // The wrap is HCL's own step, not an NCCL call: the text names `call`.
+        std::string why = hclGetLastError(toHcl(comm));
+        constexpr std::string_view kWrap = "hclCommWrapStream: ";
+        if (why.starts_with(kWrap)) why.erase(0, kWrap.size());
+        failed = Status{r, fmt::format("{}: {}", call, why)};
+      }
     }
+    if (failed.ok()) *out = it->second;
   }
-  *out = it->second;
-  return true;
+  return failed.ok() ? ncclSuccess : report(failGroup(failed), comm);
 }
 
 hclResult_t endWithStreams(ncclComm_t comm, hclResult_t (*end)(hclComm_t)) {

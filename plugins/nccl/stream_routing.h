@@ -13,8 +13,8 @@ namespace hcl::nccl {
 // True when comm computes on a GPU (its buffers may be device memory).
 bool commOnGpu(ncclComm_t comm);
 // The HCL stream for `stream` on `comm`; nullptr for a CPU communicator.
-// On failure returns false and reports the error against `call`.
-bool streamFor(const char* call, ncclComm_t comm, cudaStream_t stream, hclStream_t* out);
+// On failure returns the error, reported against `call` (and the open group).
+ncclResult_t streamFor(const char* call, ncclComm_t comm, cudaStream_t stream, hclStream_t* out);
 // Ends `comm` with `end` (hclCommDestroy or hclCommAbort), then destroys
 // the streams made for it, which waits for their work. They leave the table
 // first, so that a communicator made meanwhile at the same address keeps

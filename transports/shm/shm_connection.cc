@@ -134,6 +134,12 @@ class ShmConnection final : public Connection {
     return mappings_.map(buffer, peerAddress, bytes);
   }
 
+  Status checkMappedAccess() override {
+    if (!failure_.ok()) return failure_;
+    if (peerAbortedAfterCopy()) return fail(peerAbortedError());
+    return {};
+  }
+
   std::string describe() const override {
     const uint32_t cma = header_.side[side_].peerCanReadMemory.load(std::memory_order_acquire);
     if (cmaThreshold_ > 0 && cma == kCmaAvailable) {

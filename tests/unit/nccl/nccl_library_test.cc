@@ -336,6 +336,21 @@ TEST(NcclLibrary, AbortStopsACollectiveQueuedOnAStream) {
   EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
 }
 
+TEST(NcclLibrary, ACallOnARevokedDeviceCommunicatorGivesTheRevokesCodeAndText) {
+  setenv("HCL_DEVICE", "sim", 1);
+  ncclComm_t comm = nullptr;
+  const ncclResult_t made = ncclCommInitAll(&comm, 1, nullptr);
+  unsetenv("HCL_DEVICE");
+  ASSERT_EQ(made, ncclSuccess) << lastError();
+  ASSERT_EQ(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclSuccess) << lastError(comm);
+  float x = 1;
+  // Not a generic invalid argument from routing the stream: the call's own refusal.
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, comm, nullptr), ncclInvalidUsage);
+  const std::string text = lastError(comm);
+  EXPECT_EQ(text.rfind("ncclAllReduce: comm was revoked", 0), 0u) << text;
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess) << lastError(comm);
+}
+
 TEST(NcclLibrary, ConfigsOfOlderAndNewerVersionsAreAccepted) {
   // 2.19: 48 bytes; 2.25: up to trafficClass/commName; 2.28: ours; 2.30-like: 32 more bytes.
   const struct {

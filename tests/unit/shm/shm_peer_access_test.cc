@@ -100,8 +100,9 @@ int peerExits(int rank, const CommIdentity& id, SharedState& shared) {
 }
 
 // Each rank shares a memfd allocation (as hclMemAlloc makes them); the peer
-// maps it and its loads and stores reach the owner's pages. With
-// HCL_SHM_MAP=0 nothing is mapped.
+// maps it and its loads and stores reach the owner's pages; once the owner
+// has aborted, checkMappedAccess reports that they may have hit reused
+// memory. With HCL_SHM_MAP=0 nothing is mapped.
 int mapsThePeersAllocation(int rank, const CommIdentity& id, SharedState& shared, bool mapOn) {
   ::unsetenv("HCL_SHM_CMA_THRESHOLD");
   RankSetup setup;
@@ -132,7 +133,19 @@ int mapsThePeersAllocation(int rank, const CommIdentity& id, SharedState& shared
     mapped[0] = static_cast<uint8_t>(0xA0 + rank);
   }
   CHILD_CHECK(shared.barrier.wait(20s), "barrier after stores");
-  if (mapOn) CHILD_CHECK(mine[64] == static_cast<uint8_t>(0xA0 + peer), "the peer's store did not arrive");
+  if (mapOn) {
+    CHILD_CHECK(mine[64] == static_cast<uint8_t>(0xA0 + peer), "the peer's store did not arrive");
+    CHILD_CHECK_OK(c.checkMappedAccess());
+    CHILD_CHECK(shared.barrier.wait(20s), "barrier before the abort");
+    if (rank == 0) c.abort();
+    CHILD_CHECK(shared.barrier.wait(20s), "barrier after the abort");
+    if (rank == 1) {
+      const Status s = c.checkMappedAccess();
+      CHILD_CHECK(!s.ok() && s.message().find("rank 0") != std::string::npos &&
+                      s.message().find("aborted") != std::string::npos,
+                  "after the owner aborted: '{}'", s.message());
+    }
+  }
   CHILD_CHECK(shared.barrier.wait(20s), "final barrier");
   munmap(mine, kBytes);
   close(fd);
