@@ -30,6 +30,7 @@ hclResult_t report(const Status& s, hclComm* comm) {
   if (comm) {
     withLiveHandle(comm, [&] {
       std::lock_guard lock(comm->lastErrorMutex);
+      if (serial < comm->lastErrorSerial) return;  // another thread's newer error came first
       comm->lastError = s.message();
       comm->lastErrorSerial = serial;
     });

@@ -130,7 +130,7 @@ hclResult_t hclCommRegister(const hclComm_t comm, void* buff, size_t size, void*
 hclResult_t hclCommDeregister(const hclComm_t comm, void* handle) {
   std::shared_ptr<Communicator> c;
   Status s = liveComm(comm, c);
-  // As NCCL: a NULL handle (what a skipped registration hands out) is no-op.
+  // As NCCL (whose registration may hand out NULL): a NULL handle is no error.
   if (s.ok() && handle && !c->registrations().remove(handle)) {
     s = invalidUsage(fmt::format("handle {} is not a registration of this communicator (deregistered already?)", handle));
   }

@@ -13,25 +13,13 @@ using namespace hcl::nccl;
 
 namespace {
 
-// Calls fn(hclConfig_t*) with the caller's config translated; NULL stays NULL.
-template <typename Fn>
-ncclResult_t withConfig(const char* call, ncclConfig_t* config, ncclComm_t comm, Fn&& fn) {
-  if (!config) return toNccl(fn(nullptr));
-  ConfigTranslation t;
-  const hcl::Status s = translateConfig(config, t);
-  if (!s.ok()) return report(hcl::failGroup(s.withContext(call)), comm);
-  if (t.ignoredBytes > 0) {
-    hcl::log::info(hcl::log::Init, "{}: ignoring {} bytes of config fields newer than NCCL 2.28 (config version {})",
-                   call, t.ignoredBytes, config->version);
-  }
-  return toNccl(fn(&t.config));
-}
-
 // An ncclComm_t output that receives the hcl handle only if HCL wrote one.
 class CommOut {
  public:
   explicit CommOut(ncclComm_t* out) : out_(out) {}
   hclComm_t* get() { return out_ ? &value_ : nullptr; }
+  // An init refused before HCL saw it: NULL, as HCL writes for its own refusals.
+  void refuse() { value_ = nullptr; }
   void writeBack() {
     if (out_ && value_ != untouchedMarker<hclComm>()) *out_ = toNccl(value_);
   }
@@ -40,6 +28,25 @@ class CommOut {
   ncclComm_t* out_;
   hclComm_t value_ = untouchedMarker<hclComm>();
 };
+
+// Calls fn(hclConfig_t*) with the caller's config translated; NULL stays NULL.
+// `refused`: the init's output, set to NULL when the config is refused.
+template <typename Fn>
+ncclResult_t withConfig(const char* call, ncclConfig_t* config, ncclComm_t comm, Fn&& fn,
+                        CommOut* refused = nullptr) {
+  if (!config) return toNccl(fn(nullptr));
+  ConfigTranslation t;
+  const hcl::Status s = translateConfig(config, t);
+  if (!s.ok()) {
+    if (refused) refused->refuse();
+    return report(hcl::failGroup(s.withContext(call)), comm);
+  }
+  if (t.ignoredBytes > 0) {
+    hcl::log::info(hcl::log::Init, "{}: ignoring {} bytes of config fields newer than NCCL 2.28 (config version {})",
+                   call, t.ignoredBytes, config->version);
+  }
+  return toNccl(fn(&t.config));
+}
 
 }  // namespace
 
@@ -63,9 +70,9 @@ HCL_NCCL_ALIAS(ncclGetUniqueId)
 ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                      ncclConfig_t* config) {
   CommOut out(comm);
-  const ncclResult_t r = withConfig("ncclCommInitRankConfig", config, nullptr, [&](hclConfig_t* c) {
-    return hclCommInitRankConfig(out.get(), nranks, toHcl(commId), rank, c);
-  });
+  const ncclResult_t r = withConfig(
+      "ncclCommInitRankConfig", config, nullptr,
+      [&](hclConfig_t* c) { return hclCommInitRankConfig(out.get(), nranks, toHcl(commId), rank, c); }, &out);
   out.writeBack();
   return r;
 }
@@ -95,16 +102,17 @@ HCL_NCCL_ALIAS(ncclCommInitAll)
 
 ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
                                        ncclConfig_t* config) {
-  std::vector<hclUniqueId> ids;
-  // Out of range: HCL refuses it, without reading past the caller's array.
-  if (commIds && nId > 0 && nId <= std::max(nranks, 1)) {
-    ids.reserve(static_cast<size_t>(nId));
-    for (int i = 0; i < nId; ++i) ids.push_back(toHcl(commIds[i]));
-  }
+  // HCL joins the first root only, so only that id is read (a bad nId is
+  // refused by HCL before it reads any).
+  hclUniqueId first{};
+  if (commIds && nId > 0) first = toHcl(commIds[0]);
   CommOut out(newcomm);
-  const ncclResult_t r = withConfig("ncclCommInitRankScalable", config, nullptr, [&](hclConfig_t* c) {
-    return hclCommInitRankScalable(out.get(), nranks, myrank, nId, ids.empty() ? nullptr : ids.data(), c);
-  });
+  const ncclResult_t r = withConfig(
+      "ncclCommInitRankScalable", config, nullptr,
+      [&](hclConfig_t* c) {
+        return hclCommInitRankScalable(out.get(), nranks, myrank, nId, commIds ? &first : nullptr, c);
+      },
+      &out);
   out.writeBack();
   return r;
 }

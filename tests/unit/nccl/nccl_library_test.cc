@@ -514,10 +514,17 @@ TEST(NcclLibrary, MalformedConfigsAreInvalidArguments) {
   EXPECT_EQ(initOneRank(&comm, &bad), ncclInvalidArgument);
   EXPECT_EQ(lastError().rfind("ncclCommInitRankConfig: config->magic 0x12345678", 0), 0u) << lastError();
   EXPECT_NE(lastError().find("NCCL_CONFIG_INITIALIZER"), std::string::npos) << lastError();
-  EXPECT_EQ(comm, reinterpret_cast<ncclComm_t>(&bad)) << "*comm is left alone on argument errors";
+  EXPECT_EQ(comm, nullptr) << "as NCCL, a refused init sets *comm to NULL";
   OldConfigBuffer tiny(16, 21400);
+  comm = reinterpret_cast<ncclComm_t>(&bad);
   EXPECT_EQ(initOneRank(&comm, tiny.config()), ncclInvalidArgument);
   EXPECT_NE(lastError().find("config->size 16"), std::string::npos) << lastError();
+  EXPECT_EQ(comm, nullptr);
+  ncclUniqueId ids[1];
+  ASSERT_EQ(ncclGetUniqueId(&ids[0]), ncclSuccess);
+  comm = reinterpret_cast<ncclComm_t>(&bad);
+  EXPECT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 1, ids, &bad), ncclInvalidArgument);
+  EXPECT_EQ(comm, nullptr);
 }
 
 TEST(NcclLibrary, ProfilingTwinsAreTheSameFunctions) {

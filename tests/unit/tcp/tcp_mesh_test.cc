@@ -123,11 +123,20 @@ TEST_F(TcpTest, StrangersOnTheListenerAreDroppedAndTheMeshStillForms) {
   strangers.join();
 }
 
+NetAddress loopbackAddress(uint16_t port) {
+  NetAddress a;
+  a.ifname = "lo";
+  a.ip = "127.0.0.1";
+  a.port = port;
+  a.prefixLen = 8;
+  return a;
+}
+
 TEST_F(TcpTest, MissingPeerTimesOutWithAnErrorNamingIt) {
   MeshSpec mesh(3);
   mesh.timeoutMs = 300;
   const uint16_t deadPort = closedLoopbackPort();
-  mesh.infos[1].addresses.push_back(NetAddress{"lo", "127.0.0.1", deadPort, 8});
+  mesh.infos[1].addresses.push_back(loopbackAddress(deadPort));
   std::barrier<> barrier(2);
   runRanks(2, [&](int index) {
     const int rank = index == 0 ? 0 : 2;  // rank 1 never shows up
@@ -155,7 +164,7 @@ TEST_F(TcpTest, AbortFlagEndsAPendingSetup) {
     mesh.timeoutMs = 600000;
     mesh.abortFlag = &abortFlag;
     mesh.infos[1 - rank].addresses.push_back(
-        NetAddress{"lo", "127.0.0.1", closedLoopbackPort(), 8});
+        loopbackAddress(closedLoopbackPort()));
     std::thread aborter([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       abortFlag.store(true);
