@@ -84,8 +84,10 @@ PlanTable Planner::buildTable(const LinkGraph& graph, const Topology& topology, 
         choice.algorithm = best->name;
         choice.estimatedUs = bestEst.us;
         choice.linkClasses = classNames(bestEst, graph);
-        // Peer access comes only with one host, where the registry's order
-        // is the measured choice; this rank's, so that every rank agrees.
+        // What a call that may not reach peers' buffers runs instead. Peer
+        // access comes only with one host, where the registry's order is the
+        // measured choice; taken from the building rank's list, as the rest
+        // of the table, so that every rank agrees.
         if (best->needsPeerAccess) {
           if (const AlgorithmEntry* plain = fallback(kind, bytes, graph.nranks, false)) {
             choice.withoutPeerAccess = plain->name;

@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <cstring>
-#include <string>
-#include <string_view>
 #include <map>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 

@@ -97,12 +97,12 @@ class ShmConnection final : public Connection {
     return {};
   }
 
-  // Sequentially consistent: the flag must be visible before any store the
-  // caller makes to its buffers once this returns (peerAbortedAfterCopy).
+  // The flag must be visible before any store the caller makes to its
+  // buffers once this returns (peerAbortedAfterCopy): a seq_cst store alone
+  // does not order later plain stores after it on every architecture (it
+  // does on x86); the fence does.
   void abort() override {
     header_.side[side_].aborted.store(1, std::memory_order_seq_cst);
-    // A seq_cst store alone does not order the caller's later plain stores
-    // after it on every architecture (it does on x86); the fence does.
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }
 
