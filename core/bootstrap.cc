@@ -143,11 +143,20 @@ class BootstrapClient final : public Oob {
     std::array<uint8_t, bootwire::kFrameHeaderBytes> header{};
     HCL_TRY(recvAll(socket_, header, budget, what, received));
     const auto h = bootwire::decodeFrameHeader(header);
-    if (h.length > bootwire::kMaxFrameBytes)
-      return internalError(fmt::format("bootstrap root {} sent a frame of {} bytes", rootText_, h.length));
+    if (h.length > bootwire::maxFrameBytesFromRoot(h.kind)) {
+      return internalError(fmt::format("bootstrap root {} sent a malformed message (kind {}, {} bytes)", rootText_,
+                                       static_cast<uint32_t>(h.kind), h.length));
+    }
     frame.kind = h.kind;
-    frame.payload.resize(h.length);
-    return recvAll(socket_, frame.payload, budget, what);
+    // The buffer grows with the bytes that arrive, not with what the header claims.
+    constexpr size_t kPiece = size_t{64} << 20;
+    frame.payload.clear();
+    while (frame.payload.size() < h.length) {
+      const size_t have = frame.payload.size();
+      frame.payload.resize(have + std::min<uint64_t>(kPiece, h.length - have));
+      HCL_TRY(recvAll(socket_, std::span(frame.payload).subspan(have), budget, what));
+    }
+    return {};
   }
 
   Status remoteErrorFrom(const Frame& frame) const {

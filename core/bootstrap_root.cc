@@ -43,6 +43,8 @@ constexpr auto kFlushTimeout = 2s;
 // How long the root stops listening after accept() failed.
 constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
 constexpr size_t kReadChunk = 64 * 1024;
+// The largest frame the root makes room for before its bytes arrive.
+constexpr uint64_t kReserveAheadBytes = uint64_t{64} << 20;
 constexpr size_t kMaxListedRanks = 32;
 
 // Owns an eventfd that wakes the root thread when it must stop.
@@ -94,7 +96,7 @@ class RootServer {
   static Status create(const asio::ip::address& ip, uint16_t port, const bootwire::Secret& secret,
                        int64_t joinTimeoutMs, std::unique_ptr<RootServer>& out, bool* addressInUse);
   RootServer(const bootwire::Secret& secret, int64_t joinTimeoutMs)
-      : acceptor_(io_), secret_(secret), joinTimeoutMs_(joinTimeoutMs), ownerPid_(::getpid()) {}
+      : acceptor_(io_), secret_(secret), joinTimeoutMs_(joinTimeoutMs), ownerPid_(::getpid()), thread_() {}
   ~RootServer();
   RootServer(const RootServer&) = delete;
   RootServer& operator=(const RootServer&) = delete;
@@ -114,6 +116,7 @@ class RootServer {
 
  private:
   void run();
+  void serve();
   std::optional<Clock::time_point> nextTimer() const;
   void acceptPending();
   void readFrom(Conn& c);
@@ -144,7 +147,11 @@ class RootServer {
   pid_t ownerPid_;
   StopSignal stop_;
   std::atomic<bool> finished_{false};
-  std::thread thread_;
+  // A variant member, so that ~RootServer alone decides whether it is
+  // destroyed: a forked child must drop it without calling into pthread.
+  union {
+    std::thread thread_;
+  };
 
   // Everything below belongs to the root thread once it started. (Kept here
   // rather than on its stack so that a forked child, which inherits this
@@ -193,18 +200,38 @@ Status RootServer::create(const asio::ip::address& ip, uint16_t port, const boot
 }
 
 RootServer::~RootServer() {
-  if (!thread_.joinable()) return;
-  if (::getpid() == ownerPid_) {
+  if (!thread_.joinable()) {
+    thread_.~thread();
+  } else if (::getpid() == ownerPid_) {
     stop_.raise();
     thread_.join();
-  } else {
-    // In a forked child the thread only exists in the parent.
-    thread_.detach();
+    thread_.~thread();
   }
+  // In a forked child the thread only exists in the parent, and its handle
+  // names memory that the child's own threads may reuse: it is left as it
+  // is (a std::thread holds no resource of its own to release).
 }
 
 void RootServer::run() {
   pthread_setname_np(pthread_self(), "hcl-bootroot");
+  const Status served = noThrow("bootstrap root", [&] {
+    serve();
+    return Status{};
+  });
+  // Out of memory, say: every rank still connected sees its connection
+  // close and fails, rather than the exception ending the process.
+  if (!served.ok()) (void)noThrow("", [&] {
+    log::warn(log::Bootstrap, "bootstrap root {} gives up: {}", address_, served.message());
+    return Status{};
+  });
+  // Closing the listener before the connections refuses late arrivals cleanly.
+  std::error_code ec;
+  acceptor_.close(ec);
+  conns_.clear();
+  finished_.store(true, std::memory_order_release);
+}
+
+void RootServer::serve() {
   std::vector<pollfd>& fds = pollFds_;
   std::vector<Conn*>& polled = polledConns_;
   bool stopRequested = false;
@@ -258,12 +285,7 @@ void RootServer::run() {
     std::erase_if(conns_, [](const auto& c) { return c->closed; });
     if (phase_ == Phase::Finishing && conns_.empty()) break;
   }
-  // Closing the listener before the connections refuses late arrivals cleanly.
-  std::error_code ec;
-  acceptor_.close(ec);
-  conns_.clear();
   if (!stopRequested) log::info(log::Bootstrap, "bootstrap root {} finished", address_);
-  finished_.store(true, std::memory_order_release);
 }
 
 std::optional<Clock::time_point> RootServer::nextTimer() const {
@@ -431,7 +453,9 @@ void RootServer::handleFrames(Conn& c) {
       return;
     }
     if (c.in.size() - pos - bootwire::kFrameHeaderBytes < header.length) {
-      c.in.reserve(pos + bootwire::kFrameHeaderBytes + header.length);  // one allocation for a large blob
+      // One allocation for a large blob, though not on a header's word
+      // alone: beyond this the buffer grows with the bytes that arrive.
+      if (header.length <= kReserveAheadBytes) c.in.reserve(pos + bootwire::kFrameHeaderBytes + header.length);
       break;
     }
     const auto begin = c.in.begin() + static_cast<ptrdiff_t>(pos + bootwire::kFrameHeaderBytes);
@@ -632,8 +656,9 @@ class RootRegistry {
   void add(std::unique_ptr<RootServer> root) {
     std::lock_guard lock(mutex_);
     std::erase_if(roots_, [](const auto& r) { return r->finished(); });
+    roots_.reserve(roots_.size() + 1);  // a root that could not be kept must not be left running
+    root->start();
     roots_.push_back(std::move(root));
-    roots_.back()->start();
   }
 
   bool running(uint16_t port) {

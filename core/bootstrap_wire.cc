@@ -57,6 +57,7 @@ FrameHeader decodeFrameHeader(std::span<const uint8_t, kFrameHeaderBytes> bytes)
 std::vector<uint8_t> encodeError(ErrorKind kind, std::string_view text) {
   std::vector<uint8_t> out;
   putU32(out, static_cast<uint32_t>(kind));
+  text = text.substr(0, maxFrameBytesFromRoot(Kind::Error) - 4);
   out.insert(out.end(), text.begin(), text.end());
   return out;
 }
@@ -71,6 +72,7 @@ bool decodeError(std::span<const uint8_t> payload, ErrorKind& kind, std::string&
 bool decodeGather(std::span<const uint8_t> payload, std::vector<std::vector<uint8_t>>& all) {
   if (payload.size() < 4) return false;
   const uint32_t count = getU32(payload.data());
+  if (count > (payload.size() - 4) / 8) return false;  // each entry has at least its length
   size_t pos = 4;
   all.clear();
   all.reserve(count);

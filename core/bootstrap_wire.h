@@ -40,6 +40,17 @@ enum class ErrorKind : uint32_t {
   Retry = 1,
 };
 
+// The most a frame of this kind from the root may hold: a round's result
+// can be large, the root's other messages are small.
+constexpr uint64_t maxFrameBytesFromRoot(Kind kind) {
+  switch (kind) {
+    case Kind::Gather: return kMaxFrameBytes;
+    case Kind::JoinOk: return 4;
+    case Kind::Error: return 64 * 1024;
+    default: return 0;
+  }
+}
+
 struct Hello {
   Secret secret{};
   int32_t nranks = 0;

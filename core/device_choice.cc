@@ -28,7 +28,7 @@ DeviceChoice currentDeviceChoice() {
 
 Status chooseDevice(CommSettings& settings, int index) {
   DeviceChoice c = currentDeviceChoice();
-  if (index >= 0 && !c.automatic && c.kind != DeviceKind::Cpu) c.index = index;
+  if (index >= 0 && (c.automatic || c.kind != DeviceKind::Cpu)) c.index = index;
   std::string note;
   HCL_TRY(resolveDevice(c, &settings.device, &note).withContext(fmt::format("device {}", toString(c))));
   if (!note.empty()) log::info(log::Init, "device auto: no GPU runtime usable ({}); using the CPU", note);

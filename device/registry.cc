@@ -115,8 +115,13 @@ Status resolveDevice(const DeviceChoice& choice, Device** out, std::string* note
   if (!choice.automatic) return openDevice(choice.kind, choice.index, out);
   std::string why;
   for (DeviceKind kind : {DeviceKind::Cuda, DeviceKind::Hip}) {
-    Status s = openDevice(kind, -1, out);
+    Status s = openDevice(kind, choice.index, out);
     if (s.ok()) return s;
+    // A device index (hclCommInitAll's devlist) is meant for the first
+    // runtime that has devices: a missing one is an error, not the CPU.
+    DeviceRuntime* rt = nullptr;
+    int count = 0;
+    if (choice.index >= 0 && deviceRuntime(kind, &rt).ok() && rt->deviceCount(&count).ok() && count > 0) return s;
     why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", hcl::toString(kind), s.message());
   }
   if (note) *note = why;

@@ -30,11 +30,19 @@ uint32_t pairSpeed(uint32_t a, uint32_t b) {
   return std::min(a, b);
 }
 
-std::optional<Candidate> bestSharedFabric(const PeerInfo& connector, const PeerInfo& acceptor) {
+// An address both ranks publish while on different hosts (a container
+// bridge such as 10.88.0.1 on every host) leads each back to itself.
+bool reachesOwnHost(const NetAddress& target, const PeerInfo& from, bool sameHost) {
+  if (sameHost) return false;
+  return std::any_of(from.addresses.begin(), from.addresses.end(),
+                     [&](const NetAddress& own) { return own.ip == target.ip; });
+}
+
+std::optional<Candidate> bestSharedFabric(const PeerInfo& connector, const PeerInfo& acceptor, bool sameHost) {
   std::optional<Candidate> best;
   for (size_t i = 0; i < acceptor.addresses.size(); ++i) {
     const NetAddress& a = acceptor.addresses[i];
-    if (a.fabric.empty()) continue;
+    if (a.fabric.empty() || reachesOwnHost(a, connector, sameHost)) continue;
     for (size_t j = 0; j < connector.addresses.size(); ++j) {
       const NetAddress& c = connector.addresses[j];
       if (c.fabric != a.fabric) continue;
@@ -54,7 +62,7 @@ std::string describeSpeed(uint32_t mbps) {
   return fmt::format("{} Mbit/s", mbps);
 }
 
-Link networkLink(const PeerInfo& connector, const PeerInfo& acceptor, const std::string& why) {
+Link networkLink(const PeerInfo& connector, const PeerInfo& acceptor, bool sameHost, const std::string& why) {
   Link link;
   link.kind = TransportKind::Tcp;
   if (acceptor.addresses.empty()) {
@@ -62,7 +70,7 @@ Link networkLink(const PeerInfo& connector, const PeerInfo& acceptor, const std:
     link.reason = why + "; peer published no address";
     return link;
   }
-  if (const auto best = bestSharedFabric(connector, acceptor)) {
+  if (const auto best = bestSharedFabric(connector, acceptor, sameHost)) {
     const NetAddress& a = acceptor.addresses[static_cast<size_t>(best->acceptorIndex)];
     const NetAddress& c = connector.addresses[static_cast<size_t>(best->connectorIndex)];
     link.listenerAddress = best->acceptorIndex;
@@ -76,8 +84,11 @@ Link networkLink(const PeerInfo& connector, const PeerInfo& acceptor, const std:
                               c.ifname, acceptor.rank, a.ifname);
     return link;
   }
-  const NetAddress& a = acceptor.addresses[0];
-  link.listenerAddress = 0;
+  const auto first = std::find_if(acceptor.addresses.begin(), acceptor.addresses.end(),
+                                  [&](const NetAddress& a) { return !reachesOwnHost(a, connector, sameHost); });
+  const size_t index = first == acceptor.addresses.end() ? 0 : static_cast<size_t>(first - acceptor.addresses.begin());
+  const NetAddress& a = acceptor.addresses[index];
+  link.listenerAddress = static_cast<int>(index);
   link.fabric = a.fabric;
   link.nicKind = a.kind;
   link.speedMbps = a.speedMbps;
@@ -111,7 +122,7 @@ Link selectLink(const PeerInfo& a, const PeerInfo& b) {
   const PeerInfo& acceptor = a.rank < b.rank ? b : a;
   const std::string why = sameHost ? "shared memory disabled (HCL_SHM_DISABLE)"
                                    : "different hosts ('" + a.hostId + "', '" + b.hostId + "')";
-  return networkLink(connector, acceptor, why);
+  return networkLink(connector, acceptor, sameHost, why);
 }
 
 }  // namespace hcl

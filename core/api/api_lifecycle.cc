@@ -231,15 +231,19 @@ hclResult_t initRankApiThrowing(const char* call, hclComm_t* comm, int nranks, h
     markInitRunning(handle);
     *comm = handle;
     s = initRank(handle, nranks, commId, rank, settings);
+  }
+  // Who frees a failed init's handle is decided while it is still pending:
+  // once settled, an abort waiting for the init frees it, and its address
+  // may then already belong to a new communicator.
+  const bool ours = !s.ok() && unregisterHandleIf(handle, [handle] {
+    return !handle->initAbort.load(std::memory_order_acquire);
+  });
+  if (ours) {
+    std::unique_ptr<hclComm> owned(handle);
+  } else {
     settleInit(handle, s);  // an abort waiting for the init may free the handle from here on
   }
-  if (!s.ok()) {
-    // An abort that stopped the init frees the handle; otherwise it is ours.
-    if (unregisterHandleIf(handle, [handle] { return !handle->initAbort.load(std::memory_order_acquire); })) {
-      std::unique_ptr<hclComm> owned(handle);
-    }
-    *comm = nullptr;
-  }
+  if (!s.ok()) *comm = nullptr;
   return report(s.withContext(call));
 }
 
@@ -311,11 +315,12 @@ static hclResult_t initAllThrowing(hclComm_t* comms, int ndev, const int* devlis
       return report(invalidArgument(fmt::format("hclCommInitAll: devlist[{}] is {}, not a device index", r, devlist[r])));
     }
   }
-  hclUniqueId id;
-  Status s = createUniqueId(&id);
-  if (!s.ok()) return report(s.withContext("hclCommInitAll"));
+  // Devices first: an id made for a refused call would keep its root running.
+  Status s;
   std::vector<CommSettings> settings(static_cast<size_t>(ndev), settingsFromParams(nullptr));
   for (int r = 0; r < ndev && s.ok(); ++r) s = chooseDevice(settings[static_cast<size_t>(r)], devlist ? devlist[r] : -1);
+  hclUniqueId id;
+  if (s.ok()) s = createUniqueId(&id);
   if (!s.ok()) return report(s.withContext("hclCommInitAll"));
   std::vector<hclComm*> handles(static_cast<size_t>(ndev));
   std::vector<Status> results(static_cast<size_t>(ndev));

@@ -89,6 +89,12 @@ class RawClient {
     socket_.connect(tcp::endpoint(asio::ip::make_address(c.rootIp), c.rootPort));
   }
   void send(std::span<const uint8_t> bytes) { asio::write(socket_, asio::buffer(bytes.data(), bytes.size())); }
+  // False once the connection is gone.
+  bool trySend(std::span<const uint8_t> bytes) {
+    std::error_code ec;
+    asio::write(socket_, asio::buffer(bytes.data(), bytes.size()), ec);
+    return !ec;
+  }
   void sendHello(const UniqueIdContents& c, int nranks, int rank) {
     bootwire::Hello hello;
     std::copy(std::begin(c.secret), std::end(c.secret), hello.secret.begin());
@@ -112,6 +118,11 @@ class RawClient {
     if (!waitReadable()) return false;
     const size_t n = socket_.read_some(asio::buffer(&byte, 1), ec);
     return n == 0 && (ec == asio::error::eof || ec == asio::error::connection_reset);
+  }
+  // True while the root neither sent anything nor closed the connection.
+  bool quiet() {
+    pollfd pfd{socket_.native_handle(), POLLIN, 0};
+    return ::poll(&pfd, 1, 0) == 0;
   }
   void close() { socket_.close(); }
 
@@ -559,6 +570,105 @@ TEST(Bootstrap, RootWaitsOutRunningOutOfDescriptors) {
   std::remove(logPath);
   EXPECT_NE(log.find("accept failed"), std::string::npos) << log;
   EXPECT_NE(log.find("retrying every 100 ms"), std::string::npos) << log;
+}
+
+// Virtual memory this process has mapped now, from /proc/self/status.
+size_t mappedBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  size_t kib = 0;
+  while (status >> key) {
+    if (key == "VmSize:" && status >> kib) return kib * 1024;
+  }
+  return 0;
+}
+
+// In a forked child: hosts a root, joins it as the only rank, caps the
+// child's address space at what it maps plus 16 MiB, then sends the header
+// of a blob of `length` bytes and `sent` bytes of it. True if the root then
+// behaved as `expectClosed` says: closed the connection (it could not hold
+// what came), or kept it open (the rest may yet arrive).
+bool rootFacingAHugeBlob(uint64_t length, size_t sent, bool expectClosed) {
+  const hclUniqueId id = freshId();
+  const UniqueIdContents contents = contentsOf(id);
+  RawClient client(id);
+  client.sendHello(contents, 1, 0);
+  bootwire::Kind kind{};
+  std::vector<uint8_t> payload;
+  if (!client.readFrame(kind, payload) || kind != bootwire::Kind::JoinOk) return false;
+  std::vector<uint8_t> header;
+  bootwire::putU32(header, static_cast<uint32_t>(bootwire::Kind::Blob));
+  bootwire::putU64(header, length);
+  const std::vector<uint8_t> piece(size_t{1} << 20, 0x5a);
+  const rlimit capped{mappedBytes() + (size_t{16} << 20), RLIM_INFINITY};
+  if (::setrlimit(RLIMIT_AS, &capped) != 0) return false;
+  client.send(header);
+  // A root that gave up resets the connection; the sending just stops then.
+  for (size_t done = 0; done < sent && client.trySend(std::span(piece).first(std::min(piece.size(), sent - done)));
+       done += piece.size()) {
+  }
+  if (expectClosed) return client.closedByPeer();
+  std::this_thread::sleep_for(300ms);  // time for the root to take the header in
+  return client.quiet();
+}
+
+// A rank (it holds the secret) sending a broken header must not end the
+// process that hosts the root: not by the root reserving what the header
+// claims, nor by any allocation failing in the root's thread.
+TEST(Bootstrap, RootSurvivesBlobsItCannotHold) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "caps the address space, which the sanitizers' shadow memory does not allow";
+#endif
+  // 8 GiB announced, 4 KiB sent: nothing is reserved on the header's word.
+  const pid_t headerOnly = forkChild([] { return rootFacingAHugeBlob(uint64_t{1} << 33, 4096, false); });
+  // 160 MiB of a 1 GiB blob sent with far less room: the root gives up on
+  // the bootstrap and closes the connection, and the process lives on.
+  const pid_t noRoom = forkChild([] { return rootFacingAHugeBlob(uint64_t{1} << 30, size_t{160} << 20, true); });
+  ASSERT_GE(headerOnly, 0);
+  ASSERT_GE(noRoom, 0);
+  expectChildrenSucceeded({headerOnly, noRoom});
+}
+
+// A listener that is not a root, at the address a rank was given: the
+// rank's memory must not follow the lengths it is sent.
+TEST(Bootstrap, AFrameLongerThanItsKindAllowsIsRefused) {
+  asio::io_context io;
+  tcp::acceptor fakeRoot(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  test::ScopedEnv commId("HCL_COMM_ID", "127.0.0.1:" + std::to_string(fakeRoot.local_endpoint().port()));
+  hclUniqueId id;
+  ASSERT_TRUE(createUniqueId(&id).ok());
+  std::jthread root([&] {
+    tcp::socket socket(io);
+    fakeRoot.accept(socket);
+    std::array<uint8_t, bootwire::kHelloBytes> hello{};
+    asio::read(socket, asio::buffer(hello));
+    std::vector<uint8_t> joinOk;
+    bootwire::putU32(joinOk, static_cast<uint32_t>(bootwire::Kind::JoinOk));
+    bootwire::putU64(joinOk, uint64_t{1} << 30);
+    asio::write(socket, asio::buffer(joinOk));
+    uint8_t byte = 0;
+    std::error_code ec;
+    socket.read_some(asio::buffer(&byte, 1), ec);  // until the rank hangs up
+  });
+  std::unique_ptr<Oob> oob;
+  // Rank 1: rank 0 would host the root at that address itself.
+  const Status st = connectBootstrap(id, 2, 1, 3000, nullptr, oob);
+  EXPECT_EQ(st.code(), hclInternalError) << st.message();
+  EXPECT_NE(st.message().find("malformed message (kind 10, 1073741824 bytes)"), std::string::npos) << st.message();
+  EXPECT_EQ(oob, nullptr);
+}
+
+TEST(BootstrapWire, ARoundResultCountingMoreEntriesThanItHoldsIsMalformed) {
+  std::vector<uint8_t> payload;
+  bootwire::putU32(payload, 0xffffffffu);
+  bootwire::putU64(payload, 0);
+  std::vector<std::vector<uint8_t>> all;
+  EXPECT_FALSE(bootwire::decodeGather(payload, all));
+  payload.clear();
+  bootwire::putU32(payload, 1);
+  bootwire::putU64(payload, 0);
+  EXPECT_TRUE(bootwire::decodeGather(payload, all));
+  EXPECT_EQ(all.size(), 1u);
 }
 
 TEST(Bootstrap, InvalidArguments) {

@@ -142,6 +142,29 @@ TEST(LinkSelect, NoSharedFabricTriesTheFirstAddressAndSaysSo) {
   EXPECT_NE(l.reason.find("no shared fabric"), std::string::npos) << l.reason;
 }
 
+// Podman's bridge is 10.88.0.1/16 on every host: its label sorts before
+// the real network's, but connecting to it reaches the connector itself.
+TEST(LinkSelect, AnAddressBothHostsHaveIsNotTheWayBetweenThem) {
+  const PeerInfo a = peer(0, "h0", {nic("eth0", "192.168.1.10", NicKind::Ethernet, 0, "ip:192.168.1.0/24"),
+                                     nic("podman0", "10.88.0.1", NicKind::Ethernet, 0, "ip:10.88.0.0/16")});
+  const PeerInfo b = peer(1, "h1", {nic("eth0", "192.168.1.11", NicKind::Ethernet, 0, "ip:192.168.1.0/24"),
+                                     nic("podman0", "10.88.0.1", NicKind::Ethernet, 0, "ip:10.88.0.0/16")});
+  const Link l = selectLink(a, b);
+  EXPECT_EQ(l.fabric, "ip:192.168.1.0/24");
+  EXPECT_EQ(l.listenerAddress, 0);
+  // With no shared label either, the fallback skips it too.
+  PeerInfo c = b;
+  c.addresses = {nic("podman0", "10.88.0.1", NicKind::Ethernet, 0, "p"),
+                 nic("eth0", "192.168.1.11", NicKind::Ethernet, 0, "q")};
+  EXPECT_EQ(selectLink(a, c).listenerAddress, 1);
+  // On one host (shared memory off) every address of the peer is its own and usable.
+  PeerInfo d = b;
+  d.hostId = a.hostId;
+  d.shmEnabled = false;
+  d.addresses = {nic("podman0", "10.88.0.1", NicKind::Ethernet, 0, "ip:10.88.0.0/16")};
+  EXPECT_EQ(selectLink(a, d).listenerAddress, 0);
+}
+
 TEST(PeerInfoWire, NicFactsSurviveTheRoundTrip) {
   PeerInfo p = roceNode(3);
   p.cpuMask = {0x5, 0, 0x8000000000000000ull};
