@@ -1,6 +1,7 @@
 #include "core/staged_run.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/deadline.h"
 
@@ -158,6 +159,18 @@ Status StreamTickets::waitPublished(size_t i, uint64_t* ticket) const {
 
 namespace {
 
+// A device runtime copies host memory to host memory at once, whatever its
+// stream holds before the copy: such copies are the worker's, in order.
+void copyRows(const StagedChunks::Copy& c) {
+  for (size_t row = 0; row < c.height; ++row) {
+    std::memcpy(static_cast<std::byte*>(c.dst) + row * c.dstPitch,
+                static_cast<const std::byte*>(c.src) + row * c.srcPitch, c.width);
+  }
+}
+
+bool streamCopiesIn(const StagedChunks& chunks) { return chunks.copiesIn() && !chunks.hostIn(); }
+bool streamCopiesOut(const StagedChunks& chunks) { return chunks.copiesOut() && !chunks.hostOut(); }
+
 Status issueOnStream(GatedStaging& g) {
   StreamGate& gate = *g.gate;
   const StagedChunks& chunks = *g.chunks;
@@ -165,13 +178,13 @@ Status issueOnStream(GatedStaging& g) {
   const size_t slots = static_cast<size_t>(chunks.slots());
   auto copyOut = [&](size_t k) -> Status {
     HCL_TRY(gate.waitFor(g.tickets.at(k)));
-    if (!chunks.copiesOut()) return {};
+    if (!streamCopiesOut(chunks)) return {};
     const StagedChunks::Copy c = chunks.copyOut(k);
     return gate.copyOnStream(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.height);
   };
   for (size_t k = 0; k < count; ++k) {
     if (k >= slots) HCL_TRY(copyOut(k - slots));
-    if (chunks.copiesIn()) {
+    if (streamCopiesIn(chunks)) {
       const StagedChunks::Copy c = chunks.copyIn(k);
       HCL_TRY(gate.copyOnStream(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.height));
     }
@@ -201,7 +214,9 @@ Status GatedStagedRun::advance(bool* done, bool* progressed) {
       HCL_TRY(net_->advance(&netDone, progressed));
       if (!netDone) return {};
       net_.reset();
-      g_->gate->release(current_);  // the stream copies this chunk out
+      const StagedChunks& chunks = *g_->chunks;
+      if (chunks.copiesOut() && chunks.hostOut()) copyRows(chunks.copyOut(next_));
+      g_->gate->release(current_);  // the stream copies this chunk out, or goes on
       ++next_;
       *progressed = true;
       continue;
@@ -216,6 +231,10 @@ Status GatedStagedRun::advance(bool* done, bool* progressed) {
     bool ready = false;
     HCL_TRY(g_->gate->pollStart(current_, &ready));
     if (!ready) return {};
+    // The stream has run what came before this chunk, the caller's writes
+    // to a host input included.
+    const StagedChunks& chunks = *g_->chunks;
+    if (chunks.copiesIn() && chunks.hostIn()) copyRows(chunks.copyIn(next_));
     net_ = std::make_unique<ScheduleRun>(comm_, comm_.schedule(g_->chunks->chunkArgs(next_)),
                                          g_->chunks->chunkBuffers(next_), spec_);
     *progressed = true;

@@ -8,8 +8,9 @@
 //
 // StagedRun copies on the staging area's own copy queues (calls without a
 // stream). GatedStagedRun is the same pipeline for a call on a device
-// runtime's stream: its copies were put on that stream when the call was
-// made (stageOnStream), and the worker only runs each chunk's host collective.
+// runtime's stream: its copies to and from device memory were put on that
+// stream when the call was made (stageOnStream); the worker runs each
+// chunk's host collective, and its copies between host buffers and slots.
 #pragma once
 
 #include <atomic>
@@ -43,8 +44,8 @@ class StagedChunks {
   // The copy stays in host memory (a host buffer with several blocks).
   bool hostIn() const { return hostIn_; }
   bool hostOut() const { return hostOut_; }
-  Copy copyIn(size_t k) const;   // device -> host, when copiesIn()
-  Copy copyOut(size_t k) const;  // host -> device, when copiesOut()
+  Copy copyIn(size_t k) const;   // buffer -> slot, when copiesIn()
+  Copy copyOut(size_t k) const;  // slot -> buffer, when copiesOut()
   CollArgs chunkArgs(size_t k) const;
   RunBuffers chunkBuffers(size_t k) const;
 
@@ -105,7 +106,9 @@ class StreamTickets {
     list_[i] = ticket;
     issued_.store(i + 1, std::memory_order_release);
   }
+  // The first failure stands: once published, the worker may be reading it.
   void fail(Status why) {
+    if (failing_.exchange(true, std::memory_order_acq_rel)) return;
     failure_ = std::move(why);
     failed_.store(true, std::memory_order_release);
   }
@@ -129,6 +132,7 @@ class StreamTickets {
   std::unique_ptr<uint64_t[]> list_;
   size_t capacity_ = 0;
   std::atomic<size_t> issued_{0};
+  std::atomic<bool> failing_{false};
   std::atomic<bool> failed_{false};
   Status failure_;
 };

@@ -223,6 +223,11 @@ class SimGate final : public StreamGate {
   Status copyOnStream(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
                       size_t height) override {
     const bool dstDevice = memory_.contains(dst), srcDevice = memory_.contains(src);
+    // CUDA runs a copy between host buffers at once, not in stream order:
+    // the sim refuses what HCL must never put on a stream.
+    if (!dstDevice && !srcDevice) {
+      return internalError("sim: a host-to-host copy was put on a stream, where a device runtime runs it out of order");
+    }
     command([=, state = state_] {
       state->takeTime(width * height);
       for (size_t row = 0; row < height; ++row) {

@@ -299,6 +299,71 @@ TEST_P(DevicePathTest, OperationOnNativeStreamIsOrderedAndAsynchronous) {
   }
 }
 
+// Host buffers whose call has several blocks per rank (all-gather's
+// output, reduce-scatter's input, both of all-to-all's) are copied to and
+// from the staging slots in host memory. A device runtime makes such a copy
+// at once, not in stream order (the sim refuses it on a stream), so the
+// worker makes it: after the stream's earlier work wrote the input, before
+// its later work reads the output.
+TEST_P(DevicePathTest, HostBuffersWithSeveralBlocksOnANativeStream) {
+  setenv("HCL_STAGE_CHUNK_BYTES", "65536", 1);  // several chunks per call
+  auto comms = initOnPath({"sim:0", "sim:0"});
+  unsetenv("HCL_STAGE_CHUNK_BYTES");
+  const size_t count = 50000;
+  auto rc = onThreads(2, [&](int r) -> int {
+    hclComm_t comm = comms[static_cast<size_t>(r)];
+    hcl::sim::NativeStream native;
+    hclStream_t stream = nullptr;
+    if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
+    const auto value = [](int rank, size_t i) { return static_cast<float>(rank * 100000 + static_cast<int>(i % 9973)); };
+    std::vector<float> in(2 * count, -1.0f), gathered(2 * count, -1.0f), scattered(count, -1.0f),
+        exchanged(2 * count, -1.0f);
+    std::promise<void> go;
+    auto released = go.get_future().share();
+    native.launch([&, released] {
+      released.wait();
+      for (size_t i = 0; i < in.size(); ++i) in[i] = value(r, i);
+    });
+    // The largest call first: on the IPC path, growing the device stand-ins
+    // of host buffers waits for the stream, which the test holds.
+    if (hclAlltoAll(in.data(), exchanged.data(), count, hclFloat, comm, stream) != hclSuccess) return 4;
+    if (hclAllGather(in.data(), gathered.data(), count, hclFloat, comm, stream) != hclSuccess) return 2;
+    if (hclReduceScatter(in.data(), scattered.data(), count, hclFloat, hclSum, comm, stream) != hclSuccess) return 3;
+    std::vector<float> seenGathered, seenScattered, seenExchanged;
+    native.launch([&] {
+      seenGathered = gathered;
+      seenScattered = scattered;
+      seenExchanged = exchanged;
+    });
+    go.set_value();
+    native.synchronize();
+    if (hclStreamSynchronize(stream) != hclSuccess) {
+      std::fprintf(stderr, "rank %d: %s\n", r, hclGetLastError(comm));
+      return 5;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      for (int p = 0; p < 2; ++p) {
+        const size_t at = static_cast<size_t>(p) * count + i;
+        const float wantGathered = value(p, i);
+        const float wantExchanged = value(p, static_cast<size_t>(r) * count + i);
+        if (seenGathered[at] != wantGathered || seenExchanged[at] != wantExchanged) {
+          std::fprintf(stderr, "rank %d block %d element %zu: all-gather %f (want %f), all-to-all %f (want %f)\n", r,
+                       p, i, seenGathered[at], wantGathered, seenExchanged[at], wantExchanged);
+          return 6;
+        }
+      }
+      const size_t mine = static_cast<size_t>(r) * count + i;
+      if (seenScattered[i] != value(0, mine) + value(1, mine)) {
+        std::fprintf(stderr, "rank %d element %zu: reduce-scatter %f\n", r, i, seenScattered[i]);
+        return 7;
+      }
+    }
+    return hclStreamDestroy(stream) == hclSuccess ? 0 : 8;
+  });
+  EXPECT_EQ(rc, std::vector<int>(2, 0));
+  for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+}
+
 // A call whose peer never joins fails within the timeout, also on a stream
 // whose command queue is too shallow for all of the call's commands: once
 // the call's job has failed, it keeps releasing what the call's stream side
