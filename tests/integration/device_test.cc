@@ -227,6 +227,26 @@ class DevicePathTest : public DeviceTest, public ::testing::WithParamInterface<b
       return hclStreamDestroy(stream) == hclSuccess ? rc : 100;
     });
   }
+  // Two thread ranks on sim:0, made with `env` set to `value`: fn(rank,
+  // communicator, a native stream, the HCL stream on it) must return 0 on
+  // both, and the HCL stream is destroyed after.
+  void onNativeStreams(const char* env, const char* value,
+                       const std::function<int(int, hclComm_t, hcl::sim::NativeStream&, hclStream_t)>& fn) {
+    setenv(env, value, 1);
+    auto comms = initOnPath({"sim:0", "sim:0"});
+    unsetenv(env);
+    auto rc = onThreads(2, [&](int r) -> int {
+      hclComm_t comm = comms[static_cast<size_t>(r)];
+      hcl::sim::NativeStream native;
+      hclStream_t stream = nullptr;
+      if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
+      const int result = fn(r, comm, native, stream);
+      native.synchronize();
+      return hclStreamDestroy(stream) == hclSuccess ? result : 100;
+    });
+    EXPECT_EQ(rc, std::vector<int>(2, 0));
+    for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
+  }
 };
 
 INSTANTIATE_TEST_SUITE_P(Paths, DevicePathTest, ::testing::Values(true, false),
@@ -242,15 +262,9 @@ INSTANTIATE_TEST_SUITE_P(Paths, DevicePathTest, ::testing::Values(true, false),
 TEST_P(DevicePathTest, OperationOnNativeStreamIsOrderedAndAsynchronous) {
   for (const bool hostBuffers : {false, true}) {
     SCOPED_TRACE(hostBuffers ? "host buffers" : "device buffers");
-    setenv("HCL_TIMEOUT_MS", "300", 1);
-    auto comms = initOnPath({"sim:0", "sim:0"});
-    unsetenv("HCL_TIMEOUT_MS");
     const size_t count = 50000;
-    auto rc = onThreads(2, [&](int r) -> int {
-      hclComm_t comm = comms[static_cast<size_t>(r)];
-      hcl::sim::NativeStream native;
-      hclStream_t stream = nullptr;
-      if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
+    onNativeStreams("HCL_TIMEOUT_MS", "300", [&](int r, hclComm_t comm, hcl::sim::NativeStream& native,
+                                                 hclStream_t stream) -> int {
       std::vector<float> host(count, -1.0f);
       void* buf = host.data();
       if (!hostBuffers && hclCommMemAlloc(comm, &buf, count * sizeof(float)) != hclSuccess) return 2;
@@ -292,10 +306,8 @@ TEST_P(DevicePathTest, OperationOnNativeStreamIsOrderedAndAsynchronous) {
         }
       }
       if (!hostBuffers) hclCommMemFree(comm, buf);
-      return hclStreamDestroy(stream) == hclSuccess ? 0 : 7;
+      return 0;
     });
-    EXPECT_EQ(rc, std::vector<int>(2, 0));
-    for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
   }
 }
 
@@ -306,15 +318,10 @@ TEST_P(DevicePathTest, OperationOnNativeStreamIsOrderedAndAsynchronous) {
 // worker makes it: after the stream's earlier work wrote the input, before
 // its later work reads the output.
 TEST_P(DevicePathTest, HostBuffersWithSeveralBlocksOnANativeStream) {
-  setenv("HCL_STAGE_CHUNK_BYTES", "65536", 1);  // several chunks per call
-  auto comms = initOnPath({"sim:0", "sim:0"});
-  unsetenv("HCL_STAGE_CHUNK_BYTES");
   const size_t count = 50000;
-  auto rc = onThreads(2, [&](int r) -> int {
-    hclComm_t comm = comms[static_cast<size_t>(r)];
-    hcl::sim::NativeStream native;
-    hclStream_t stream = nullptr;
-    if (hclCommWrapStream(comm, &native, &stream) != hclSuccess) return 1;
+  // Several chunks per call.
+  onNativeStreams("HCL_STAGE_CHUNK_BYTES", "65536", [&](int r, hclComm_t comm, hcl::sim::NativeStream& native,
+                                                        hclStream_t stream) -> int {
     const auto value = [](int rank, size_t i) { return static_cast<float>(rank * 100000 + static_cast<int>(i % 9973)); };
     std::vector<float> in(2 * count, -1.0f), gathered(2 * count, -1.0f), scattered(count, -1.0f),
         exchanged(2 * count, -1.0f);
@@ -358,10 +365,8 @@ TEST_P(DevicePathTest, HostBuffersWithSeveralBlocksOnANativeStream) {
         return 7;
       }
     }
-    return hclStreamDestroy(stream) == hclSuccess ? 0 : 8;
+    return 0;
   });
-  EXPECT_EQ(rc, std::vector<int>(2, 0));
-  for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
 }
 
 // A call whose peer never joins fails within the timeout, also on a stream
