@@ -218,6 +218,16 @@ Status connectBootstrapThrowing(const hclUniqueId& id, int nranks, int rank, int
 
 }  // namespace
 
+void releaseUnusedUniqueId(const hclUniqueId& id) {
+  UniqueIdContents contents;
+  if (!decodeUniqueId(id, contents).ok() || contents.rootStartedByRank0) return;
+  bootwire::Secret secret;
+  std::copy(std::begin(contents.secret), std::end(contents.secret), secret.begin());
+  if (stopBootstrapRoot(contents.rootPort, secret)) {
+    log::info(log::Bootstrap, "stopped the root of an unused id on port {}", contents.rootPort);
+  }
+}
+
 Status connectBootstrap(const hclUniqueId& id, int nranks, int rank, int64_t timeoutMs,
                         const std::atomic<bool>* abortFlag, std::unique_ptr<Oob>& out) {
   return noThrow("bootstrap",

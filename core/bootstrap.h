@@ -30,6 +30,10 @@ Status decodeUniqueId(const hclUniqueId& in, UniqueIdContents& out);
 // process, on the first chosen interface, with a random secret.
 Status createUniqueId(hclUniqueId* out);
 
+// An id that no rank will join (hclCommInitRankScalable's beyond the
+// first): its root stops, if this process runs it.
+void releaseUnusedUniqueId(const hclUniqueId& id);
+
 // Out-of-band collectives among the members of a communicator being built.
 class Oob {
  public:

@@ -113,6 +113,8 @@ class RootServer {
     thread_ = std::thread([this] { run(); });
   }
   bool finished() const { return finished_.load(std::memory_order_acquire); }
+  bool serves(uint16_t port, const bootwire::Secret& secret) const { return port_ == port && secret_ == secret; }
+  void stop() { stop_.raise(); }
 
  private:
   void run();
@@ -661,6 +663,17 @@ class RootRegistry {
     roots_.push_back(std::move(root));
   }
 
+  bool stop(uint16_t port, const bootwire::Secret& secret) {
+    std::lock_guard lock(mutex_);
+    for (const auto& r : roots_) {
+      if (r->serves(port, secret) && !r->finished()) {
+        r->stop();
+        return true;
+      }
+    }
+    return false;
+  }
+
   bool running(uint16_t port) {
     std::lock_guard lock(mutex_);
     return std::any_of(roots_.begin(), roots_.end(),
@@ -698,5 +711,9 @@ Status startBootstrapRoot(const asio::ip::address& ip, uint16_t port, const boot
 }
 
 bool bootstrapRootRunning(uint16_t port) { return RootRegistry::instance().running(port); }
+
+bool stopBootstrapRoot(uint16_t port, const bootwire::Secret& secret) {
+  return RootRegistry::instance().stop(port, secret);
+}
 
 }  // namespace hcl

@@ -17,6 +17,10 @@ namespace hcl {
 Status startBootstrapRoot(const asio::ip::address& ip, uint16_t port, const bootwire::Secret& secret,
                           uint16_t* boundPort, bool* addressInUse = nullptr);
 
+// Stops this process's root of that port and secret, if it runs one: for
+// an id no rank will join. True if there was one.
+bool stopBootstrapRoot(uint16_t port, const bootwire::Secret& secret);
+
 // Whether a root of this process listening (or having listened) on `port` is
 // still running; for tests and diagnostics.
 bool bootstrapRootRunning(uint16_t port);

@@ -299,7 +299,11 @@ hclResult_t hclCommInitRankScalable(hclComm_t* newcomm, int nranks, int myrank, 
     if (newcomm) *newcomm = nullptr;
     return report(failGroup(s.withContext("hclCommInitRankScalable")));
   }
-  // Every rank joins the first root; the others are not needed to form the communicator.
+  // Every rank joins the first root; the others are not needed to form the
+  // communicator, and those this process runs would wait for ever.
+  for (int i = 1; i < nId; ++i) {
+    if (std::memcmp(&commIds[i], &commIds[0], sizeof(hclUniqueId)) != 0) releaseUnusedUniqueId(commIds[i]);
+  }
   return initRankApi("hclCommInitRankScalable", newcomm, nranks, commIds[0], myrank, config);
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/bootstrap.h"
+#include "core/bootstrap_root.h"
 #include "hcl.h"
 #include "multiprocess.h"
 
@@ -532,6 +533,33 @@ TEST(LifecycleErrors, HugeTimeoutIsNoTimeout) {
   EXPECT_EQ(hclAllReduce(&x, &x, 1, hclFloat, hclSum, comm, nullptr), hclSuccess) << lastError(comm);
   EXPECT_EQ(x, 2.0f);
   EXPECT_EQ(hclCommDestroy(comm), hclSuccess);
+}
+
+// hclCommInitRankScalable joins the first id's root only: a root this
+// process runs for one of the others would wait for ranks for ever.
+TEST(LifecycleErrors, ScalableInitStopsTheRootsOfTheIdsItDoesNotJoin) {
+  hclUniqueId ids[2];
+  ASSERT_EQ(hclGetUniqueId(&ids[0]), hclSuccess) << lastError(nullptr);
+  ASSERT_EQ(hclGetUniqueId(&ids[1]), hclSuccess) << lastError(nullptr);
+  hcl::UniqueIdContents second;
+  ASSERT_TRUE(hcl::decodeUniqueId(ids[1], second).ok());
+  if (second.rootStartedByRank0) GTEST_SKIP() << "HCL_COMM_ID is set: ids start no root of their own";
+  ASSERT_TRUE(hcl::bootstrapRootRunning(second.rootPort));
+  hclComm_t comms[2] = {nullptr, nullptr};
+  {
+    std::vector<std::jthread> ranks;
+    for (int r = 0; r < 2; ++r) {
+      ranks.emplace_back([&, r] {
+        EXPECT_EQ(hclCommInitRankScalable(&comms[r], 2, r, 2, ids, nullptr), hclSuccess) << lastError(nullptr);
+      });
+    }
+  }
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (hcl::bootstrapRootRunning(second.rootPort) && std::chrono::steady_clock::now() < giveUp) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(hcl::bootstrapRootRunning(second.rootPort));
+  for (hclComm_t c : comms) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
 }
 
 TEST(Errors, EveryResultHasAString) {
