@@ -6,13 +6,15 @@
 // output layer's bucket while the hidden layer's gradient is still being
 // computed, as PyTorch's DDP does.
 //
-// At the end every rank checks that all ranks hold bit-identical parameters
-// and that the loss fell; the exit code says whether both held (0), not
-// (1), a requested device is missing on this machine (77), or the options
-// are wrong (2).
+// At the first and the last step every rank checks the averaged gradient
+// against the mean of all ranks' own gradients, computed on the host; at the
+// end, that all ranks hold bit-identical parameters and that the loss fell.
+// The exit code says whether all held (0), not (1), a requested device is
+// missing on this machine (77), or the options are wrong (2).
 //
 //   train_loop [--ranks N] [--devices cpu,sim,cuda,hip] [--hosts H] [--steps S]
-//              [--batch B] [--hidden W] [--lr RATE] [--grace SECONDS]
+//              [--batch B] [--hidden W] [--lr RATE] [--kill-rank R [--kill-step S]]
+//              [--grace SECONDS]
 //
 // Started with RANK and WORLD_SIZE in the environment (and HCL_COMM_ID, so
 // that the ranks agree on an id), it runs that one rank instead of forking.
@@ -23,6 +25,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <cerrno>
 #include <csignal>
 #include <chrono>
@@ -42,6 +46,7 @@ constexpr int kExitSkip = 77;
 
 struct Job {
   int ranks = 4;
+  bool ranksGiven = false;
   std::vector<std::string> devices{"cpu"};  // rank r gets devices[r % size]
   int hosts = 2;                            // emulated hosts; 0: leave HCL_HOSTID alone
   int steps = 300;
@@ -125,7 +130,10 @@ Job parse(int argc, char** argv) {
   int c;
   while ((c = getopt_long(argc, argv, "n:d:H:s:b:w:l:hk:K:g:", longOpts, nullptr)) != -1) {
     switch (c) {
-      case 'n': job.ranks = intOption("--ranks", optarg, 1, kMaxRanks); break;
+      case 'n':
+        job.ranks = intOption("--ranks", optarg, 1, kMaxRanks);
+        job.ranksGiven = true;
+        break;
       case 'd': job.devices = deviceList(optarg); break;
       case 'H': job.hosts = intOption("--hosts", optarg, 0, kMaxRanks); break;
       case 's': job.steps = intOption("--steps", optarg, kMinSteps, 10000000); break;
@@ -152,14 +160,18 @@ Job parse(int argc, char** argv) {
   if (optind < argc) usageError(std::string("unexpected argument '") + argv[optind] + "'");
   if (job.killStep >= 0 && job.killRank < 0) usageError("--kill-step needs --kill-rank");
   if (job.killRank >= 0) {
-    if (job.killRank >= job.ranks || job.ranks < 2) {
-      usageError("--kill-rank " + std::to_string(job.killRank) + " must name one of at least 2 ranks");
-    }
     if (job.killStep < 0) job.killStep = job.steps / 2;
     if (job.killStep >= job.steps) usageError("--kill-step must come before the last step");
   }
-  job.hosts = std::min(job.hosts, job.ranks);  // more hosts than ranks would leave some empty
   return job;
+}
+
+// What depends on the number of ranks, known once the launch mode is.
+void checkAgainstRanks(const Job& job, int nranks) {
+  if (job.killRank >= 0 && (job.killRank >= nranks || nranks < 2)) {
+    usageError("--kill-rank " + std::to_string(job.killRank) + " must name one of at least 2 ranks (there are " +
+               std::to_string(nranks) + ")");
+  }
 }
 
 #define CHECK_HCL(call)                                                                              \
@@ -251,18 +263,58 @@ struct Replica {
   } while (0)
 
 // Allocates the gradient buffer and the stream on r.comm, and takes rank 0's
-// parameters, as DDP does when it starts and when it re-forms its group.
-hclResult_t startReplica(Replica& r, std::vector<float>& params) {
+// parameters and step, as DDP does when it starts and when it re-forms its
+// group (a survivor that noticed a death one step later repeats rank 0's).
+hclResult_t startReplica(Replica& r, std::vector<float>& params, int& step) {
   PASS_HCL(hclCommUserRank(r.comm, &r.rank));
   PASS_HCL(hclCommCount(r.comm, &r.nranks));
   r.grads.reset();
   r.grads.comm = r.comm;
-  const size_t bytes = params.size() * sizeof(float);
-  PASS_HCL(hclCommMemAlloc(r.comm, &r.grads.ptr, bytes + sizeof(float)));
-  PASS_HCL(hclCommMemcpy(r.comm, r.grads.floats() + 1, params.data(), bytes));
-  PASS_HCL(hclBcast(r.grads.floats() + 1, params.size(), hclFloat, 0, r.comm, nullptr));
-  PASS_HCL(hclCommMemcpy(r.comm, params.data(), r.grads.floats() + 1, bytes));
+  std::vector<float> state(1 + params.size());
+  state[0] = static_cast<float>(step);  // exact: steps are below 2^24
+  std::copy(params.begin(), params.end(), state.begin() + 1);
+  const size_t bytes = state.size() * sizeof(float);
+  PASS_HCL(hclCommMemAlloc(r.comm, &r.grads.ptr, bytes));
+  PASS_HCL(hclCommMemcpy(r.comm, r.grads.ptr, state.data(), bytes));
+  PASS_HCL(hclBcast(r.grads.ptr, state.size(), hclFloat, 0, r.comm, nullptr));
+  PASS_HCL(hclCommMemcpy(r.comm, state.data(), r.grads.ptr, bytes));
+  step = static_cast<int>(state[0]);
+  std::copy(state.begin() + 1, state.end(), params.begin());
   return r.stream ? hclSuccess : hclStreamCreate(&r.stream);
+}
+
+// The averaged gradient (and loss) must be the mean of every rank's own, as
+// the host computes it in double precision from an all-gather of them: a
+// collective that gave every rank the same wrong answer (a sum, a stale or
+// a partial result) still leaves the ranks identical and may still learn.
+hclResult_t checkAverage(const Replica& r, const std::vector<float>& mine, const std::vector<float>& averaged,
+                         int step, bool* agrees) {
+  const size_t n = mine.size();
+  DeviceBuffer gathered{r.comm};
+  PASS_HCL(hclCommMemAlloc(r.comm, &gathered.ptr, (static_cast<size_t>(r.nranks) + 1) * n * sizeof(float)));
+  float* own = gathered.floats() + static_cast<size_t>(r.nranks) * n;
+  PASS_HCL(hclCommMemcpy(r.comm, own, mine.data(), n * sizeof(float)));
+  PASS_HCL(hclAllGather(own, gathered.ptr, n, hclFloat, r.comm, nullptr));
+  std::vector<float> all(static_cast<size_t>(r.nranks) * n);
+  PASS_HCL(hclCommMemcpy(r.comm, all.data(), gathered.ptr, all.size() * sizeof(float)));
+  *agrees = true;
+  for (size_t i = 0; i < n && *agrees; ++i) {
+    double sum = 0, magnitude = 0;
+    for (int k = 0; k < r.nranks; ++k) {
+      const double v = all[static_cast<size_t>(k) * n + i];
+      sum += v;
+      magnitude += std::fabs(v);
+    }
+    const double mean = sum / r.nranks;
+    // Float sums of nranks terms, then one rounding for the division.
+    const double tolerance = (r.nranks + 1) * std::numeric_limits<float>::epsilon() * magnitude / r.nranks + 1e-30;
+    if (std::fabs(averaged[i] - mean) > tolerance) {
+      std::fprintf(stderr, "rank %d: step %d: averaged value %zu is %.9g, the ranks' mean is %.9g\n", r.rank, step, i,
+                   static_cast<double>(averaged[i]), mean);
+      *agrees = false;
+    }
+  }
+  return hclSuccess;
 }
 
 int train(const Job& job, int rank, hclComm_t& comm) {
@@ -274,12 +326,14 @@ int train(const Job& job, int rank, hclComm_t& comm) {
   std::vector<float> params = train::initialParameters(shape, 7 + static_cast<uint64_t>(rank));
   Replica replica;
   replica.comm = comm;
-  CHECK_HCL(startReplica(replica, params));
+  int resumeAt = 0;
+  CHECK_HCL(startReplica(replica, params, resumeAt));
 
   std::mt19937_64 data(1000003ull * static_cast<uint64_t>(rank + 1));
   std::vector<float> host(1 + nparams);
+  std::vector<float> local;  // this rank's own loss and gradient, kept where they are checked
   // One step: the gradient's two buckets averaged over the ranks into host.
-  auto step = [&](const train::Batch& batch) -> hclResult_t {
+  auto step = [&](const train::Batch& batch, bool keepLocal) -> hclResult_t {
     std::span<float> outputGrad(host.data() + 1, shape.outputLayerSize());
     std::span<float> hiddenGrad(host.data() + outputBucket, shape.hiddenLayerSize());
     hclResult_t issued = hclSuccess;
@@ -296,18 +350,21 @@ int train(const Job& job, int rank, hclComm_t& comm) {
     PASS_HCL(hclCommMemcpy(replica.comm, hiddenOnDevice, hiddenGrad.data(), hiddenGrad.size_bytes()));
     PASS_HCL(hclAllReduce(hiddenOnDevice, hiddenOnDevice, hiddenGrad.size(), hclFloat, hclAvg, replica.comm,
                           replica.stream));
+    if (keepLocal) local = host;  // the output bucket's copy in was taken before the call
     PASS_HCL(hclStreamSynchronize(replica.stream));
     return hclCommMemcpy(replica.comm, host.data(), replica.grads.ptr, host.size() * sizeof(float));
   };
 
   float firstLoss = 0, lastLoss = 0;
-  bool shrunk = false;
+  bool shrunk = false, averagesAgree = true;
   const auto start = std::chrono::steady_clock::now();
   for (int s = 0; s < job.steps; ++s) {
     if (s == job.killStep && rank == job.killRank) raise(SIGKILL);  // the failure the job must survive
     const train::Batch batch = train::makeBatch(shape, teacher, static_cast<size_t>(job.batch), data);
-    if (const hclResult_t failed = step(batch); failed != hclSuccess) {
-      if (job.killRank < 0 || shrunk) CHECK_HCL(failed);
+    const bool checked = s == 0 || s == job.steps - 1;
+    if (const hclResult_t failed = step(batch, checked); failed != hclSuccess) {
+      // Only the planned death is survived; any other failure ends the job.
+      if (job.killRank < 0 || shrunk || s < job.killStep) CHECK_HCL(failed);
       // A rank died: the survivors drop it and go on from rank 0's parameters.
       std::fprintf(stderr, "rank %d: step %d failed (%s); shrinking the communicator without rank %d\n", rank, s,
                    hclGetLastError(replica.comm), job.killRank);
@@ -319,10 +376,17 @@ int train(const Job& job, int rank, hclComm_t& comm) {
       hclCommAbort(replica.comm);
       replica.comm = comm = smaller;
       shrunk = true;
-      CHECK_HCL(startReplica(replica, params));
+      CHECK_HCL(startReplica(replica, params, s));
       if (replica.rank == 0) std::printf("step %5d  rank %d died; %d ranks go on\n", s, job.killRank, replica.nranks);
       --s;  // the step again, on the survivors
       continue;
+    }
+    if (checked) {
+      // The host's copy of the averaged buffer, as the last step left it.
+      const std::vector<float> averaged = host;
+      bool agrees = false;
+      CHECK_HCL(checkAverage(replica, local, averaged, s, &agrees));
+      averagesAgree = averagesAgree && agrees;
     }
     for (size_t i = 0; i < nparams; ++i) params[i] -= job.lr * host[1 + i];
     if (s == 0) firstLoss = host[0];
@@ -351,12 +415,13 @@ int train(const Job& job, int rank, hclComm_t& comm) {
   for (uint64_t p : all) differing += p != all[0] ? 1 : 0;
   const bool learned = lastLoss < 0.5f * firstLoss;
   if (replica.rank == 0) {
-    std::printf("%d steps in %.2f s (%.1f ms/step); loss %.5f -> %.5f (%s); parameters %s\n", job.steps, seconds,
-                seconds * 1e3 / job.steps, static_cast<double>(firstLoss), static_cast<double>(lastLoss),
-                learned ? "learned" : "DID NOT LEARN",
+    std::printf("%d steps in %.2f s (%.1f ms/step); loss %.5f -> %.5f (%s); gradients %s; parameters %s\n",
+                job.steps, seconds, seconds * 1e3 / job.steps, static_cast<double>(firstLoss),
+                static_cast<double>(lastLoss), learned ? "learned" : "DID NOT LEARN",
+                averagesAgree ? "the ranks' mean at the first and last step" : "NOT THE RANKS' MEAN",
                 differing == 0 ? "bit-identical on every rank" : "DIFFER BETWEEN RANKS");
   }
-  return learned && differing == 0 ? 0 : 1;
+  return learned && averagesAgree && differing == 0 ? 0 : 1;
 }
 
 // Whether every rank's device is usable, agreed over the communicator (a
@@ -504,10 +569,14 @@ int forkRanks(const Job& job) {
 
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
-  const Job job = parse(argc, argv);
+  Job job = parse(argc, argv);
   const char* rankText = std::getenv("RANK");
   const char* worldText = std::getenv("WORLD_SIZE");
-  if (!rankText && !worldText) return forkRanks(job);
+  if (!rankText && !worldText) {
+    checkAgainstRanks(job, job.ranks);
+    job.hosts = std::min(job.hosts, job.ranks);  // more hosts than ranks would leave some empty
+    return forkRanks(job);
+  }
   // Launched by another launcher: one rank per process; HCL_COMM_ID makes
   // every process's hclGetUniqueId return the same id.
   if (!rankText || !worldText) usageError("set both RANK and WORLD_SIZE, or neither (to fork the ranks here)");
@@ -516,6 +585,10 @@ int main(int argc, char** argv) {
   if (!std::getenv("HCL_COMM_ID") && !std::getenv("NCCL_COMM_ID")) {
     usageError("RANK and WORLD_SIZE are set: set HCL_COMM_ID=host:port too, the same in every rank");
   }
+  if (job.ranksGiven && job.ranks != nranks) {
+    usageError("--ranks " + std::to_string(job.ranks) + " differs from WORLD_SIZE " + std::to_string(nranks));
+  }
+  checkAgainstRanks(job, nranks);
   Job one = job;
   one.hosts = 0;  // real hosts: keep their identity
   return runRank(one, rank, nranks, nullptr);

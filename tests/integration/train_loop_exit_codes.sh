@@ -37,6 +37,12 @@ expect 2 "--kill-step after the last step" -- "$loop" --ranks 2 --kill-rank 1 --
 expect 2 "RANK without WORLD_SIZE" -- env RANK=0 "$loop"
 expect 2 "RANK that is not a number" -- env RANK=zero WORLD_SIZE=2 HCL_COMM_ID=127.0.0.1:1 "$loop"
 expect 2 "RANK beyond WORLD_SIZE" -- env RANK=2 WORLD_SIZE=2 HCL_COMM_ID=127.0.0.1:1 "$loop"
+expect 2 "launched: --kill-rank beyond WORLD_SIZE" -- env RANK=0 WORLD_SIZE=2 HCL_COMM_ID=127.0.0.1:1 "$loop" --kill-rank 3
+expect 2 "launched: --ranks other than WORLD_SIZE" -- env RANK=0 WORLD_SIZE=2 HCL_COMM_ID=127.0.0.1:1 "$loop" --ranks 3
+# --kill-rank is judged against WORLD_SIZE, not --ranks' default of 4: this
+# rank 0 waits for its 7 peers and gives up (1), rather than refusing (2).
+expect 1 "launched: --kill-rank within WORLD_SIZE" -- env HCL_TIMEOUT_MS=300 RANK=0 WORLD_SIZE=8 \
+  HCL_COMM_ID=127.0.0.1:1 "$loop" --kill-rank 5 --steps 20
 expect 77 "forked ranks, one device missing" -- "$loop" --ranks 3 --devices cpu,cuda:99 --steps 20
 
 # Launcher mode: two processes meet through HCL_COMM_ID; rank 1's device is
