@@ -229,11 +229,24 @@ bool joinAndGather(const hclUniqueId& id, int nranks, int rank, int rounds) {
 TEST(Bootstrap, RanksInForkedProcesses) {
   constexpr int kRanks = 3;
   const hclUniqueId id = freshId();
+  // The children start once all are forked: a fork while the root thread
+  // serves the first child could copy an allocator lock it holds (the
+  // sanitizers' allocators are not fork-safe), and the child would hang.
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
   std::vector<pid_t> children;
   for (int rank = 1; rank < kRanks; ++rank) {
-    children.push_back(forkChild([&] { return joinAndGather(id, kRanks, rank, 3); }));
+    children.push_back(forkChild([&] {
+      ::close(go[1]);
+      char byte = 0;
+      return ::read(go[0], &byte, 1) == 1 && joinAndGather(id, kRanks, rank, 3);
+    }));
     ASSERT_GE(children.back(), 0);
   }
+  ::close(go[0]);
+  const std::string bytes(kRanks - 1, 'g');
+  ASSERT_EQ(::write(go[1], bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  ::close(go[1]);
   {
     std::unique_ptr<Oob> oob;
     const Status st = connectBootstrap(id, kRanks, 0, kGenerousMs, nullptr, oob);
