@@ -27,6 +27,12 @@ constexpr auto kMaxRetry = 500ms;
 constexpr auto kBindRetryWindow = 5s;
 constexpr int64_t kByeTimeoutMs = 1000;
 
+bootwire::Secret secretOf(const UniqueIdContents& id) {
+  bootwire::Secret secret;
+  std::copy(std::begin(id.secret), std::end(id.secret), secret.begin());
+  return secret;
+}
+
 struct Frame {
   bootwire::Kind kind{};
   std::vector<uint8_t> payload;
@@ -39,12 +45,11 @@ class BootstrapClient final : public Oob {
       : socket_(io_),
         root_(root),
         rootText_(formatEndpoint(root.address(), root.port())),
+        secret_(secretOf(id)),
         nranks_(nranks),
         rank_(rank),
         timeoutMs_(timeoutMs),
-        abortFlag_(abortFlag) {
-    std::copy(std::begin(id.secret), std::end(id.secret), secret_.begin());
-  }
+        abortFlag_(abortFlag) {}
 
   ~BootstrapClient() override {
     if (joined_ && socket_.is_open()) {
@@ -172,7 +177,7 @@ class BootstrapClient final : public Oob {
   tcp::socket socket_;
   tcp::endpoint root_;
   std::string rootText_;
-  bootwire::Secret secret_{};
+  bootwire::Secret secret_;
   int nranks_;
   int rank_;
   int64_t timeoutMs_;
@@ -184,8 +189,7 @@ class BootstrapClient final : public Oob {
 // With HCL_COMM_ID, rank 0 hosts the root on the agreed address.
 Status startRootForRank0(const UniqueIdContents& id, const asio::ip::address& ip, const Deadline& deadline,
                          int64_t timeoutMs, const std::atomic<bool>* abortFlag) {
-  bootwire::Secret secret;
-  std::copy(std::begin(id.secret), std::end(id.secret), secret.begin());
+  const bootwire::Secret secret = secretOf(id);
   const WaitBudget budget{deadline, timeoutMs, abortFlag, formatEndpoint(ip, id.rootPort)};
   const auto giveUp = Clock::now() + kBindRetryWindow;
   while (true) {
@@ -221,9 +225,7 @@ Status connectBootstrapThrowing(const hclUniqueId& id, int nranks, int rank, int
 void releaseUnusedUniqueId(const hclUniqueId& id) {
   UniqueIdContents contents;
   if (!decodeUniqueId(id, contents).ok() || contents.rootStartedByRank0) return;
-  bootwire::Secret secret;
-  std::copy(std::begin(contents.secret), std::end(contents.secret), secret.begin());
-  if (stopBootstrapRoot(contents.rootPort, secret)) {
+  if (stopBootstrapRoot(contents.rootPort, secretOf(contents))) {
     log::info(log::Bootstrap, "stopped the root of an unused id on port {}", contents.rootPort);
   }
 }

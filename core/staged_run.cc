@@ -1,7 +1,6 @@
 #include "core/staged_run.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/deadline.h"
 
@@ -161,15 +160,14 @@ namespace {
 
 // A device runtime copies host memory to host memory at once, whatever its
 // stream holds before the copy: such copies are the worker's, in order.
-void copyRows(const StagedChunks::Copy& c) {
-  for (size_t row = 0; row < c.height; ++row) {
-    std::memcpy(static_cast<std::byte*>(c.dst) + row * c.dstPitch,
-                static_cast<const std::byte*>(c.src) + row * c.srcPitch, c.width);
-  }
-}
-
 bool streamCopiesIn(const StagedChunks& chunks) { return chunks.copiesIn() && !chunks.hostIn(); }
 bool streamCopiesOut(const StagedChunks& chunks) { return chunks.copiesOut() && !chunks.hostOut(); }
+
+Status copyOnWorker(const StagedChunks& chunks, const StagedChunks::Copy& c) {
+  CopyQueue& queue = chunks.hostCopies();
+  HCL_TRY(queue.copy2D(c.dst, c.dstPitch, c.src, c.srcPitch, c.width, c.height));
+  return queue.drain();
+}
 
 Status issueOnStream(GatedStaging& g) {
   StreamGate& gate = *g.gate;
@@ -215,7 +213,7 @@ Status GatedStagedRun::advance(bool* done, bool* progressed) {
       if (!netDone) return {};
       net_.reset();
       const StagedChunks& chunks = *g_->chunks;
-      if (chunks.copiesOut() && chunks.hostOut()) copyRows(chunks.copyOut(next_));
+      if (chunks.copiesOut() && !streamCopiesOut(chunks)) HCL_TRY(copyOnWorker(chunks, chunks.copyOut(next_)));
       g_->gate->release(current_);  // the stream copies this chunk out, or goes on
       ++next_;
       *progressed = true;
@@ -234,7 +232,7 @@ Status GatedStagedRun::advance(bool* done, bool* progressed) {
     // The stream has run what came before this chunk, the caller's writes
     // to a host input included.
     const StagedChunks& chunks = *g_->chunks;
-    if (chunks.copiesIn() && chunks.hostIn()) copyRows(chunks.copyIn(next_));
+    if (chunks.copiesIn() && !streamCopiesIn(chunks)) HCL_TRY(copyOnWorker(chunks, chunks.copyIn(next_)));
     net_ = std::make_unique<ScheduleRun>(comm_, comm_.schedule(g_->chunks->chunkArgs(next_)),
                                          g_->chunks->chunkBuffers(next_), spec_);
     *progressed = true;

@@ -46,6 +46,7 @@ class StagedChunks {
   bool hostOut() const { return hostOut_; }
   Copy copyIn(size_t k) const;   // buffer -> slot, when copiesIn()
   Copy copyOut(size_t k) const;  // slot -> buffer, when copiesOut()
+  CopyQueue& hostCopies() const { return area_.hostCopies(); }  // for copies that stay in host memory
   CollArgs chunkArgs(size_t k) const;
   RunBuffers chunkBuffers(size_t k) const;
 

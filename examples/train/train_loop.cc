@@ -350,7 +350,7 @@ int train(const Job& job, int rank, hclComm_t& comm) {
     PASS_HCL(hclCommMemcpy(replica.comm, hiddenOnDevice, hiddenGrad.data(), hiddenGrad.size_bytes()));
     PASS_HCL(hclAllReduce(hiddenOnDevice, hiddenOnDevice, hiddenGrad.size(), hclFloat, hclAvg, replica.comm,
                           replica.stream));
-    if (keepLocal) local = host;  // the output bucket's copy in was taken before the call
+    if (keepLocal) local = host;  // still this rank's own: the averages are copied back below
     PASS_HCL(hclStreamSynchronize(replica.stream));
     return hclCommMemcpy(replica.comm, host.data(), replica.grads.ptr, host.size() * sizeof(float));
   };
@@ -382,10 +382,8 @@ int train(const Job& job, int rank, hclComm_t& comm) {
       continue;
     }
     if (checked) {
-      // The host's copy of the averaged buffer, as the last step left it.
-      const std::vector<float> averaged = host;
       bool agrees = false;
-      CHECK_HCL(checkAverage(replica, local, averaged, s, &agrees));
+      CHECK_HCL(checkAverage(replica, local, host, s, &agrees));
       averagesAgree = averagesAgree && agrees;
     }
     for (size_t i = 0; i < nparams; ++i) params[i] -= job.lr * host[1 + i];

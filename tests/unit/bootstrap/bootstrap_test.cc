@@ -671,6 +671,16 @@ TEST(Bootstrap, AFrameLongerThanItsKindAllowsIsRefused) {
   EXPECT_EQ(oob, nullptr);
 }
 
+// The root's error texts stay within what a rank accepts from it.
+TEST(BootstrapWire, AnErrorTextIsCutToWhatRanksAccept) {
+  const std::vector<uint8_t> payload = bootwire::encodeError(bootwire::ErrorKind::Fatal, std::string(100000, 'x'));
+  EXPECT_EQ(payload.size(), bootwire::maxFrameBytesFromRoot(bootwire::Kind::Error));
+  bootwire::ErrorKind kind{};
+  std::string text;
+  ASSERT_TRUE(bootwire::decodeError(payload, kind, text));
+  EXPECT_EQ(text, std::string(payload.size() - 4, 'x'));
+}
+
 TEST(BootstrapWire, ARoundResultCountingMoreEntriesThanItHoldsIsMalformed) {
   std::vector<uint8_t> payload;
   bootwire::putU32(payload, 0xffffffffu);
