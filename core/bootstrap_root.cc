@@ -182,9 +182,8 @@ Status RootServer::create(const asio::ip::address& ip, uint16_t port, const boot
   }
   const tcp::endpoint endpoint(ip, port);
   std::error_code ec;
-  root->acceptor_.open(endpoint.protocol(), ec);
+  openCloseOnExec(root->acceptor_, endpoint.protocol(), ec);
   if (ec) return systemError(fmt::format("bootstrap: cannot open a socket for the root at {}: {}", where, ec.message()));
-  setCloseOnExec(root->acceptor_.native_handle());
   root->acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
   root->acceptor_.bind(endpoint, ec);
   if (ec) {
@@ -309,7 +308,7 @@ void RootServer::acceptPending() {
     tcp::socket socket(io_);
     tcp::endpoint peer;
     std::error_code ec;
-    acceptor_.accept(socket, peer, ec);
+    acceptCloseOnExec(acceptor_, socket, peer, ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) return;
     if (ec == asio::error::connection_aborted || ec == asio::error::interrupted) continue;
     if (ec) {
@@ -325,7 +324,6 @@ void RootServer::acceptPending() {
     acceptPausedUntil_ = {};
     socket.non_blocking(true, ec);
     if (ec) continue;
-    setCloseOnExec(socket.native_handle());
     socket.set_option(tcp::no_delay(true), ec);
     conns_.push_back(std::make_unique<Conn>(std::move(socket), formatEndpoint(peer.address(), peer.port())));
     log::trace(log::Bootstrap, "bootstrap root {}: connection from {}", address_, conns_.back()->peer);

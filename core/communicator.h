@@ -20,6 +20,7 @@
 #include "core/status.h"
 #include "core/staging.h"
 #include "core/ipc_area.h"
+#include "core/issue_order.h"
 #include "device/device.h"
 #include "transports/link.h"
 #include "transports/transport.h"
@@ -88,6 +89,8 @@ class Communicator {
 
   // Runs one rank's side of an operation at a time.
   std::mutex& executionMutex() { return executionMutex_; }
+  // Which operation's turn it is (core/issue_order.h).
+  IssueOrder& issueOrder() { return issueOrder_; }
 
   // Set by hclCommAbort (from any thread); every wait checks it.
   const std::atomic<bool>& abortFlag() const { return abortFlag_; }
@@ -156,6 +159,7 @@ class Communicator {
   std::vector<std::unique_ptr<Transport>> transports_;
   std::vector<std::unique_ptr<Connection>> connections_;
   std::mutex executionMutex_;
+  IssueOrder issueOrder_;
   std::atomic<bool> abortFlag_{false};
   std::atomic<bool> revoked_{false};
   mutable std::mutex failureMutex_;

@@ -11,6 +11,7 @@
 #include "collectives/algorithms/p2p.h"
 #include "core/executor.h"
 #include "core/group_tasks.h"
+#include "core/issue_order.h"
 #include "core/log.h"
 #include "core/no_throw.h"
 #include "core/op_estimate.h"
@@ -48,18 +49,20 @@ thread_local GroupState tlsGroup;
 
 // Launches on HCL's own streams (core/stream_launch.h serves those on
 // device-runtime streams).
-Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hclStream*> streams) {
+Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hclStream*> streams, Turns turns) {
   // The whole launch runs on the first stream's worker once every involved
   // stream has reached it; the other streams wait for it to finish, which
   // keeps each stream's order, and report its result too.
   struct Launch {
     std::vector<std::unique_ptr<CommTask>> tasks;
+    Turns turns;
     std::atomic<size_t> arrived{0};
     std::atomic<bool> finished{false};
     Status result;
   };
   auto launch = std::make_shared<Launch>();
   launch->tasks = std::move(tasks);
+  launch->turns = std::move(turns);
   const size_t n = streams.size();
   // Two launches over the same streams whose jobs interleaved (one first on
   // A, the other first on B) would each wait for a job queued behind the
@@ -73,8 +76,10 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
     launch->arrived.fetch_add(1);
     Backoff backoff;
     while (launch->arrived.load() < n) backoff.pause();
+    launch->turns.wait();
     launch->result = runTasks(launch->tasks);
     launch->tasks.clear();
+    launch->turns.release();
     launch->finished.store(true, std::memory_order_release);
     return launch->result;
   });
@@ -135,10 +140,15 @@ Status launch(std::vector<PendingOp> ops) {
       streams.push_back(op.stream);
     }
   }
+  std::vector<Communicator*> comms;
+  for (const PendingOp& op : ops) comms.push_back(op.comm.get());
+  Turns turns(std::move(comms));
   auto tasks = buildTasks(ops);
-  if (!anyNullStream) return runOnStreams(std::move(tasks), std::move(streams));
-  // Blocking launch: earlier work on the involved streams comes first.
+  if (!anyNullStream) return runOnStreams(std::move(tasks), std::move(streams), std::move(turns));
+  // Blocking launch: earlier work on the involved streams comes first, and
+  // earlier operations of its communicators on other streams.
   waitForQueuedWork(streams);
+  turns.wait();
   return runTasks(tasks);
 }
 

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <asio/error.hpp>
 #include <cerrno>
 #include <system_error>
 
@@ -25,10 +26,28 @@ template <typename Socket, typename Protocol>
 void openCloseOnExec(Socket& socket, const Protocol& protocol, std::error_code& ec) {
   const int fd = ::socket(protocol.family(), protocol.type() | SOCK_CLOEXEC, protocol.protocol());
   if (fd < 0) {
-    ec = std::error_code(errno, std::system_category());
+    ec = std::error_code(errno, asio::error::get_system_category());
     return;
   }
   socket.assign(protocol, fd, ec);
+  if (ec) ::close(fd);
+}
+
+// Accepts one pending connection close-on-exec from the start (accept4), as
+// openCloseOnExec opens sockets. Sets `ec` in asio's category, as asio's
+// accept would: would_block when none is pending on a non-blocking acceptor.
+template <typename Acceptor, typename Socket>
+void acceptCloseOnExec(Acceptor& acceptor, Socket& socket, typename Acceptor::endpoint_type& peer,
+                       std::error_code& ec) {
+  peer = {};
+  socklen_t length = static_cast<socklen_t>(peer.capacity());
+  const int fd = ::accept4(acceptor.native_handle(), peer.data(), &length, SOCK_CLOEXEC);
+  if (fd < 0) {
+    ec = std::error_code(errno, asio::error::get_system_category());
+    return;
+  }
+  peer.resize(length);
+  socket.assign(peer.protocol(), fd, ec);
   if (ec) ::close(fd);
 }
 

@@ -81,6 +81,7 @@ struct PipelinedLaunch {
   std::vector<ScalarCopy> scalars;
   IpcArea* ipcArea = nullptr;
   std::shared_ptr<std::vector<std::unique_ptr<CommTask>>> tasks;
+  Turn turn;
 };
 
 void issuePipelined(PipelinedLaunch& l, StreamGate& gate, uint64_t* last) {
@@ -123,10 +124,11 @@ Status setUpPipelined(std::vector<PendingOp> ops, LaunchIssue* issue) {
   if (l->ipcArea) HCL_TRY(reserveIpcStandIns(*l->ipcArea, stream, ipcStandIns));
   HCL_TRY(scalarsToPinned(comm, l->ops, area, l->scalars));
   l->tasks = std::make_shared<std::vector<std::unique_ptr<CommTask>>>(buildTasks(l->ops));
+  l->turn = Turn(comm.issueOrder());
   *issue = [l, stream] {
     static_cast<GatedStream&>(*stream->impl)
         .enqueuePrepared([&](StreamGate& gate, uint64_t* last) { issuePipelined(*l, gate, last); },
-                         [tasks = l->tasks, ipc = l->ops.front().ipc, gated = l->ops.front().gated]() -> Status {
+                         [l, tasks = l->tasks, ipc = l->ops.front().ipc, gated = l->ops.front().gated]() -> Status {
                            // The work queued on the stream before the call may
                            // take any time: waiting for it is not a stalled
                            // peer, so it happens before the executor's watch
@@ -135,7 +137,11 @@ Status setUpPipelined(std::vector<PendingOp> ops, LaunchIssue* issue) {
                            uint64_t ticket = 0;
                            HCL_TRY((ipc ? ipc->tickets : gated->tickets).waitPublished(0, &ticket));
                            HCL_TRY((ipc ? ipc->gate : gated->gate)->waitStart(ticket));
-                           return runTasks(*tasks);
+                           Communicator& comm = *l->ops.front().comm;
+                           l->turn.wait(comm.abortFlag(), comm.settings().spinUs);
+                           const Status s = runTasks(*tasks);
+                           l->turn.release();
+                           return s;
                          });
   };
   return {};
@@ -194,6 +200,7 @@ struct StandInLaunch {
   std::vector<StreamGate*> gates;     // theirs; set before the first ticket is published
   StreamTickets tickets;              // one per segment, on the lead
   Join join;
+  Turn turn;  // the comm's, taken when the launch is issued
 };
 
 // A follower's point, then the lead's start: published before the lead's
@@ -294,6 +301,7 @@ Status awaitStart(StandInLaunch& l) {
 // The lead's worker: the steps in order.
 Status runSteps(StandInLaunch& l) {
   HCL_TRY(awaitStart(l));
+  l.turn.wait(l.comm->abortFlag(), l.comm->settings().spinUs);
   for (const LaunchStep& step : l.steps) {
     Status s;
     if (step.ipc) {
@@ -320,6 +328,7 @@ Status runSteps(StandInLaunch& l) {
 
 Status runLead(StandInLaunch& l) {
   Status s = runSteps(l);
+  l.turn.release();
   // Peers must not wait for the steps that did not run.
   if (!s.ok()) l.comm->fail(s);
   l.join.finish(s);
@@ -370,6 +379,7 @@ Status setUpOnStandIns(std::vector<PendingOp> ops, LaunchIssue* issue) {
   if (l->segments > 0) HCL_TRY(comm.stagingFor(lead, &l->area));
   if (l->standInBytes > 0) HCL_TRY(pinnedBlock(*l->area, lead, l->standInBytes, &l->base));
   if (l->ipcArea) HCL_TRY(reserveIpcStandIns(*l->ipcArea, lead, ipcStandIns));
+  l->turn = Turn(comm.issueOrder());
   *issue = [l] {
     std::vector<std::function<Status()>> jobs;
     jobs.push_back([l]() -> Status { return runLead(*l); });

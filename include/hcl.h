@@ -25,9 +25,11 @@ typedef struct hclComm* hclComm_t;
 typedef struct hclWindow* hclWindow_t;
 #define HCL_COMM_NULL NULL
 
-/* A stream. NULL means "run now, return when complete". A CPU stream from
- * hclStreamCreate runs operations asynchronously and in order. A CUDA or HIP
- * stream handle may be passed where the matching device backend exists. */
+/* A stream. NULL means "run now, return when complete" (after the
+ * communicator's operations issued earlier on streams: a communicator runs
+ * its operations in the order they were issued, as NCCL does). A CPU stream
+ * from hclStreamCreate runs operations asynchronously and in order. A CUDA or
+ * HIP stream handle may be passed where the matching device backend exists. */
 typedef struct hclStream* hclStream_t;
 
 #define HCL_UNIQUE_ID_BYTES 128

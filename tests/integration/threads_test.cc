@@ -469,6 +469,63 @@ TEST(Threads, GroupsOverSharedStreamsFromTwoThreads) {
   for (hclComm_t c : solo) EXPECT_EQ(hclCommDestroy(c), hclSuccess);
 }
 
+// A communicator's operations run in the order each rank issued them, as
+// NCCL's do, whichever stream (or none) they were issued on. Rank 0's
+// allreduce on C waits on its stream behind an operation on another
+// communicator D that rank 1 issues only later; the call after it on C (on
+// the NULL stream, on another stream, or a split) must still run after it on
+// both ranks. Run out of order, the ranks' C calls mismatch (both fail) or,
+// where both ranks reorder alike, the second call reads the first's output
+// before it is written.
+TEST(Threads, ACommunicatorsOperationsRunInIssueOrderAcrossStreams) {
+  enum class Later { NullStream, OtherStream, Split };
+  for (const Later later : {Later::NullStream, Later::OtherStream, Later::Split}) {
+    SCOPED_TRACE(later == Later::NullStream ? "NULL stream" : later == Later::OtherStream ? "other stream" : "split");
+    auto c = initAll(2);
+    auto d = initAll(2);
+    auto rc = onThreads(2, [&](int r) {
+      hclStream_t s[3] = {nullptr, nullptr, nullptr};
+      for (hclStream_t& x : s) {
+        if (hclStreamCreate(&x) != hclSuccess) return 1;
+      }
+      int32_t blocker = 1, mine = r + 1, sum = 0, twice = 0;
+      if (r == 0) {
+        if (hclAllReduce(&blocker, &blocker, 1, hclInt32, hclSum, d[0], s[0]) != hclSuccess) return 2;
+        if (hclAllReduce(&mine, &sum, 1, hclInt32, hclSum, c[0], s[0]) != hclSuccess) return 3;
+      } else {
+        if (hclAllReduce(&mine, &sum, 1, hclInt32, hclSum, c[1], s[0]) != hclSuccess) return 3;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        if (hclAllReduce(&blocker, &blocker, 1, hclInt32, hclSum, d[1], s[1]) != hclSuccess) return 2;
+      }
+      hclComm_t child = nullptr;
+      switch (later) {
+        case Later::NullStream:
+          if (hclAllReduce(&sum, &twice, 1, hclInt32, hclSum, c[static_cast<size_t>(r)], nullptr) != hclSuccess)
+            return 4;
+          break;
+        case Later::OtherStream:
+          if (hclAllReduce(&sum, &twice, 1, hclInt32, hclSum, c[static_cast<size_t>(r)], s[2]) != hclSuccess) return 4;
+          break;
+        case Later::Split:
+          if (hclCommSplit(c[static_cast<size_t>(r)], 0, r, &child, nullptr) != hclSuccess) return 4;
+          if (hclAllReduce(&sum, &twice, 1, hclInt32, hclSum, child, nullptr) != hclSuccess) return 5;
+          if (hclCommDestroy(child) != hclSuccess) return 6;
+          break;
+      }
+      for (hclStream_t x : s) {
+        if (hclStreamSynchronize(x) != hclSuccess) return 7;
+        if (hclStreamDestroy(x) != hclSuccess) return 8;
+      }
+      if (sum != 3) return 9;
+      if (twice != 6) return 10;
+      return blocker == 2 ? 0 : 11;
+    });
+    EXPECT_EQ(rc, (std::vector<int>{0, 0})) << hclGetLastError(nullptr);
+    destroyAll(c);
+    destroyAll(d);
+  }
+}
+
 // A group over two streams that fails reports the failure on both streams,
 // not only on the one whose worker ran it.
 TEST(Threads, FailedGroupOverTwoStreamsFailsBoth) {

@@ -34,6 +34,8 @@ Status openOne(asio::io_context& io, const NetInterface& itf, std::unique_ptr<Tc
   if (ec) return systemError("bind: " + ec.message());
   acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return systemError("listen: " + ec.message());
+  acceptor.non_blocking(true, ec);  // accepted in a loop until none is pending
+  if (ec) return systemError("non-blocking listener: " + ec.message());
   const asio::ip::tcp::endpoint bound = acceptor.local_endpoint(ec);
   if (ec) return systemError("getsockname: " + ec.message());
   listener->address = NetAddress{itf.name,    itf.ip,        bound.port(), static_cast<uint8_t>(itf.prefixLen),

@@ -330,20 +330,30 @@ void MeshSetup::retryLater(Outgoing& o, std::string why) {
   });
 }
 
+// Waits for the listener to be readable, then accepts with accept4 rather
+// than asio's accept, so the sockets are close-on-exec from the start.
 void MeshSetup::armAccept(TcpListener& listener) {
-  listener.acceptor.async_accept([this, &listener](const asio::error_code& ec, tcp::socket socket) {
+  listener.acceptor.async_wait(tcp::acceptor::wait_read, [this, &listener](const asio::error_code& ec) {
     if (closing_ || ec == asio::error::operation_aborted) return;
-    if (acceptErrorIsTransient(ec)) {
-      armAccept(listener);
-      return;
-    }
     if (ec) {
-      fatal_ = systemError(fmt::format("rank {}: accepting on {} failed: {}", ctx_.rank,
+      fatal_ = systemError(fmt::format("rank {}: waiting for connections on {} failed: {}", ctx_.rank,
                                        describeAddress(listener.address), ec.message()));
       return;
     }
-    setCloseOnExec(socket.native_handle());
-    startHandshake(listener, std::move(socket));
+    for (;;) {
+      tcp::socket socket(io_);
+      tcp::endpoint peer;
+      asio::error_code e;
+      acceptCloseOnExec(listener.acceptor, socket, peer, e);
+      if (e == asio::error::would_block || e == asio::error::try_again) break;
+      if (acceptErrorIsTransient(e)) continue;
+      if (e) {
+        fatal_ = systemError(fmt::format("rank {}: accepting on {} failed: {}", ctx_.rank,
+                                         describeAddress(listener.address), e.message()));
+        return;
+      }
+      startHandshake(listener, std::move(socket));
+    }
     armAccept(listener);
   });
 }

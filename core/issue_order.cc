@@ -1,0 +1,95 @@
+#include "core/issue_order.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/communicator.h"
+#include "core/deadline.h"
+
+namespace hcl {
+
+void IssueOrder::finish(uint64_t ticket) {
+  // Sequentially consistent with abandon(): either this sees a count that
+  // abandon() raised, or abandon() sees this turn's successor as next.
+  next_.store(ticket + 1, std::memory_order_seq_cst);
+  if (abandonedCount_.load(std::memory_order_seq_cst) == 0) return;
+  std::lock_guard lock(abandonedMutex_);
+  skipAbandoned();
+}
+
+void IssueOrder::abandon(uint64_t ticket) {
+  std::lock_guard lock(abandonedMutex_);
+  abandoned_.insert(ticket);
+  abandonedCount_.fetch_add(1, std::memory_order_seq_cst);
+  skipAbandoned();
+}
+
+void IssueOrder::skipAbandoned() {
+  // No turn is held while next_ names an abandoned ticket, so only this
+  // (under the mutex) moves next_ on from there.
+  for (;;) {
+    const uint64_t next = next_.load(std::memory_order_seq_cst);
+    const auto it = abandoned_.find(next);
+    if (it == abandoned_.end()) return;
+    abandoned_.erase(it);
+    abandonedCount_.fetch_sub(1, std::memory_order_seq_cst);
+    next_.store(next + 1, std::memory_order_seq_cst);
+  }
+}
+
+Turn& Turn::operator=(Turn&& other) noexcept {
+  if (this != &other) {
+    release();
+    order_ = std::exchange(other.order_, nullptr);
+    ticket_ = other.ticket_;
+    state_ = std::exchange(other.state_, State::None);
+  }
+  return *this;
+}
+
+void Turn::wait(const std::atomic<bool>& abort, int64_t spinUs) {
+  if (!order_ || state_ != State::Issued) return;
+  if (!order_->isTurn(ticket_)) {
+    Backoff backoff(spinUs);
+    while (!order_->isTurn(ticket_)) {
+      if (abort.load(std::memory_order_acquire)) {
+        order_->abandon(ticket_);
+        state_ = State::None;
+        order_ = nullptr;
+        return;
+      }
+      backoff.pause();
+    }
+  }
+  state_ = State::Held;
+}
+
+void Turn::release() {
+  if (!order_) return;
+  if (state_ == State::Held) {
+    order_->finish(ticket_);
+  } else {
+    order_->abandon(ticket_);
+  }
+  order_ = nullptr;
+  state_ = State::None;
+}
+
+Turns::Turns(std::vector<Communicator*> comms) : comms_(std::move(comms)) {
+  std::sort(comms_.begin(), comms_.end());
+  comms_.erase(std::unique(comms_.begin(), comms_.end()), comms_.end());
+  turns_.reserve(comms_.size());
+  if (comms_.size() == 1) {
+    turns_.emplace_back(comms_[0]->issueOrder());
+    return;
+  }
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (Communicator* c : comms_) locks.emplace_back(c->issueOrder().takeMutex());
+  for (Communicator* c : comms_) turns_.emplace_back(c->issueOrder());
+}
+
+void Turns::wait() {
+  for (size_t i = 0; i < turns_.size(); ++i) turns_[i].wait(comms_[i]->abortFlag(), comms_[i]->settings().spinUs);
+}
+
+}  // namespace hcl
