@@ -403,8 +403,7 @@ Status runTask(CommTask& task) {
 }
 
 Status runSingle(Communicator& comm, const char* callName, const std::function<Status(RunSlot&)>& make) {
-  Turn turn(comm.issueOrder());
-  turn.wait(comm.abortFlag(), comm.settings().spinUs);
+  comm.issueOrder().waitUntilIdle(comm.abortFlag(), comm.settings().spinUs);
   std::unique_lock lock(comm.executionMutex());
   RunSlot slot;
   // A failure to build the run is reported like one of the run itself.

@@ -141,10 +141,10 @@ class CommTask {
 
 // Runs one operation alone on `comm`, as runTask runs a task of one:
 // `make` fills the slot under the execution mutex, then the run is driven
-// until it completes, fails or stalls. It is issued now: it waits for the
-// communicator's operations issued before it (core/issue_order.h).
-// runTask and runTasks leave that to their callers, which take the turns
-// when the tasks are issued.
+// until it completes, fails or stalls. It is issued now, on the calling
+// thread: it first waits for the communicator's operations issued before it
+// (core/issue_order.h). runTask and runTasks leave that to their callers,
+// which take turns when the tasks are issued.
 Status runSingle(Communicator& comm, const char* callName, const std::function<Status(RunSlot&)>& make);
 
 // Drives tasks round-robin until all finish, one fails, a communicator is

@@ -37,6 +37,12 @@ void IssueOrder::skipAbandoned() {
   }
 }
 
+void IssueOrder::waitUntilIdle(const std::atomic<bool>& abort, int64_t spinUs) const {
+  if (idle()) return;
+  Backoff backoff(spinUs);
+  while (!idle() && !abort.load(std::memory_order_acquire)) backoff.pause();
+}
+
 Turn& Turn::operator=(Turn&& other) noexcept {
   if (this != &other) {
     release();

@@ -21,6 +21,15 @@ class IssueOrder {
  public:
   uint64_t take() { return issued_.fetch_add(1, std::memory_order_relaxed); }
   bool isTurn(uint64_t ticket) const { return next_.load(std::memory_order_acquire) == ticket; }
+  // Every operation issued so far has finished or been abandoned.
+  bool idle() const {
+    return next_.load(std::memory_order_acquire) == issued_.load(std::memory_order_acquire);
+  }
+  // For a call that runs on the issuing thread before it returns: waits
+  // until idle() (or `abort` is set). It takes no turn: as in NCCL, one
+  // thread at a time issues on a communicator, so nothing can be issued
+  // after this call until it returns.
+  void waitUntilIdle(const std::atomic<bool>& abort, int64_t spinUs) const;
   // The holder of `ticket` is done: the next turn may start.
   void finish(uint64_t ticket);
   // `ticket` will never run (its operation was dropped, or gave up waiting

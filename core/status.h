@@ -32,9 +32,15 @@ class [[nodiscard]] Status {
   const std::string& message() const { return message_ ? *message_ : empty(); }
 
   // Prefixes the message with context, e.g. the API call name.
+  // Prefixes the message with `context`, unless a lower layer already named
+  // the same call first.
   Status withContext(const std::string& context) const {
     if (ok()) return *this;
-    return {code_, context + ": " + message()};
+    const std::string& text = message();
+    if (text.size() > context.size() && text.compare(0, context.size(), context) == 0 &&
+        text.compare(context.size(), 2, ": ") == 0)
+      return *this;
+    return {code_, context + ": " + text};
   }
 
  private:

@@ -143,6 +143,20 @@ TEST(Threads, SplitColorsKeysNoColorAndConcurrentUse) {
   destroyAll(comms);
 }
 
+// A split that fails names the call once, though both the API and the
+// exchange over the parent's links name it.
+TEST(Threads, AFailedSplitNamesTheCallOnce) {
+  auto comms = initAll(2);
+  ASSERT_EQ(hclCommAbort(comms[1]), hclSuccess);
+  hclComm_t child = nullptr;
+  EXPECT_NE(hclCommSplit(comms[0], 0, 0, &child, nullptr), hclSuccess);
+  const std::string text = hclGetLastError(nullptr);
+  EXPECT_EQ(text.rfind("hclCommSplit: ", 0), 0u) << text;
+  EXPECT_EQ(text.find("hclCommSplit: hclCommSplit"), std::string::npos) << text;
+  EXPECT_EQ(child, nullptr);
+  EXPECT_EQ(hclCommDestroy(comms[0]), hclSuccess);
+}
+
 // As in NCCL, splits inside a group run at hclGroupEnd, so one thread can
 // split several ranks of a communicator (each split waits for the others).
 TEST(Threads, OneThreadSplitsEveryRankInAGroup) {

@@ -84,6 +84,26 @@ TEST(IssueOrder, AnAbortEndsTheWaitAndTheTurnIsSkippedLater) {
   EXPECT_TRUE(order.isTurn(3));
 }
 
+TEST(IssueOrder, IdleOnceEveryIssuedTurnHasEnded) {
+  IssueOrder order;
+  std::atomic<bool> abort{false};
+  EXPECT_TRUE(order.idle());
+  Turn a(order);
+  {
+    Turn b(order);
+    EXPECT_FALSE(order.idle());
+    a.wait(abort, 0);
+    a.release();
+    EXPECT_FALSE(order.idle()) << "b is still outstanding";
+  }
+  EXPECT_TRUE(order.idle());
+  order.waitUntilIdle(abort, 0);
+  Turn c(order);
+  abort = true;
+  order.waitUntilIdle(abort, 0);  // returns on abort although c is outstanding
+  EXPECT_FALSE(order.idle());
+}
+
 // Abandoning and finishing race from two threads: every turn still comes.
 TEST(IssueOrder, AbandonRacingFinishLosesNoTurn) {
   for (int round = 0; round < 2000; ++round) {
