@@ -20,12 +20,21 @@
 namespace hcl {
 namespace {
 
-// The group's operations no longer hold their streams.
-void releaseStreams(const std::vector<PendingOp>& ops) {
+// The streams a group's operations hold (one count per operation), so that
+// hclStreamDestroy refuses them until the group has been queued on them.
+std::vector<hclStream*> heldStreams(const std::vector<PendingOp>& ops) {
+  std::vector<hclStream*> held;
   for (const PendingOp& op : ops) {
-    if (op.stream) op.stream->inOpenGroups.fetch_sub(1, std::memory_order_acq_rel);
+    if (op.stream) held.push_back(op.stream);
   }
+  return held;
 }
+
+void releaseStreams(const std::vector<hclStream*>& held) {
+  for (hclStream* s : held) s->inOpenGroups.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+void releaseStreams(const std::vector<PendingOp>& ops) { releaseStreams(heldStreams(ops)); }
 
 struct GroupState {
   int depth = 0;
@@ -47,6 +56,31 @@ struct GroupState {
 // NCCL's groups are per thread.
 thread_local GroupState tlsGroup;
 
+// A stream job that calls `dropped` if the stream destroys it unrun (a
+// stream whose worker failed to start skips its jobs), so that nothing waits
+// for it for ever.
+std::function<Status()> reportIfDropped(std::function<Status()> job, std::function<void()> dropped) {
+  struct Guard {
+    std::function<Status()> job;
+    std::function<void()> dropped;
+    bool ran = false;
+    ~Guard() {
+      if (!ran && dropped) dropped();
+    }
+  };
+  auto guard = std::make_shared<Guard>();
+  guard->job = std::move(job);
+  guard->dropped = std::move(dropped);
+  return [guard]() -> Status {
+    guard->ran = true;
+    return guard->job();
+  };
+}
+
+Status droppedByItsStream() {
+  return {hclSystemError, "a stream of the launch skipped it (the stream's worker failed to start)"};
+}
+
 // Launches on HCL's own streams (core/stream_launch.h serves those on
 // device-runtime streams).
 Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hclStream*> streams, Turns turns) {
@@ -57,8 +91,13 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
     std::vector<std::unique_ptr<CommTask>> tasks;
     Turns turns;
     std::atomic<size_t> arrived{0};
+    std::atomic<bool> followerDropped{false};
     std::atomic<bool> finished{false};
     Status result;
+    void finish(Status s) {
+      result = std::move(s);
+      finished.store(true, std::memory_order_release);
+    }
   };
   auto launch = std::make_shared<Launch>();
   launch->tasks = std::move(tasks);
@@ -72,24 +111,35 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
   std::sort(byAddress.begin(), byAddress.end());
   std::vector<std::unique_lock<std::mutex>> locks;
   for (hclStream* s : byAddress) locks.emplace_back(s->groupLaunch);
-  streams[0]->impl->enqueue([launch, n]() -> Status {
-    launch->arrived.fetch_add(1);
-    Backoff backoff;
-    while (launch->arrived.load() < n) backoff.pause();
-    launch->turns.wait();
-    launch->result = runTasks(launch->tasks);
-    launch->tasks.clear();
-    launch->turns.release();
-    launch->finished.store(true, std::memory_order_release);
-    return launch->result;
-  });
+  streams[0]->impl->enqueue(reportIfDropped(
+      [launch, n]() -> Status {
+        launch->arrived.fetch_add(1);
+        Backoff backoff;
+        while (launch->arrived.load() < n) backoff.pause();
+        if (launch->followerDropped.load()) {
+          launch->finish(droppedByItsStream());
+          return launch->result;
+        }
+        launch->turns.wait();
+        Status s = runTasks(launch->tasks);
+        launch->tasks.clear();
+        launch->turns.release();
+        launch->finish(std::move(s));
+        return launch->result;
+      },
+      [launch] { launch->finish(droppedByItsStream()); }));
   for (size_t i = 1; i < n; ++i) {
-    streams[i]->impl->enqueue([launch]() -> Status {
-      launch->arrived.fetch_add(1);
-      Backoff backoff;
-      while (!launch->finished.load(std::memory_order_acquire)) backoff.pause();
-      return launch->result;
-    });
+    streams[i]->impl->enqueue(reportIfDropped(
+        [launch]() -> Status {
+          launch->arrived.fetch_add(1);
+          Backoff backoff;
+          while (!launch->finished.load(std::memory_order_acquire)) backoff.pause();
+          return launch->result;
+        },
+        [launch] {
+          launch->followerDropped.store(true);
+          launch->arrived.fetch_add(1);
+        }));
   }
   return {};
 }
@@ -100,10 +150,12 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
 void waitForQueuedWork(const std::vector<hclStream*>& streams) {
   auto reached = std::make_shared<std::atomic<size_t>>(0);
   for (hclStream* s : streams) {
-    s->impl->enqueue([reached]() -> Status {
-      reached->fetch_add(1, std::memory_order_release);
-      return {};
-    });
+    s->impl->enqueue(reportIfDropped(
+        [reached]() -> Status {
+          reached->fetch_add(1, std::memory_order_release);
+          return {};
+        },
+        [reached] { reached->fetch_add(1, std::memory_order_release); }));
   }
   Backoff backoff;
   while (reached->load(std::memory_order_acquire) < streams.size()) backoff.pause();
@@ -239,9 +291,11 @@ Status groupEnd() {
   bool outermost = false;
   std::vector<PendingOp> ops;
   const Status closed = closeLevel("hclGroupEnd", Status{}, outermost, ops);
-  releaseStreams(ops);  // the group is closed: its operations now belong to their streams' queues
-  if (!closed.ok() || !outermost) return closed;
-  return launch(std::move(ops));
+  // Until its operations are queued, the group still holds their streams.
+  const std::vector<hclStream*> held = heldStreams(ops);
+  const Status launched = closed.ok() && outermost ? launch(std::move(ops)) : closed;
+  releaseStreams(held);
+  return launched;
 }
 
 Status groupSimulateEnd(const Status& refusal, double& estimated) {
