@@ -1,4 +1,5 @@
 #include "core/executor.h"
+#include "core/no_throw.h"
 
 #include <fmt/format.h>
 
@@ -355,7 +356,9 @@ Status stepWork(Communicator& comm, const char* callName, Work& work, ProgressWa
   } else if (Status f = comm.failure(); !f.ok()) {
     s = f;
   } else {
-    s = work.advance(done, progressed);
+    // An exception (out of memory while building a run) fails the
+    // communicator like any error, so posted transfers are withdrawn.
+    s = noThrow(callName, [&] { return work.advance(done, progressed); });
     if (s.ok() && *done) return {};
     if (*progressed) {
       watch.progressed();

@@ -3,6 +3,7 @@
 
 #include "core/errors.h"
 #include "core/group.h"
+#include "core/no_throw.h"
 #include "core/log.h"
 #include "core/validate.h"
 
@@ -69,7 +70,7 @@ hclResult_t submitCollective(CollCall c, hclComm_t comm, hclStream_t stream) {
     op.root = hasRoot ? c.root : 0;
     op.stream = stream;
     op.comm = std::move(impl);
-    return report(submit(std::move(op)), comm);
+    return report(failGroup(noThrow(c.name, [&] { return submit(std::move(op)); })), comm);
   }
   return report(failGroup(s.withContext(c.name)), comm);
 }
@@ -162,7 +163,7 @@ static hclResult_t submitP2P(const char* name, bool isSend, const void* buff, si
     op.type = datatype;
     op.root = peer;
     op.stream = stream;
-    return report(submit(std::move(op)), comm);
+    return report(failGroup(noThrow(name, [&] { return submit(std::move(op)); })), comm);
   }
   return report(failGroup(s.withContext(name)), comm);
 }
@@ -179,7 +180,7 @@ hclResult_t hclRecv(void* recvbuff, size_t count, hclDataType_t datatype, int pe
 
 hclResult_t hclGroupStart(void) { return report(groupStart()); }
 
-hclResult_t hclGroupEnd(void) { return report(groupEnd()); }
+hclResult_t hclGroupEnd(void) { return report(noThrow("hclGroupEnd", [] { return groupEnd(); })); }
 
 hclResult_t hclGroupSimulateEnd(hclSimInfo_t* simInfo) {
   // As NCCL: without a simInfo the group simply ends; with a bad one it is
