@@ -89,7 +89,7 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
   // keeps each stream's order, and report its result too.
   struct Launch {
     std::vector<std::unique_ptr<CommTask>> tasks;
-    Turns turns;
+    Turns turns;  // after the tasks, which keep its communicators alive
     std::atomic<size_t> arrived{0};
     std::atomic<bool> followerDropped{false};
     std::atomic<bool> finished{false};
@@ -122,8 +122,8 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
         }
         launch->turns.wait();
         Status s = runTasks(launch->tasks);
+        launch->turns.release();  // first: the tasks may hold the last references to the communicators
         launch->tasks.clear();
-        launch->turns.release();
         launch->finish(std::move(s));
         return launch->result;
       },
@@ -201,7 +201,9 @@ Status launch(std::vector<PendingOp> ops) {
   // earlier operations of its communicators on other streams.
   waitForQueuedWork(streams);
   turns.wait();
-  return runTasks(tasks);
+  const Status s = runTasks(tasks);
+  turns.release();
+  return s;
 }
 
 // Inits run concurrently (ranks of one communicator driven by one thread

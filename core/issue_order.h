@@ -77,7 +77,9 @@ class Turn {
   friend class Turns;
 };
 
-// The turns of one launch on each of its communicators, taken together.
+// The turns of one launch on each of its communicators, taken together. It
+// does not own the communicators: its holder keeps them alive until it has
+// released the turns.
 class Turns {
  public:
   Turns() = default;
