@@ -210,12 +210,18 @@ Status connectBootstrapThrowing(const hclUniqueId& id, int nranks, int rank, int
   const auto ip = asio::ip::make_address(contents.rootIp, ec);
   if (ec) return invalidArgument(fmt::format("hclUniqueId holds an unusable root address {}", contents.rootIp));
   const Deadline deadline(timeoutMs);
-  if (contents.rootStartedByRank0 && rank == 0)
-    HCL_TRY(startRootForRank0(contents, ip, deadline, timeoutMs, abortFlag));
+  const bool hostsRoot = contents.rootStartedByRank0 && rank == 0;
+  if (hostsRoot) HCL_TRY(startRootForRank0(contents, ip, deadline, timeoutMs, abortFlag));
 
   auto client = std::make_unique<BootstrapClient>(contents, tcp::endpoint(ip, contents.rootPort), nranks, rank,
                                                   timeoutMs, abortFlag);
-  HCL_TRY(client->join(deadline));
+  if (Status joined = client->join(deadline); !joined.ok()) {
+    // No communicator forms without rank 0. Its root would hold the agreed
+    // address (and keep the other ranks waiting) until its join timeout, or
+    // for ever without one, so a retry in this process could not bind it.
+    if (hostsRoot) (void)stopBootstrapRoot(contents.rootPort, secretOf(contents));
+    return joined;
+  }
   out = std::move(client);
   return Status::success();
 }

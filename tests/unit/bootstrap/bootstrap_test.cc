@@ -283,6 +283,21 @@ TEST(Bootstrap, CommIdModeRank0StartsTheRoot) {
   }
 }
 
+// Rank 0 hosts the root of an HCL_COMM_ID id; when its own join fails (here
+// aborted before it began, with no timeout), it stops that root, so a retry
+// in the same process can bind the address again.
+TEST(Bootstrap, CommIdRank0WhoseJoinFailsFreesTheAddress) {
+  test::ScopedEnv commId("HCL_COMM_ID", "127.0.0.1:" + std::to_string(freeLoopbackPort()));
+  hclUniqueId id;
+  ASSERT_TRUE(createUniqueId(&id).ok());
+  std::atomic<bool> aborted{true};
+  std::unique_ptr<Oob> oob;
+  const Status failed = connectBootstrap(id, 2, 0, 0 /* no timeout */, &aborted, oob);
+  ASSERT_FALSE(failed.ok());
+  const Status retried = connectBootstrap(id, 1, 0, kGenerousMs, nullptr, oob);
+  EXPECT_TRUE(retried.ok()) << retried.message();
+}
+
 TEST(Bootstrap, CommIdRootBindFailureNamesTheAddress) {
   test::ScopedEnv commId("HCL_COMM_ID", "192.0.2.123:4567");  // TEST-NET: not an address of this host
   hclUniqueId id;
