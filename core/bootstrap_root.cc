@@ -310,7 +310,7 @@ void RootServer::acceptPending() {
     std::error_code ec;
     acceptCloseOnExec(acceptor_, socket, peer, ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) return;
-    if (ec == asio::error::connection_aborted || ec == asio::error::interrupted) continue;
+    if (acceptErrorIsTransient(ec)) continue;
     if (ec) {
       // Out of file descriptors, typically: the pending connection stays
       // queued, so listening again at once would spin. Pause, say it once.

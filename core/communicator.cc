@@ -67,6 +67,7 @@ Status Communicator::stagingFor(const void* stream, StagingArea** out) {
 
 void Communicator::requestAbort() {
   abortFlag_.store(true, std::memory_order_release);
+  issueOrder_.wake();  // operations waiting for their turn give up
   // An operation in flight sees the flag within one polling round and
   // releases the lock; connections are only touched by the lock holder.
   std::lock_guard lock(executionMutex_);

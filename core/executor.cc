@@ -427,8 +427,13 @@ Status runSingle(Communicator& comm, const char* callName, const std::function<S
   return driveAlone(comm, callName, work);
 }
 
-Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks) {
-  if (tasks.size() == 1) return runTask(*tasks[0]);
+Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks, Turns* turns) {
+  if (turns) turns->wait();
+  if (tasks.size() == 1) {
+    const Status s = runTask(*tasks[0]);
+    if (turns) turns->release();
+    return s;
+  }
   // Lock communicators in a fixed order so two launches on the same set
   // cannot deadlock; each is unlocked as soon as its tasks end, so an
   // hclCommAbort waiting for it returns promptly.
@@ -463,7 +468,10 @@ Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks) {
         finished[i] = true;
         --remaining;
         const size_t ci = commIndex(&tasks[i]->comm());
-        if (--unfinishedPerComm[ci] == 0) locks[ci].unlock();
+        if (--unfinishedPerComm[ci] == 0) {
+          locks[ci].unlock();
+          if (turns) turns->release(comms[ci]);
+        }
       }
     }
     if (anyProgress) {

@@ -12,6 +12,7 @@
 
 #include "collectives/plan/schedule.h"
 #include "core/communicator.h"
+#include "core/issue_order.h"
 #include "core/schedule_cache.h"
 
 namespace hcl {
@@ -150,7 +151,9 @@ Status runSingle(Communicator& comm, const char* callName, const std::function<S
 // Drives tasks round-robin until all finish, one fails, a communicator is
 // aborted, or nothing moves for the communicator's timeout. A failure marks
 // the communicator failed, which breaks its links so peers fail too.
-Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks);
+// With `turns` (the launch's, taken when it was issued), waits for them
+// first, and releases each communicator's as soon as its tasks end.
+Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks, Turns* turns = nullptr);
 // The same for a single task.
 Status runTask(CommTask& task);
 

@@ -78,7 +78,7 @@ std::function<Status()> reportIfDropped(std::function<Status()> job, std::functi
 }
 
 Status droppedByItsStream() {
-  return {hclSystemError, "a stream of the launch skipped it (the stream's worker failed to start)"};
+  return {hclSystemError, "a stream of the launch skipped it (the stream could not start or hold its work)"};
 }
 
 // Launches on HCL's own streams (core/stream_launch.h serves those on
@@ -91,7 +91,7 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
     std::vector<std::unique_ptr<CommTask>> tasks;
     Turns turns;  // after the tasks, which keep its communicators alive
     std::atomic<size_t> arrived{0};
-    std::atomic<bool> followerDropped{false};
+    std::atomic<bool> incomplete{false};  // a follower's job was dropped, or never queued
     std::atomic<bool> finished{false};
     Status result;
     void finish(Status s) {
@@ -115,31 +115,39 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
       [launch, n]() -> Status {
         launch->arrived.fetch_add(1);
         Backoff backoff;
-        while (launch->arrived.load() < n) backoff.pause();
-        if (launch->followerDropped.load()) {
+        while (launch->arrived.load() < n && !launch->incomplete.load()) backoff.pause();
+        if (launch->incomplete.load()) {
+          launch->turns.release();
           launch->finish(droppedByItsStream());
           return launch->result;
         }
-        launch->turns.wait();
-        Status s = runTasks(launch->tasks);
+        Status s = runTasks(launch->tasks, &launch->turns);
         launch->turns.release();  // first: the tasks may hold the last references to the communicators
         launch->tasks.clear();
         launch->finish(std::move(s));
         return launch->result;
       },
-      [launch] { launch->finish(droppedByItsStream()); }));
-  for (size_t i = 1; i < n; ++i) {
-    streams[i]->impl->enqueue(reportIfDropped(
-        [launch]() -> Status {
-          launch->arrived.fetch_add(1);
-          Backoff backoff;
-          while (!launch->finished.load(std::memory_order_acquire)) backoff.pause();
-          return launch->result;
-        },
-        [launch] {
-          launch->followerDropped.store(true);
-          launch->arrived.fetch_add(1);
-        }));
+      [launch] {
+        launch->turns.release();
+        launch->finish(droppedByItsStream());
+      }));
+  try {
+    for (size_t i = 1; i < n; ++i) {
+      streams[i]->impl->enqueue(reportIfDropped(
+          [launch]() -> Status {
+            launch->arrived.fetch_add(1);
+            Backoff backoff;
+            while (!launch->finished.load(std::memory_order_acquire)) backoff.pause();
+            return launch->result;
+          },
+          [launch] {
+            launch->incomplete.store(true);
+            launch->arrived.fetch_add(1);
+          }));
+    }
+  } catch (...) {
+    launch->incomplete.store(true);  // the queued lead gives up instead of waiting for the rest
+    throw;
   }
   return {};
 }
@@ -180,7 +188,7 @@ Status checkSelfExchanges(const std::vector<PendingOp>& ops) {
   return {};
 }
 
-Status launch(std::vector<PendingOp> ops) {
+Status launchUnguarded(std::vector<PendingOp> ops) {
   if (ops.empty()) return {};
   if (onDeviceStreams(ops)) return launchOnDeviceStreams(std::move(ops));
   std::vector<hclStream*> streams;
@@ -200,10 +208,26 @@ Status launch(std::vector<PendingOp> ops) {
   // Blocking launch: earlier work on the involved streams comes first, and
   // earlier operations of its communicators on other streams.
   waitForQueuedWork(streams);
-  turns.wait();
-  const Status s = runTasks(tasks);
+  const Status s = runTasks(tasks, &turns);
   turns.release();
   return s;
+}
+
+// An exception (out of memory) may leave part of the group queued and the
+// rest not: the ranks would then be out of step, so its communicators fail.
+Status launch(std::vector<PendingOp> ops) {
+  std::vector<std::shared_ptr<Communicator>> comms;
+  for (const PendingOp& op : ops) {
+    if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
+  }
+  const char* call = ops.size() == 1 ? ops.front().call : "hclGroupEnd";
+  try {
+    return launchUnguarded(std::move(ops));
+  } catch (...) {
+    const Status s = noThrow(call, [e = std::current_exception()]() -> Status { std::rethrow_exception(e); });
+    for (const auto& c : comms) c->fail(s);
+    return s;
+  }
 }
 
 // Inits run concurrently (ranks of one communicator driven by one thread
@@ -294,10 +318,11 @@ Status groupEnd() {
   std::vector<PendingOp> ops;
   const Status closed = closeLevel("hclGroupEnd", Status{}, outermost, ops);
   // Until its operations are queued, the group still holds their streams.
-  const std::vector<hclStream*> held = heldStreams(ops);
-  const Status launched = closed.ok() && outermost ? launch(std::move(ops)) : closed;
-  releaseStreams(held);
-  return launched;
+  struct Hold {
+    std::vector<hclStream*> streams;
+    ~Hold() { releaseStreams(streams); }
+  } hold{heldStreams(ops)};
+  return closed.ok() && outermost ? launch(std::move(ops)) : closed;
 }
 
 Status groupSimulateEnd(const Status& refusal, double& estimated) {
@@ -316,8 +341,9 @@ bool openGroupUses(const hclStream* stream) { return stream->inOpenGroups.load(s
 
 Status submit(PendingOp&& op) {
   if (inGroup()) {
-    if (op.stream) op.stream->inOpenGroups.fetch_add(1, std::memory_order_acq_rel);
-    tlsGroup.ops.push_back(std::move(op));
+    hclStream* stream = op.stream;
+    tlsGroup.ops.push_back(std::move(op));  // first: it may throw
+    if (stream) stream->inOpenGroups.fetch_add(1, std::memory_order_acq_rel);
     return {};
   }
   // The latency path: one collective on the null stream runs right here,

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "core/communicator.h"
-#include "core/deadline.h"
 
 namespace hcl {
 
@@ -12,9 +11,18 @@ void IssueOrder::finish(uint64_t ticket) {
   // Sequentially consistent with abandon(): either this sees a count that
   // abandon() raised, or abandon() sees this turn's successor as next.
   next_.store(ticket + 1, std::memory_order_seq_cst);
-  if (abandonedCount_.load(std::memory_order_seq_cst) == 0) return;
-  std::lock_guard lock(abandonedMutex_);
-  skipAbandoned();
+  if (abandonedCount_.load(std::memory_order_seq_cst) != 0) {
+    std::lock_guard lock(abandonedMutex_);
+    skipAbandoned();
+  }
+  wake();
+}
+
+void IssueOrder::wake() {
+  // After the change it announces: a waiter that read the old count before
+  // looking at the change then finds the count moved and looks again.
+  changes_.fetch_add(1, std::memory_order_seq_cst);
+  changes_.notify_all();
 }
 
 void IssueOrder::abandon(uint64_t ticket) {
@@ -22,6 +30,7 @@ void IssueOrder::abandon(uint64_t ticket) {
   abandoned_.insert(ticket);
   abandonedCount_.fetch_add(1, std::memory_order_seq_cst);
   skipAbandoned();
+  wake();
 }
 
 void IssueOrder::skipAbandoned() {
@@ -39,8 +48,7 @@ void IssueOrder::skipAbandoned() {
 
 void IssueOrder::waitUntilIdle(const std::atomic<bool>& abort, int64_t spinUs) const {
   if (idle()) return;
-  Backoff backoff(spinUs);
-  while (!idle() && !abort.load(std::memory_order_acquire)) backoff.pause();
+  waitUntil([this] { return idle(); }, abort, spinUs);
 }
 
 Turn& Turn::operator=(Turn&& other) noexcept {
@@ -56,15 +64,12 @@ Turn& Turn::operator=(Turn&& other) noexcept {
 void Turn::wait(const std::atomic<bool>& abort, int64_t spinUs) {
   if (!order_ || state_ != State::Issued) return;
   if (!order_->isTurn(ticket_)) {
-    Backoff backoff(spinUs);
-    while (!order_->isTurn(ticket_)) {
-      if (abort.load(std::memory_order_acquire)) {
-        order_->abandon(ticket_);
-        state_ = State::None;
-        order_ = nullptr;
-        return;
-      }
-      backoff.pause();
+    order_->waitUntil([this] { return order_->isTurn(ticket_); }, abort, spinUs);
+    if (!order_->isTurn(ticket_)) {  // aborted
+      order_->abandon(ticket_);
+      state_ = State::None;
+      order_ = nullptr;
+      return;
     }
   }
   state_ = State::Held;
@@ -92,6 +97,11 @@ Turns::Turns(std::vector<Communicator*> comms) : comms_(std::move(comms)) {
   std::vector<std::unique_lock<std::mutex>> locks;
   for (Communicator* c : comms_) locks.emplace_back(c->issueOrder().takeMutex());
   for (Communicator* c : comms_) turns_.emplace_back(c->issueOrder());
+}
+
+void Turns::release(const Communicator* comm) {
+  const auto it = std::lower_bound(comms_.begin(), comms_.end(), comm);
+  if (it != comms_.end() && *it == comm) turns_[static_cast<size_t>(it - comms_.begin())].release();
 }
 
 void Turns::wait() {

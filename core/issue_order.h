@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <set>
@@ -30,6 +31,12 @@ class IssueOrder {
   // thread at a time issues on a communicator, so nothing can be issued
   // after this call until it returns.
   void waitUntilIdle(const std::atomic<bool>& abort, int64_t spinUs) const;
+  // Busy-polls for spinUs, then sleeps until a turn ends (or wake()), until
+  // `done()` or `abort` holds.
+  template <typename Done>
+  void waitUntil(Done done, const std::atomic<bool>& abort, int64_t spinUs) const;
+  // Makes waiters look again: call after setting the abort flag.
+  void wake();
   // The holder of `ticket` is done: the next turn may start.
   void finish(uint64_t ticket);
   // `ticket` will never run (its operation was dropped, or gave up waiting
@@ -44,6 +51,7 @@ class IssueOrder {
 
   std::atomic<uint64_t> issued_{0};
   std::atomic<uint64_t> next_{0};
+  std::atomic<uint32_t> changes_{0};  // bumped by every change a waiter may wait for
   std::atomic<size_t> abandonedCount_{0};
   std::mutex abandonedMutex_;
   std::set<uint64_t> abandoned_;
@@ -86,11 +94,27 @@ class Turns {
   explicit Turns(std::vector<Communicator*> comms);
   // In address order, as every launch waits.
   void wait();
+  // One communicator's turn, once its part of the launch is done, so that
+  // its next operation need not wait for the launch's other parts.
+  void release(const Communicator* comm);
   void release() { turns_.clear(); }
 
  private:
   std::vector<Communicator*> comms_;  // by address
   std::vector<Turn> turns_;           // one per communicator, in that order
 };
+
+template <typename Done>
+void IssueOrder::waitUntil(Done done, const std::atomic<bool>& abort, int64_t spinUs) const {
+  const auto spinUntil = std::chrono::steady_clock::now() + std::chrono::microseconds(spinUs);
+  do {
+    if (done() || abort.load(std::memory_order_acquire)) return;
+  } while (std::chrono::steady_clock::now() < spinUntil);
+  for (;;) {
+    const uint32_t seen = changes_.load(std::memory_order_acquire);
+    if (done() || abort.load(std::memory_order_acquire)) return;
+    changes_.wait(seen, std::memory_order_acquire);
+  }
+}
 
 }  // namespace hcl

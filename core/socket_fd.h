@@ -51,6 +51,28 @@ void acceptCloseOnExec(Acceptor& acceptor, Socket& socket, typename Acceptor::en
   if (ec) ::close(fd);
 }
 
+// Linux's accept() passes on the network errors of the connection it was
+// about to return (accept(2) lists them for TCP); the listener itself is
+// fine, so such an error, like a connection aborted before it was accepted
+// or a signal, means: accept again.
+inline bool acceptErrorIsTransient(const std::error_code& ec) {
+  if (ec == asio::error::connection_aborted || ec == asio::error::interrupted) return true;
+  if (ec.category() != asio::error::get_system_category()) return false;
+  switch (ec.value()) {
+    case ENETDOWN:
+    case EPROTO:
+    case ENOPROTOOPT:
+    case EHOSTDOWN:
+    case ENONET:
+    case EHOSTUNREACH:
+    case EOPNOTSUPP:
+    case ENETUNREACH:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // True when a connected socket's two ends are the same address and port:
 // retrying a port nobody listens on can end connected to itself (TCP's
 // simultaneous open), which is no link to the peer.

@@ -195,6 +195,8 @@ Status shrinkCommunicator(const std::shared_ptr<Communicator>& parent, const std
   }
   const int myIndex = static_cast<int>(std::find(members.begin(), members.end(), parent->rank()) - members.begin());
   if (abortParent && !parent->abortFlag().load()) parent->requestAbort();
+  // After the parent's earlier operations: one of them may still fail it.
+  parent->issueOrder().waitUntilIdle(parent->abortFlag(), parent->settings().spinUs);
   if (parent->abortFlag().load() || !parent->failure().ok()) {
     return meetAtRescueRoot(parent, members, myIndex, settings, out);
   }

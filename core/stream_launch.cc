@@ -6,6 +6,7 @@
 
 #include "core/group_tasks.h"
 #include "core/ipc_run.h"
+#include "core/no_throw.h"
 #include "core/stand_ins.h"
 #include "core/staged_run.h"
 #include "device/gated_stream.h"
@@ -126,23 +127,39 @@ Status setUpPipelined(std::vector<PendingOp> ops, LaunchIssue* issue) {
   l->tasks = std::make_shared<std::vector<std::unique_ptr<CommTask>>>(buildTasks(l->ops));
   l->turn = Turn(comm.issueOrder());
   *issue = [l, stream] {
-    static_cast<GatedStream&>(*stream->impl)
-        .enqueuePrepared([&](StreamGate& gate, uint64_t* last) { issuePipelined(*l, gate, last); },
-                         [l, tasks = l->tasks, ipc = l->ops.front().ipc, gated = l->ops.front().gated]() -> Status {
-                           // The work queued on the stream before the call may
-                           // take any time: waiting for it is not a stalled
-                           // peer, so it happens before the executor's watch
-                           // starts. The gate is set before the first ticket
-                           // is published.
-                           uint64_t ticket = 0;
-                           HCL_TRY((ipc ? ipc->tickets : gated->tickets).waitPublished(0, &ticket));
-                           HCL_TRY((ipc ? ipc->gate : gated->gate)->waitStart(ticket));
-                           Communicator& comm = *l->ops.front().comm;
-                           l->turn.wait(comm.abortFlag(), comm.settings().spinUs);
-                           const Status s = runTasks(*tasks);
-                           l->turn.release();
-                           return s;
-                         });
+    auto failTickets = [&l](const Status& s) {
+      PendingOp& first = l->ops.front();
+      (first.ipc ? first.ipc->tickets : first.gated->tickets).fail(s);
+    };
+    auto prepare = [&](StreamGate& gate, uint64_t* last) {
+      const Status s = noThrow("staging on the stream", [&] {
+        issuePipelined(*l, gate, last);
+        return Status{};
+      });
+      if (!s.ok()) failTickets(s);
+    };
+    auto job = [l, tasks = l->tasks, ipc = l->ops.front().ipc, gated = l->ops.front().gated]() -> Status {
+      // The work queued on the stream before the call may take any time:
+      // waiting for it is not a stalled peer, so it happens before the
+      // executor's watch starts. The gate is set before the first ticket is
+      // published.
+      uint64_t ticket = 0;
+      HCL_TRY((ipc ? ipc->tickets : gated->tickets).waitPublished(0, &ticket));
+      HCL_TRY((ipc ? ipc->gate : gated->gate)->waitStart(ticket));
+      Communicator& comm = *l->ops.front().comm;
+      l->turn.wait(comm.abortFlag(), comm.settings().spinUs);
+      const Status s = runTasks(*tasks);
+      l->turn.release();
+      return s;
+    };
+    // The job is queued before prepare runs: a throw (out of memory) must
+    // reach it as a failure, not leave it waiting for unpublished tickets.
+    try {
+      static_cast<GatedStream&>(*stream->impl).enqueuePrepared(prepare, std::move(job));
+    } catch (const std::exception& e) {
+      failTickets({hclSystemError, e.what()});
+      throw;
+    }
   };
   return {};
 }
@@ -384,20 +401,29 @@ Status setUpOnStandIns(std::vector<PendingOp> ops, LaunchIssue* issue) {
     std::vector<std::function<Status()>> jobs;
     jobs.push_back([l]() -> Status { return runLead(*l); });
     for (size_t f = 0; f < l->join.followers; ++f) jobs.push_back([l]() -> Status { return l->join.awaitFinish(); });
-    GatedStream::enqueueJoined(
-        l->streams,
-        [&](const std::vector<StreamGate*>& gates, std::vector<uint64_t>& last) {
-          l->gates = gates;
-          if (Status s = issueSteps(*l, last); !s.ok()) {
-            const Status why = s.withContext("staging on the stream");
-            l->tickets.fail(why);
-            l->join.tickets.fail(why);
-            for (LaunchStep& step : l->steps) {
-              if (step.ipc) step.ipc->tickets.fail(why);
-            }
-          }
-        },
-        std::move(jobs));
+    auto failTickets = [&l](const Status& s) {
+      const Status why = s.withContext("staging on the stream");
+      l->tickets.fail(why);
+      l->join.tickets.fail(why);
+      for (LaunchStep& step : l->steps) {
+        if (step.ipc) step.ipc->tickets.fail(why);
+      }
+    };
+    // Jobs may be queued before anything throws (out of memory): they must
+    // see a failure, not wait for tickets that are never published.
+    try {
+      GatedStream::enqueueJoined(
+          l->streams,
+          [&](const std::vector<StreamGate*>& gates, std::vector<uint64_t>& last) {
+            l->gates = gates;
+            if (Status s = noThrow("staging on the stream", [&] { return issueSteps(*l, last); }); !s.ok())
+              failTickets(s);
+          },
+          std::move(jobs));
+    } catch (const std::exception& e) {
+      failTickets({hclSystemError, e.what()});
+      throw;
+    }
   };
   return {};
 }

@@ -143,6 +143,43 @@ TEST(Threads, SplitColorsKeysNoColorAndConcurrentUse) {
   destroyAll(comms);
 }
 
+// A launch over several communicators gives each one's turn back as soon
+// as its part is done, as each communicator's execution mutex is: its next
+// operation must not wait for the launch's other parts. Here rank p0's group
+// over A and B finishes A at once but waits on B for p2, who is behind D,
+// which needs p1's D, queued behind p1's second A, which needs p0's next A.
+TEST(Threads, ALaunchOverSeveralCommunicatorsFreesEachWhenItsPartEnds) {
+  setenv("HCL_TIMEOUT_MS", "20000", 1);  // the cycle would end in a timeout, not a hang
+  auto a = initAll(2);
+  auto b = initAll(2);
+  auto d = initAll(2);
+  unsetenv("HCL_TIMEOUT_MS");
+  auto rc = onThreads(3, [&](int p) {
+    hclStream_t s1 = nullptr, s2 = nullptr;
+    if (hclStreamCreate(&s1) != hclSuccess || hclStreamCreate(&s2) != hclSuccess) return 1;
+    int32_t x = 1, y = 1, z = 1;
+    auto sum = [](int32_t& v, hclComm_t c, hclStream_t s) { return hclAllReduce(&v, &v, 1, hclInt32, hclSum, c, s); };
+    if (p == 0) {
+      if (hclGroupStart() != hclSuccess || sum(x, a[0], s1) != hclSuccess || sum(y, b[0], s1) != hclSuccess ||
+          hclGroupEnd() != hclSuccess || sum(z, a[0], s2) != hclSuccess)
+        return 2;
+    } else if (p == 1) {
+      if (sum(x, a[1], s1) != hclSuccess || sum(z, a[1], s1) != hclSuccess || sum(y, d[0], s1) != hclSuccess) return 2;
+    } else {
+      if (sum(y, d[1], s1) != hclSuccess || sum(x, b[1], s1) != hclSuccess) return 2;
+    }
+    if (hclStreamSynchronize(s1) != hclSuccess || hclStreamSynchronize(s2) != hclSuccess) return 3;
+    hclStreamDestroy(s1);
+    hclStreamDestroy(s2);
+    if (p == 2) return x == 2 && y == 2 ? 0 : 4;
+    return x == 2 && y == 2 && z == 2 ? 0 : 4;
+  });
+  EXPECT_EQ(rc, (std::vector<int>{0, 0, 0})) << hclGetLastError(nullptr);
+  destroyAll(a);
+  destroyAll(b);
+  destroyAll(d);
+}
+
 // A split that fails names the call once, though both the API and the
 // exchange over the parent's links name it.
 TEST(Threads, AFailedSplitNamesTheCallOnce) {

@@ -91,22 +91,4 @@ std::string congestionInUse(int fd) {
   return std::string(inUse, ::strnlen(inUse, length));
 }
 
-bool acceptErrorIsTransient(const asio::error_code& ec) {
-  if (ec == asio::error::connection_aborted || ec == asio::error::interrupted) return true;
-  if (ec.category() != asio::error::get_system_category()) return false;
-  switch (ec.value()) {
-    case ENETDOWN:
-    case EPROTO:
-    case ENOPROTOOPT:
-    case EHOSTDOWN:
-    case ENONET:
-    case EHOSTUNREACH:
-    case EOPNOTSUPP:
-    case ENETUNREACH:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace hcl::tcp

@@ -29,12 +29,6 @@ void applyBufferSizes(SocketLike& socket) {
   socket.set_option(asio::socket_base::receive_buffer_size(size), ignored);
 }
 
-// Linux's accept() passes on the network errors of the connection it was
-// about to return (accept(2) lists them for TCP); the listener itself is
-// fine, so such an error, like a connection aborted before it was accepted
-// or a signal, means: accept again.
-bool acceptErrorIsTransient(const asio::error_code& ec);
-
 // True when `address` is a loopback address or one of `interfaces` (this
 // host's, from listInterfaces()): a connection to it never leaves the machine.
 bool isThisHostAddress(const asio::ip::address& address,
