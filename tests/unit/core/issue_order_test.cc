@@ -74,7 +74,8 @@ TEST(IssueOrder, AnAbortEndsTheWaitAndTheTurnIsSkippedLater) {
   first.wait(abort, 0);
   std::thread t([&] { second.wait(abort, 0); });
   abort = true;
-  t.join();  // returns although `first` still holds its turn
+  order.wake();  // as Communicator::requestAbort does after setting the flag
+  t.join();      // returns although `first` still holds its turn
   abort = false;
   first.release();
   ASSERT_TRUE(order.isTurn(2)) << "the turn given up on abort was not skipped";
