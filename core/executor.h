@@ -152,7 +152,8 @@ Status runSingle(Communicator& comm, const char* callName, const std::function<S
 // aborted, or nothing moves for the communicator's timeout. A failure marks
 // the communicator failed, which breaks its links so peers fail too.
 // With `turns` (the launch's, taken when it was issued), waits for them
-// first, and releases each communicator's as soon as its tasks end.
+// first, and releases each communicator's as soon as its tasks end: all are
+// released when it returns.
 Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks, Turns* turns = nullptr);
 // The same for a single task.
 Status runTask(CommTask& task);

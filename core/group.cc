@@ -121,8 +121,7 @@ Status runOnStreams(std::vector<std::unique_ptr<CommTask>> tasks, std::vector<hc
           launch->finish(droppedByItsStream());
           return launch->result;
         }
-        Status s = runTasks(launch->tasks, &launch->turns);
-        launch->turns.release();  // first: the tasks may hold the last references to the communicators
+        Status s = runTasks(launch->tasks, &launch->turns);  // releases the turns before the tasks go
         launch->tasks.clear();
         launch->finish(std::move(s));
         return launch->result;
@@ -208,9 +207,7 @@ Status launchUnguarded(std::vector<PendingOp> ops) {
   // Blocking launch: earlier work on the involved streams comes first, and
   // earlier operations of its communicators on other streams.
   waitForQueuedWork(streams);
-  const Status s = runTasks(tasks, &turns);
-  turns.release();
-  return s;
+  return runTasks(tasks, &turns);
 }
 
 // An exception (out of memory) may leave part of the group queued and the

@@ -47,7 +47,6 @@ void IssueOrder::skipAbandoned() {
 }
 
 void IssueOrder::waitUntilIdle(const std::atomic<bool>& abort, int64_t spinUs) const {
-  if (idle()) return;
   waitUntil([this] { return idle(); }, abort, spinUs);
 }
 
@@ -56,34 +55,30 @@ Turn& Turn::operator=(Turn&& other) noexcept {
     release();
     order_ = std::exchange(other.order_, nullptr);
     ticket_ = other.ticket_;
-    state_ = std::exchange(other.state_, State::None);
+    held_ = std::exchange(other.held_, false);
   }
   return *this;
 }
 
 void Turn::wait(const std::atomic<bool>& abort, int64_t spinUs) {
-  if (!order_ || state_ != State::Issued) return;
-  if (!order_->isTurn(ticket_)) {
-    order_->waitUntil([this] { return order_->isTurn(ticket_); }, abort, spinUs);
-    if (!order_->isTurn(ticket_)) {  // aborted
-      order_->abandon(ticket_);
-      state_ = State::None;
-      order_ = nullptr;
-      return;
-    }
+  if (!order_ || held_) return;
+  order_->waitUntil([this] { return order_->isTurn(ticket_); }, abort, spinUs);
+  if (order_->isTurn(ticket_)) {
+    held_ = true;
+  } else {
+    release();  // aborted: the turn is abandoned
   }
-  state_ = State::Held;
 }
 
 void Turn::release() {
   if (!order_) return;
-  if (state_ == State::Held) {
+  if (held_) {
     order_->finish(ticket_);
   } else {
     order_->abandon(ticket_);
   }
   order_ = nullptr;
-  state_ = State::None;
+  held_ = false;
 }
 
 Turns::Turns(std::vector<Communicator*> comms) : comms_(std::move(comms)) {

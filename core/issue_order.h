@@ -63,7 +63,7 @@ class IssueOrder {
 class Turn {
  public:
   Turn() = default;
-  explicit Turn(IssueOrder& order) : order_(&order), ticket_(order.take()), state_(State::Issued) {}
+  explicit Turn(IssueOrder& order) : order_(&order), ticket_(order.take()) {}
   Turn(Turn&& other) noexcept { *this = std::move(other); }
   Turn& operator=(Turn&& other) noexcept;
   Turn(const Turn&) = delete;
@@ -78,11 +78,9 @@ class Turn {
   void release();
 
  private:
-  enum class State : uint8_t { None, Issued, Held };
-  IssueOrder* order_ = nullptr;
+  IssueOrder* order_ = nullptr;  // null: no turn (none taken, or released)
   uint64_t ticket_ = 0;
-  State state_ = State::None;
-  friend class Turns;
+  bool held_ = false;  // waited for: released by finishing, not abandoning
 };
 
 // The turns of one launch on each of its communicators, taken together. It
@@ -106,6 +104,7 @@ class Turns {
 
 template <typename Done>
 void IssueOrder::waitUntil(Done done, const std::atomic<bool>& abort, int64_t spinUs) const {
+  if (done()) return;  // the common case reads no clock
   const auto spinUntil = std::chrono::steady_clock::now() + std::chrono::microseconds(spinUs);
   do {
     if (done() || abort.load(std::memory_order_acquire)) return;

@@ -180,6 +180,46 @@ TEST(Threads, ALaunchOverSeveralCommunicatorsFreesEachWhenItsPartEnds) {
   destroyAll(d);
 }
 
+// A call waiting for its turn sleeps until a turn ends; aborting (here
+// revoking) its communicator must wake it, even when the operation ahead of
+// it has not started: that one is queued behind another communicator's call
+// which no peer will ever join, and whose timeout is far away.
+TEST(Threads, RevokingACommunicatorWakesACallWaitingForItsTurn) {
+  setenv("HCL_TIMEOUT_MS", "600000", 1);
+  auto c = initAll(2);
+  auto d = initAll(2);
+  unsetenv("HCL_TIMEOUT_MS");
+  hclStream_t s = nullptr;
+  ASSERT_EQ(hclStreamCreate(&s), hclSuccess);
+  int32_t stuck = 1, queued = 1, waiting = 1;
+  ASSERT_EQ(hclAllReduce(&stuck, &stuck, 1, hclInt32, hclSum, d[0], s), hclSuccess);   // rank 1 never joins
+  ASSERT_EQ(hclAllReduce(&queued, &queued, 1, hclInt32, hclSum, c[0], s), hclSuccess);  // behind it
+  std::atomic<int> result{-1};
+  std::thread caller([&] {
+    result = hclAllReduce(&waiting, &waiting, 1, hclInt32, hclSum, c[0], nullptr);  // waits for `queued`
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(result.load(), -1) << "the NULL-stream call did not wait for the one queued before it";
+  ASSERT_EQ(hclCommRevoke(c[0], HCL_REVOKE_DEFAULT), hclSuccess);
+  // A hang guard, not a timing check: unwoken, the call would wait for d's
+  // ten-minute timeout.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (result.load() == -1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (result.load() == -1) {
+    std::fprintf(stderr, "FAILED: the revoke did not wake the call waiting for its turn\n");
+    std::_Exit(1);
+  }
+  caller.join();
+  EXPECT_NE(result.load(), hclSuccess);
+  ASSERT_EQ(hclCommRevoke(d[0], HCL_REVOKE_DEFAULT), hclSuccess);
+  EXPECT_NE(hclStreamSynchronize(s), hclSuccess);
+  EXPECT_EQ(hclStreamDestroy(s), hclSuccess);
+  destroyAll(c);
+  destroyAll(d);
+}
+
 // A split that fails names the call once, though both the API and the
 // exchange over the parent's links name it.
 TEST(Threads, AFailedSplitNamesTheCallOnce) {

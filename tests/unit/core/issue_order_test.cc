@@ -11,6 +11,13 @@
 namespace hcl {
 namespace {
 
+// Waits for the turn and ends it at once.
+void runTurn(Turn& turn) {
+  const std::atomic<bool> notAborted{false};
+  turn.wait(notAborted, 0);
+  turn.release();
+}
+
 TEST(IssueOrder, TurnsComeInTicketOrder) {
   IssueOrder order;
   std::atomic<bool> abort{false};
@@ -20,8 +27,7 @@ TEST(IssueOrder, TurnsComeInTicketOrder) {
   EXPECT_TRUE(order.isTurn(0));
   first.release();
   EXPECT_TRUE(order.isTurn(1));
-  second.wait(abort, 0);
-  second.release();
+  runTurn(second);
   EXPECT_TRUE(order.isTurn(2));
 }
 
@@ -33,8 +39,7 @@ TEST(IssueOrder, AnAbandonedTurnIsSkippedBeforeAndAfterItComesUp) {
     Turn dropped(order);  // never waited for: abandoned while `a` runs
   }
   Turn c(order);
-  a.wait(abort, 0);
-  a.release();
+  runTurn(a);
   ASSERT_TRUE(order.isTurn(2)) << "the abandoned turn 1 was not skipped";
   c.wait(abort, 0);
   Turn d(order);
@@ -43,8 +48,7 @@ TEST(IssueOrder, AnAbandonedTurnIsSkippedBeforeAndAfterItComesUp) {
   ASSERT_TRUE(order.isTurn(3));
   d = Turn();  // abandoned once it is its turn
   ASSERT_TRUE(order.isTurn(4));
-  e.wait(abort, 0);
-  e.release();
+  runTurn(e);
   EXPECT_TRUE(order.isTurn(5));
 }
 
@@ -79,8 +83,7 @@ TEST(IssueOrder, AnAbortEndsTheWaitAndTheTurnIsSkippedLater) {
   abort = false;
   first.release();
   ASSERT_TRUE(order.isTurn(2)) << "the turn given up on abort was not skipped";
-  third.wait(abort, 0);
-  third.release();
+  runTurn(third);
   second.release();  // gave up: nothing left to do
   EXPECT_TRUE(order.isTurn(3));
 }
