@@ -5,10 +5,26 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 
 namespace hcl {
 
 using Clock = std::chrono::steady_clock;
+
+// The monotonic clock at the kernel tick's resolution (a few ms), for
+// rate-limiting checks on hot paths: a quarter of steady_clock's cost here.
+struct CoarseClock {
+  using duration = std::chrono::nanoseconds;
+  using rep = duration::rep;
+  using period = duration::period;
+  using time_point = std::chrono::time_point<CoarseClock>;
+  static constexpr bool is_steady = true;
+  static time_point now() noexcept {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+  }
+};
 
 class Deadline {
  public:
