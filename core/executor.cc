@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include "core/log.h"
 #include "core/shared_allocations.h"
@@ -39,6 +41,10 @@ ScheduleRun::ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSched
   if (schedule_.transfers > kInlineTransfers) {
     heapTransfers_ = std::make_unique<Transfer[]>(schedule_.transfers);
     transfers_ = heapTransfers_.get();
+  } else {
+    Transfer* first = reinterpret_cast<Transfer*>(inlineTransfers_);
+    std::uninitialized_default_construct_n(first, schedule_.transfers);
+    transfers_ = std::launder(first);
   }
   if (prepared_->direct) {
     addresses_ = std::make_unique<AddressEntry[]>(static_cast<size_t>(comm_.nranks()));

@@ -29,7 +29,7 @@ struct CollCall {
   bool rootOnlyRecv = false;  // gather/reduce: recvbuff matters only at root
 };
 
-hclResult_t submitCollective(CollCall c, hclComm_t comm, hclStream_t stream) {
+hclResult_t submitCollective(const CollCall& c, hclComm_t comm, hclStream_t stream) {
   std::shared_ptr<Communicator> impl;
   Status s = checkComm(comm, impl);
   if (s.ok()) s = checkDataType(c.type);
