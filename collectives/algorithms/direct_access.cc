@@ -29,10 +29,14 @@ SliceScratch sliceScratch(const CollArgs& a, size_t sliceElems, bool needOut) {
 
 // dst (Native) = the reduction over all ranks of `m` elements at byte offset
 // `inOff` of each rank's send buffer.
-void reduceSlice(ScheduleBuilder& b, const std::vector<int>& peers, const SliceScratch& sc, size_t es,
-                 size_t inOff, size_t m, BufferRef dst) {
+void reduceSlice(ScheduleBuilder& b, const CollArgs& a, const std::vector<int>& peers, const SliceScratch& sc,
+                 size_t es, size_t inOff, size_t m, BufferRef dst) {
+  // An in-place reduce-scatter's output is its own block of the input
+  // (recvbuff = sendbuff + rank * count), which a.inPlace does not flag.
+  const bool dstApart = dst.id == BufferId::Scratch ||
+                        (!a.inPlace && (a.kind == CollKind::AllReduce || a.kind == CollKind::Reduce));
   reduceAcrossPeers(
-      b, peers, sendAt(inOff), [&](int) { return peerSendAt(inOff); }, es, m, dst, scratchAt(sc.tmp),
+      b, peers, sendAt(inOff), [&](int) { return peerSendAt(inOff); }, es, m, dst, dstApart, scratchAt(sc.tmp),
       scratchAt(sc.acc));
 }
 
@@ -52,7 +56,7 @@ Schedule reduceShard(const CollArgs& a, bool needOut, Into into, Deliver deliver
   for (size_t done = 0; done < mine.len; done += S) {
     const size_t m = std::min(S, mine.len - done), off = (mine.begin + done) * es;
     const BufferRef out = into(sc, off);
-    reduceSlice(b, peers, sc, es, off, m, out);
+    reduceSlice(b, a, peers, sc, es, off, m, out);
     deliver(b, peers, out, off, m * es);
   }
   signalPeers(b, peers, peers);
@@ -105,7 +109,7 @@ Schedule directReduceScatter(const CollArgs& a) {
   const size_t block = static_cast<size_t>(a.rank) * a.count;
   for (size_t done = 0; done < a.count; done += S) {
     const size_t m = std::min(S, a.count - done);
-    reduceSlice(b, peers, sc, es, (block + done) * es, m, recvAt(done * es));
+    reduceSlice(b, a, peers, sc, es, (block + done) * es, m, recvAt(done * es));
   }
   signalPeers(b, peers, peers);
   return s;

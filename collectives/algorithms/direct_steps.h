@@ -45,9 +45,10 @@ size_t shardSliceElements(const CollArgs& a);
 // dst (Native) = `own` (op) the `m` elements at peerSource(p) of every peer
 // p: one peer's slice at a time is folded into `acc` (Acc form; read into
 // `tmp` first where the peer's memory is not mapped), so the working set
-// stays a few slices.
+// stays a few slices. With `dstApart` (dst overlaps neither `own` nor
+// `acc`), the last peer's slice is read into dst itself and folded there.
 void reduceAcrossPeers(ScheduleBuilder& b, const std::vector<int>& peers, BufferRef own,
                        const std::function<BufferRef(int)>& peerSource, size_t elemBytes, size_t m, BufferRef dst,
-                       BufferRef tmp, BufferRef acc);
+                       bool dstApart, BufferRef tmp, BufferRef acc);
 
 }  // namespace hcl::direct

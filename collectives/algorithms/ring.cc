@@ -222,7 +222,14 @@ Schedule ringReduce(const CollArgs& a) {
   uint32_t sends[2] = {UINT32_MAX, UINT32_MAX};
   uint32_t recvs[2] = {UINT32_MAX, UINT32_MAX};
   auto sliceLen = [&](size_t k) { return std::min(S, a.count - std::min(a.count, k * S)); };
-  if (pos != 0) recvs[0] = b.recv(prev, scratchAt(tmp[0]), sliceLen(0) * as);
+  // The root folds its own vector into what arrives where it arrives: in
+  // its receive buffer, when that holds the incoming form and is not also
+  // its input. One stream fewer than reducing out of scratch.
+  const bool intoRecv = pos == n - 1 && a.loadIsIdentity && !a.inPlace;
+  auto incoming = [&](size_t k) {
+    return intoRecv ? recvAt(k * S * es) : scratchAt(tmp[k % 2]);
+  };
+  if (pos != 0) recvs[0] = b.recv(prev, incoming(0), sliceLen(0) * as);
   for (size_t k = 0; k < slices; ++k) {
     const size_t off = k * S, len = sliceLen(k);
     const int p = static_cast<int>(k % 2);
@@ -237,11 +244,10 @@ Schedule ringReduce(const CollArgs& a) {
       continue;
     }
     // Post the next slice's receive before working on this one.
-    if (k + 1 < slices) recvs[1 - p] = b.recv(prev, scratchAt(tmp[1 - p]), sliceLen(k + 1) * as);
+    if (k + 1 < slices) recvs[1 - p] = b.recv(prev, incoming(k + 1), sliceLen(k + 1) * as);
     b.wait(recvs[p]);
     if (pos == n - 1) {
-      b.reduce(recvAt(off * es), Form::Native, scratchAt(tmp[p]), Form::Acc, sendAt(off * es),
-               Form::Native, len);
+      b.reduce(recvAt(off * es), Form::Native, incoming(k), Form::Acc, sendAt(off * es), Form::Native, len);
     } else {
       if (sends[p] != UINT32_MAX) b.wait(sends[p]);
       b.reduce(scratchAt(out[p]), Form::Acc, scratchAt(tmp[p]), Form::Acc, sendAt(off * es),

@@ -78,13 +78,13 @@ Schedule windowAllReduce(const CollArgs& a) {
       b.only(Only::Private);
       reduceAcrossPeers(
           b, peers, sendAt(off), [&](int q) { return peerScratchAt(w.in(q, r, g)); }, es, mine.len,
-          scratchAt(w.out(g)), scratchAt(w.tmp()), scratchAt(w.acc()));
+          scratchAt(w.out(g)), true, scratchAt(w.tmp()), scratchAt(w.acc()));
       b.copy(recvAt(off), scratchAt(w.out(g)), bytes, /*streamDst=*/true);
       // With every buffer shareable: the direct algorithm, straight between
       // the peers' buffers.
       b.only(Only::Shared);
       reduceAcrossPeers(
-          b, peers, sendAt(off), [&](int) { return peerSendAt(off); }, es, mine.len, recvAt(off),
+          b, peers, sendAt(off), [&](int) { return peerSendAt(off); }, es, mine.len, recvAt(off), !a.inPlace,
           scratchAt(w.tmp()), scratchAt(w.acc()));
       for (int q : peers) b.writePeer(q, peerRecvAt(off), recvAt(off), bytes);
       b.only(Only::Always);
