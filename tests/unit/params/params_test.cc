@@ -72,7 +72,7 @@ TEST(ParamTable, ProgrammingErrorsThrow) {
 
 TEST_F(ParamsTest, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(paramInt("HCL_TIMEOUT_MS"), 60000);
-  EXPECT_EQ(paramInt("HCL_SHM_CMA_THRESHOLD"), 65536);
+  EXPECT_EQ(paramInt("HCL_SHM_CMA_THRESHOLD"), 16384);
   EXPECT_EQ(paramInt("HCL_CHUNK_BYTES"), 524288);
   EXPECT_EQ(paramInt("HCL_SHM_SLOTS"), 8);
   EXPECT_FALSE(paramBool("HCL_SHM_DISABLE"));

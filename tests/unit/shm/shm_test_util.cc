@@ -43,7 +43,7 @@ void removeSegments(const CommIdentity& id) {
 }
 
 Status setUpRank(int rank, int nranks, const CommIdentity& id, ProcessBarrier& barrier,
-                 RankSetup& out, int64_t timeoutMs) {
+                 RankSetup& out, int64_t timeoutMs, const std::vector<PeerInfo>* peerInfo) {
   const auto barrierTimeout = std::chrono::milliseconds(timeoutMs);
   TransportContext ctx;
   ctx.rank = rank;
@@ -51,6 +51,7 @@ Status setUpRank(int rank, int nranks, const CommIdentity& id, ProcessBarrier& b
   std::copy(std::begin(id.secret), std::end(id.secret), ctx.secret);
   ctx.commTag = id.commTag;
   ctx.timeoutMs = timeoutMs;
+  ctx.peers = peerInfo;
   std::vector<int> peers;
   for (int p = 0; p < nranks; ++p) {
     if (p != rank) peers.push_back(p);

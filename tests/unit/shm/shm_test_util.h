@@ -52,8 +52,9 @@ struct RankSetup {
 };
 
 // All setup phases with every other rank as a peer, barrier between phases.
+// `peerInfo`: what the ranks published (null: nothing, as before the exchange).
 Status setUpRank(int rank, int nranks, const CommIdentity& id, ProcessBarrier& barrier,
-                 RankSetup& out, int64_t timeoutMs = 20000);
+                 RankSetup& out, int64_t timeoutMs = 20000, const std::vector<PeerInfo>* peerInfo = nullptr);
 
 // Progresses `connections` until every transfer is done, a progress() call
 // fails (its status is returned) or the deadline passes (internal error).

@@ -25,6 +25,8 @@ struct ExchangeOptions {
   const char* slotBytes = nullptr;
   std::vector<size_t> sizes = kAllSizes;
   const char* expectDescribe = nullptr;  // substring every connection's describe() must hold
+  // Each rank's published CPU mask, all on one host (empty: nothing published).
+  std::vector<std::vector<uint64_t>> cpuMasks;
 };
 
 void setOrUnset(const char* name, const char* value) {
@@ -42,8 +44,15 @@ int exchangeWithAllPeers(int rank, int nranks, const CommIdentity& id, SharedSta
   setOrUnset("HCL_SHM_CMA_THRESHOLD", options.cmaThreshold);
   setOrUnset("HCL_SHM_SLOTS", options.slots);
   setOrUnset("HCL_SHM_SLOT_BYTES", options.slotBytes);
+  std::vector<PeerInfo> peerInfo;
+  for (size_t r = 0; r < options.cpuMasks.size(); ++r) {
+    PeerInfo& p = peerInfo.emplace_back();
+    p.rank = static_cast<int>(r);
+    p.hostId = "host";
+    p.cpuMask = options.cpuMasks[r];
+  }
   RankSetup setup;
-  CHILD_CHECK_OK(setUpRank(rank, nranks, id, shared.barrier, setup));
+  CHILD_CHECK_OK(setUpRank(rank, nranks, id, shared.barrier, setup, 20000, peerInfo.empty() ? nullptr : &peerInfo));
 
   // Every creator has run finish(): no segment of this communicator is left.
   CHILD_CHECK(shared.barrier.wait(20s), "barrier after finish");
@@ -127,6 +136,30 @@ TEST_F(ShmTransferTest, TwoProcessesExchangeAllSizesCopyingThroughSlots) {
   ExchangeOptions options;
   options.cmaThreshold = "0";
   options.expectDescribe = "copy through";
+  runExchange(2, options);
+}
+
+// Unset, the threshold depends on whether the host's ranks have cores of
+// their own: a single-copy sender waits for its reader.
+TEST_F(ShmTransferTest, DefaultThresholdIs16KiBWhereEveryRankHasACore) {
+  ExchangeOptions options;
+  options.cpuMasks = {{0b01}, {0b10}};
+  options.expectDescribe = "single copy (process_vm_readv) from 16 KiB";
+  runExchange(2, options);
+}
+
+TEST_F(ShmTransferTest, DefaultThresholdIs64KiBWhereRanksShareCores) {
+  ExchangeOptions options;
+  options.cpuMasks = {{0b01}, {0b01}};
+  options.expectDescribe = "single copy (process_vm_readv) from 64 KiB";
+  runExchange(2, options);
+}
+
+TEST_F(ShmTransferTest, ASetThresholdHoldsWhereRanksShareCores) {
+  ExchangeOptions options;
+  options.cmaThreshold = "8192";
+  options.cpuMasks = {{0b01}, {0b01}};
+  options.expectDescribe = "single copy (process_vm_readv) from 8 KiB";
   runExchange(2, options);
 }
 
