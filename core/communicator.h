@@ -74,7 +74,7 @@ class Communicator {
   const Planner& planner() const { return planner_; }
   // The planner's schedule for `args`, reused across calls of one shape.
   // Only the holder of the execution mutex calls it.
-  std::shared_ptr<const PreparedSchedule> schedule(const CollArgs& args) { return schedules_.get(planner_, args); }
+  ScheduleLease schedule(const CollArgs& args) { return schedules_.get(planner_, args); }
   void setPlanTable(std::shared_ptr<const PlanTable> table) { planner_.setTable(std::move(table)); }
   void setPeerAccess(bool on) { planner_.setPeerAccess(on); }
   void setSharedCpus(bool on) { planner_.setSharedCpus(on); }

@@ -30,8 +30,7 @@ PeerBuffer describeOwnBuffer(const void* p, size_t bytes) {
 
 }  // namespace
 
-ScheduleRun::ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSchedule> prepared, RunBuffers buffers,
-                         ReduceSpec spec)
+ScheduleRun::ScheduleRun(Communicator& comm, ScheduleLease prepared, RunBuffers buffers, ReduceSpec spec)
     : comm_(comm),
       prepared_(std::move(prepared)),
       schedule_(prepared_->schedule),
@@ -382,6 +381,9 @@ Status stepWork(Communicator& comm, const char* callName, Work& work, ProgressWa
   if (s.ok()) return {};
   Status withCall = s.withContext(callName);
   comm.fail(withCall);
+  // Still under the execution mutex: a run ends where it began, since it
+  // returns its schedule's lease (core/schedule_cache.h).
+  work.abandon();
   *done = true;
   return withCall;
 }
@@ -432,7 +434,8 @@ Status runSingle(Communicator& comm, const char* callName, const std::function<S
       }
       return slot.get()->advance(done, progressed);
     }
-    int waitingOn() const { return made ? slot.get()->waitingOn() : -1; }
+    int waitingOn() const { return made && slot.get() ? slot.get()->waitingOn() : -1; }
+    void abandon() { slot.reset(); }
   } work{slot, make};
   return driveAlone(comm, callName, work);
 }

@@ -46,10 +46,9 @@ class OpRun {
 // One schedule bound to host buffers on one communicator.
 class ScheduleRun final : public OpRun {
  public:
-  ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSchedule> prepared, RunBuffers buffers,
-              ReduceSpec spec);
+  ScheduleRun(Communicator& comm, ScheduleLease prepared, RunBuffers buffers, ReduceSpec spec);
   ScheduleRun(Communicator& comm, Schedule schedule, RunBuffers buffers, ReduceSpec spec)
-      : ScheduleRun(comm, prepareSchedule(std::move(schedule)), std::move(buffers), spec) {}
+      : ScheduleRun(comm, ScheduleLease(prepareSchedule(std::move(schedule))), std::move(buffers), spec) {}
   ~ScheduleRun() override;
   ScheduleRun(const ScheduleRun&) = delete;
   ScheduleRun& operator=(const ScheduleRun&) = delete;
@@ -83,7 +82,7 @@ class ScheduleRun final : public OpRun {
   bool runs(const Step& st);
 
   Communicator& comm_;
-  std::shared_ptr<const PreparedSchedule> prepared_;
+  ScheduleLease prepared_;
   const Schedule& schedule_;
   RunBuffers buffers_;
   ReduceSpec spec_;
@@ -138,6 +137,8 @@ class CommTask {
   Communicator& comm() { return *comm_; }
   const std::string& callName() const { return callName_; }
   int waitingOn() const { return current_.get() ? current_.get()->waitingOn() : -1; }
+  // Drops the run of a task that failed.
+  void abandon() { current_.reset(); }
 
  private:
   std::shared_ptr<Communicator> comm_;

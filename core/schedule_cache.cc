@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <utility>
 
 namespace hcl {
 namespace {
@@ -42,24 +43,37 @@ size_t ScheduleCache::KeyHash::operator()(const Key& k) const {
   return mix(h, std::hash<const void*>{}(k.topology));
 }
 
-std::shared_ptr<const PreparedSchedule> ScheduleCache::get(const Planner& planner, const CollArgs& args) {
+ScheduleLease::ScheduleLease(ScheduleLease&& other) noexcept
+    : schedule_(other.schedule_),
+      lender_(std::exchange(other.lender_, nullptr)),
+      owned_(std::move(other.owned_)) {}
+
+ScheduleLease::~ScheduleLease() {
+  if (lender_) --lender_->leases_;
+}
+
+ScheduleLease ScheduleCache::get(const Planner& planner, const CollArgs& args) {
   const Key key{args.kind, args.type,  args.loadIsIdentity, args.rankDependentLoad, args.inPlace,
                 args.root, args.count, args.chunkBytes,     args.topology};
-  if (last_ && key == lastKey_) return last_;
-  auto it = entries_.find(key);
-  if (it == entries_.end()) {
-    auto prepared = prepareSchedule(planner.plan(args));
-    if (prepared->schedule.steps.size() > kMaxCachedSteps) return prepared;
-    if (totalSteps_ + prepared->schedule.steps.size() > kMaxTotalSteps) {
-      entries_.clear();
-      totalSteps_ = 0;
+  if (!last_ || !(key == lastKey_)) {
+    auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      auto prepared = prepareSchedule(planner.plan(args));
+      if (prepared->schedule.steps.size() > kMaxCachedSteps) return ScheduleLease(std::move(prepared));
+      if (totalSteps_ + prepared->schedule.steps.size() > kMaxTotalSteps) {
+        // Full: start afresh, unless a schedule is still on lease.
+        if (leases_ > 0) return ScheduleLease(std::move(prepared));
+        entries_.clear();
+        totalSteps_ = 0;
+      }
+      totalSteps_ += prepared->schedule.steps.size();
+      it = entries_.emplace(key, std::move(prepared)).first;
     }
-    totalSteps_ += prepared->schedule.steps.size();
-    it = entries_.emplace(key, std::move(prepared)).first;
+    lastKey_ = key;
+    last_ = it->second.get();
   }
-  lastKey_ = key;
-  last_ = it->second;
-  return last_;
+  ++leases_;
+  return ScheduleLease(last_, this);
 }
 
 }  // namespace hcl

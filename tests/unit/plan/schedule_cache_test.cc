@@ -2,6 +2,8 @@
 // not kept, and what the progress engine derives from a schedule.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "core/schedule_cache.h"
 
 namespace hcl {
@@ -71,6 +73,46 @@ TEST(ScheduleCache, LongProgramsAreNotKept) {
   auto b = cache.get(planner, big);
   EXPECT_NE(a.get(), b.get());
   EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(ScheduleCache, NothingIsFreedWhileAScheduleIsOnLease) {
+  Planner planner;
+  ScheduleCache cache;
+  const CollArgs leasedArgs = allReduce(3);
+  const Schedule fresh = planner.plan(leasedArgs);
+  std::optional<ScheduleLease> leased(cache.get(planner, leasedArgs));
+  // New shapes until the cache is full: with a lease out it then stops
+  // keeping new ones instead of starting afresh.
+  size_t count = 4, kept = cache.size();
+  for (; count < 200000; ++count) {
+    (void)cache.get(planner, allReduce(count));
+    if (cache.size() == kept) break;
+    kept = cache.size();
+  }
+  ASSERT_LT(count, 200000u) << "the cache never stopped keeping schedules";
+  EXPECT_GT(kept, 1u);
+  EXPECT_EQ((*leased)->schedule.algorithm, fresh.algorithm);
+  EXPECT_EQ((*leased)->schedule.steps.size(), fresh.steps.size());
+  EXPECT_EQ(cache.leases(), 1u);
+  leased.reset();
+  EXPECT_EQ(cache.leases(), 0u);
+  // With nothing on lease, the next new shape starts it afresh.
+  (void)cache.get(planner, allReduce(count + 1));
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(ScheduleCache, AMovedLeaseIsReturnedOnce) {
+  Planner planner;
+  ScheduleCache cache;
+  {
+    ScheduleLease a = cache.get(planner, allReduce(16));
+    ScheduleLease b(std::move(a));
+    EXPECT_EQ(cache.leases(), 1u);
+    ScheduleLease c = cache.get(planner, allReduce(16));
+    EXPECT_EQ(b.get(), c.get());
+    EXPECT_EQ(cache.leases(), 2u);
+  }
+  EXPECT_EQ(cache.leases(), 0u);
 }
 
 TEST(PrepareSchedule, DerivesPeersPerTransfer) {
