@@ -64,6 +64,7 @@ ScheduleLease ScheduleCache::get(const Planner& planner, const CollArgs& args) {
         // Full: start afresh, unless a schedule is still on lease.
         if (leases_ > 0) return ScheduleLease(std::move(prepared));
         entries_.clear();
+        last_ = nullptr;
         totalSteps_ = 0;
       }
       totalSteps_ += prepared->schedule.steps.size();

@@ -345,9 +345,11 @@ Status runSteps(StandInLaunch& l) {
 
 Status runLead(StandInLaunch& l) {
   Status s = runSteps(l);
-  l.turn.release();
-  // Peers must not wait for the steps that did not run.
+  // Peers must not wait for the steps that did not run; and the next
+  // operation, free to start once the turn is released, must find the
+  // communicator failed rather than post to links being aborted.
   if (!s.ok()) l.comm->fail(s);
+  l.turn.release();
   l.join.finish(s);
   return s;
 }

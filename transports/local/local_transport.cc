@@ -25,6 +25,13 @@ class LocalConnection final : public Connection {
     if (t.isSend) {
       LocalInbox& box = *remote_->inboxes[static_cast<size_t>(rank_)];
       std::lock_guard lock(box.mutex);
+      // After abort() (another thread may fail the communicator while a run
+      // is posting) a queued send would outlive the run that owns it: abort
+      // withdraws under this lock, so checking here closes the gap.
+      if (self_->aborted.load(std::memory_order_acquire)) {
+        t.complete(Transfer::State::Failed);
+        return remoteError(fmt::format("rank {}: send to rank {} after this rank aborted", rank_, peer_));
+      }
       box.sends.push_back(&t);
     } else {
       recvs_.push_back(&t);
