@@ -1,7 +1,6 @@
 // Small helpers for the sockets HCL opens (the bootstrap's and TCP's).
 #pragma once
 
-#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,11 +13,7 @@ namespace hcl {
 // Descriptors HCL opens must not outlive this process in a child that
 // another thread of the program starts with fork and exec: a link kept open
 // there would hide this rank's death from its peers until their timeout.
-// asio's sockets and accept() lack the flag.
-inline void setCloseOnExec(int fd) {
-  const int flags = ::fcntl(fd, F_GETFD);
-  if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
-}
+// asio's sockets and accept() lack the flag, so these helpers set it.
 
 // Opens an asio socket or acceptor close-on-exec from the start, with no
 // window in which a fork could inherit it.

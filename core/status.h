@@ -31,9 +31,8 @@ class [[nodiscard]] Status {
   hclResult_t code() const { return code_; }
   const std::string& message() const { return message_ ? *message_ : empty(); }
 
-  // Prefixes the message with context, e.g. the API call name.
-  // Prefixes the message with `context`, unless a lower layer already named
-  // the same call first.
+  // Prefixes the message with `context` (the API call name, say), unless a
+  // lower layer already named the same call first.
   Status withContext(const std::string& context) const {
     if (ok()) return *this;
     const std::string& text = message();
