@@ -81,6 +81,9 @@ class ScheduleRun final : public OpRun {
   // Whether a step conditional on shareable buffers runs.
   bool runs(const Step& st);
 
+  // Polls of a Wait step per advance where waits busy-poll (advance()).
+  static constexpr int kPollsPerWait = 8;
+
   Communicator& comm_;
   ScheduleLease prepared_;
   const Schedule& schedule_;
