@@ -10,6 +10,7 @@
 #include "collectives/algorithms/tree.h"
 #include "collectives/algorithms/window.h"
 #include "collectives/plan/plan.h"
+#include "core/host_cpus.h"
 
 namespace hcl {
 
@@ -26,6 +27,8 @@ constexpr size_t kDirectReduceScatterFrom = 16 * 1024;
 // A reduce's non-roots write their shards to the root: one more system call
 // each, which the chain to the root beats at 64 KiB (2 ranks: 4.7 vs 5.5 us).
 constexpr size_t kDirectReduceFrom = 128 * 1024;
+// Where ranks share CPUs, the direct broadcast and reduce start only at
+// kSharedCpusSingleCopyFrom (core/host_cpus.h).
 // All-gather and all-to-all move each block once with no reduction, so the
 // pull pays from smaller blocks (sizes here are per rank; measured on
 // 2 ranks: 1.1-1.4x the message-based algorithms from 8 KiB).
@@ -64,11 +67,12 @@ std::span<const AlgorithmEntry> algorithmTable() {
       {CollKind::AllGather, "ring", ringAllGather, 0},
       {CollKind::AllGather, "rhd", rhdAllGather, 0},
       {CollKind::AllGather, "hier", hierAllGather, 0},
-      {CollKind::Broadcast, "direct", directBroadcast, 0, kDirectFrom, true},
+      {CollKind::Broadcast, "direct", directBroadcast, 0, kDirectFrom, true, 0, 0, 0, false, kSharedCpusSingleCopyFrom},
       {CollKind::Broadcast, "ring", ringBroadcast, 0},
       {CollKind::Broadcast, "tree", treeBroadcast, 0},
       {CollKind::Broadcast, "hier", hierBroadcast, 0},
-      {CollKind::Reduce, "direct", directReduce, 0, kDirectReduceFrom, true},
+      {CollKind::Reduce, "direct", directReduce, 0, kDirectReduceFrom, true, 0, 0, 0, false,
+       kSharedCpusSingleCopyFrom},
       {CollKind::Reduce, "ring", ringReduce, 0},
       {CollKind::Reduce, "tree", treeReduce, 0},
       {CollKind::Reduce, "hier", hierReduce, 0},

@@ -177,7 +177,7 @@ bool Planner::usable(const AlgorithmEntry& e, size_t bytes, int nranks, bool pee
   const bool named = std::find(named_.begin(), named_.end(), &e) != named_.end();
   const size_t ranks = static_cast<size_t>(std::max(nranks, 1));
   const bool bigEnough = bytes >= e.minBytes && bytes >= (e.minTotalBytes + ranks - 1) / ranks &&
-                         bytes / ranks >= e.minShardBytes;
+                         bytes / ranks >= e.minShardBytes && (!sharedCpus_ || bytes >= e.minBytesSharedCpus);
   return (e.maxBytes == 0 || bytes <= e.maxBytes) && (bigEnough || named) && (peerAccess || !e.needsPeerAccess) &&
          (e.maxRanks == 0 || nranks <= e.maxRanks || named) && (!e.needsOwnCpu || !sharedCpus_ || named);
 }

@@ -35,6 +35,8 @@ struct AlgorithmEntry {
   size_t minShardBytes = 0;
   // Only where every rank has a CPU of its own (Planner::setSharedCpus).
   bool needsOwnCpu = false;
+  // And, where ranks share CPUs, only from this size.
+  size_t minBytesSharedCpus = 0;
 };
 
 // Every registered algorithm (collectives/algorithms/registry.cc).

@@ -69,14 +69,10 @@ class ShmTransport final : public Transport {
     if (threshold < 0) {
       return invalidArgument(fmt::format("HCL_SHM_CMA_THRESHOLD={} must be >= 0", threshold));
     }
-    // A single-copy sender waits until its reader has copied. Where ranks
-    // share cores that reader may not be running, and a copy through the
-    // FIFO, which the sender leaves behind at once, is faster up to here
-    // (4 ranks on 2 cores: broadcast of 16-32 KiB 2-5x slower from 16 KiB).
-    constexpr int64_t kSharedCoresThreshold = 65536;
+    // A single-copy sender waits until its reader has copied (host_cpus.h).
     if (!paramSetByUser("HCL_SHM_CMA_THRESHOLD") && ctx.peers &&
         hostOversubscribed(*ctx.peers, (*ctx.peers)[static_cast<size_t>(ctx.rank)].hostId)) {
-      threshold = std::max(threshold, kSharedCoresThreshold);
+      threshold = std::max(threshold, static_cast<int64_t>(kSharedCpusSingleCopyFrom));
     }
     if (out.size() < static_cast<size_t>(ctx.nranks)) out.resize(static_cast<size_t>(ctx.nranks));
     for (int peer : peers) HCL_TRY(checkPeerRank(ctx, peer, "connect"));

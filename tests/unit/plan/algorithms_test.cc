@@ -178,6 +178,27 @@ TEST(Planner, FlatNeedsACpuPerRank) {
   EXPECT_STREQ(named.algorithmFor(CollKind::AllReduce, 8, 4), "flat");
 }
 
+// Where ranks share CPUs, a direct broadcast or reduce, whose ranks wait on
+// peers that may not be running, starts only where messages between them
+// would take the single copy as well.
+TEST(Planner, DirectBroadcastAndReduceStartLaterWhereCpusAreShared) {
+  hcl::Planner planner("");
+  planner.setPeerAccess(true);
+  EXPECT_STREQ(planner.algorithmFor(CollKind::Broadcast, 64 * 1024, 4), "direct");
+  EXPECT_STREQ(planner.algorithmFor(CollKind::Reduce, 128 * 1024, 4), "direct");
+  planner.setSharedCpus(true);
+  EXPECT_STRNE(planner.algorithmFor(CollKind::Broadcast, 256 * 1024 - 4, 4), "direct");
+  EXPECT_STRNE(planner.algorithmFor(CollKind::Reduce, 256 * 1024 - 4, 4), "direct");
+  EXPECT_STREQ(planner.algorithmFor(CollKind::Broadcast, 256 * 1024, 4), "direct");
+  EXPECT_STREQ(planner.algorithmFor(CollKind::Reduce, 256 * 1024, 4), "direct");
+  // The other direct algorithms keep their sizes.
+  EXPECT_STREQ(planner.algorithmFor(CollKind::AllGather, 8 * 1024, 4), "direct");
+  hcl::Planner named("broadcast:direct");
+  named.setPeerAccess(true);
+  named.setSharedCpus(true);
+  EXPECT_STREQ(named.algorithmFor(CollKind::Broadcast, 64 * 1024, 4), "direct");
+}
+
 // With peer access, the direct allreduce starts where each rank's shard
 // holds 8 KiB, so later on more ranks; the direct reduce-scatter (whose
 // size is already per rank) at 16 KiB.

@@ -148,10 +148,10 @@ TEST_F(ShmTransferTest, DefaultThresholdIs16KiBWhereEveryRankHasACore) {
   runExchange(2, options);
 }
 
-TEST_F(ShmTransferTest, DefaultThresholdIs64KiBWhereRanksShareCores) {
+TEST_F(ShmTransferTest, DefaultThresholdIs256KiBWhereRanksShareCores) {
   ExchangeOptions options;
   options.cpuMasks = {{0b01}, {0b01}};
-  options.expectDescribe = "single copy (process_vm_readv) from 64 KiB";
+  options.expectDescribe = "single copy (process_vm_readv) from 256 KiB";
   runExchange(2, options);
 }
 
