@@ -103,6 +103,10 @@ class Communicator {
     requestAbort();
   }
   bool revoked() const { return revoked_.load(std::memory_order_acquire); }
+  // hclCommFinalize: no operation may be issued after it; queries,
+  // deregistration and hclCommDestroy still may.
+  void markFinalized() { finalized_.store(true, std::memory_order_release); }
+  bool finalized() const { return finalized_.load(std::memory_order_acquire); }
 
   // A fatal error: remember it, and break every link so peers fail fast.
   void fail(const Status& s);
@@ -162,6 +166,7 @@ class Communicator {
   IssueOrder issueOrder_;
   std::atomic<bool> abortFlag_{false};
   std::atomic<bool> revoked_{false};
+  std::atomic<bool> finalized_{false};
   mutable std::mutex failureMutex_;
   Status failure_;
   std::atomic<bool> failed_{false};

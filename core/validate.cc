@@ -33,6 +33,10 @@ Status checkLiveComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
   if (comm->impl->revoked()) {
     return invalidUsage("comm was revoked (hclCommRevoke): destroy it, or split or shrink it into a new communicator");
   }
+  if (comm->impl->finalized()) {
+    return invalidUsage("comm was finalized (hclCommFinalize): only queries, deregistration and hclCommDestroy may "
+                        "follow");
+  }
   HCL_TRY(comm->impl->failure());
   if (comm->impl->abortFlag().load()) return invalidUsage("comm was aborted");
   out = comm->impl;

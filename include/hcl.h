@@ -163,6 +163,9 @@ hclResult_t hclCommInitRank(hclComm_t* comm, int nranks, hclUniqueId commId, int
 hclResult_t hclCommInitAll(hclComm_t* comm, int ndev, const int* devlist);
 hclResult_t hclCommInitRankScalable(hclComm_t* newcomm, int nranks, int myrank, int nId,
                                     hclUniqueId* commIds, hclConfig_t* config);
+/* Afterwards new operations (collectives, send/receive, split,
+ * registrations) return hclInvalidUsage; queries, deregistration and
+ * hclCommDestroy still work. */
 hclResult_t hclCommFinalize(hclComm_t comm);
 hclResult_t hclCommDestroy(hclComm_t comm);
 hclResult_t hclCommAbort(hclComm_t comm);

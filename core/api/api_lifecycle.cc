@@ -490,6 +490,11 @@ hclResult_t hclCommFinalize(hclComm_t comm) {
     } else if (comm->impl->revoked()) {
       s = invalidUsage("hclCommFinalize: comm was revoked (hclCommRevoke); finalize is not supported after a "
                        "revoke, destroy it with hclCommDestroy");
+    } else {
+      // Blocking operations are complete when they return; stream
+      // operations are the caller's to synchronize, as with NCCL. A second
+      // finalize changes nothing.
+      comm->impl->markFinalized();
     }
   });
   if (!live) {
@@ -497,8 +502,6 @@ hclResult_t hclCommFinalize(hclComm_t comm) {
                                               static_cast<const void*>(comm))));
   }
   if (!s.ok()) return report(s, comm);
-  // Blocking operations are complete when they return; stream operations
-  // are the caller's to synchronize, as with NCCL.
   return hclSuccess;
 }
 

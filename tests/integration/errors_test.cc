@@ -314,6 +314,30 @@ TEST(LifecycleErrors, DestroyedCommunicatorIsRejected) {
   EXPECT_EQ(hclCommDestroy(comm), hclInvalidArgument);
 }
 
+// After hclCommFinalize no operation may be issued; queries, deregistering
+// and destroying still work, and a second finalize changes nothing.
+TEST(LifecycleErrors, FinalizedCommunicatorTakesNoMoreOperations) {
+  hclComm_t comm;
+  ASSERT_EQ(hclCommInitAll(&comm, 1, nullptr), hclSuccess);
+  float x = 1;
+  void* handle = nullptr;
+  ASSERT_EQ(hclCommRegister(comm, &x, sizeof x, &handle), hclSuccess);
+  ASSERT_EQ(hclCommFinalize(comm), hclSuccess);
+  EXPECT_EQ(hclCommFinalize(comm), hclSuccess);
+  EXPECT_EQ(hclAllReduce(&x, &x, 1, hclFloat, hclSum, comm, nullptr), hclInvalidUsage);
+  EXPECT_NE(lastError(nullptr).find("hclAllReduce"), std::string::npos) << lastError(nullptr);
+  EXPECT_NE(lastError(nullptr).find("finalized"), std::string::npos) << lastError(nullptr);
+  EXPECT_EQ(hclSend(&x, 1, hclFloat, 0, comm, nullptr), hclInvalidUsage);
+  hclComm_t child = nullptr;
+  EXPECT_EQ(hclCommSplit(comm, 0, 0, &child, nullptr), hclInvalidUsage);
+  EXPECT_EQ(child, nullptr);
+  int count = 0;
+  EXPECT_EQ(hclCommCount(comm, &count), hclSuccess);
+  EXPECT_EQ(count, 1);
+  EXPECT_EQ(hclCommDeregister(comm, handle), hclSuccess) << lastError(nullptr);
+  EXPECT_EQ(hclCommDestroy(comm), hclSuccess);
+}
+
 TEST(LifecycleErrors, BadInitArguments) {
   hclUniqueId id{};
   int notAComm = 0;
