@@ -26,9 +26,9 @@ constexpr size_t kDirectShardFrom = 8 * 1024;
 constexpr size_t kDirectReduceScatterFrom = 16 * 1024;
 // A reduce's non-roots write their shards to the root: one more system call
 // each, which the chain to the root beats at 64 KiB (2 ranks: 4.7 vs 5.5 us).
-constexpr size_t kDirectReduceFrom = 128 * 1024;
 // Where ranks share CPUs, the direct broadcast and reduce start only at
 // kSharedCpusSingleCopyFrom (core/host_cpus.h).
+constexpr size_t kDirectReduceFrom = 128 * 1024;
 // All-gather and all-to-all move each block once with no reduction, so the
 // pull pays from smaller blocks (sizes here are per rank; measured on
 // 2 ranks: 1.1-1.4x the message-based algorithms from 8 KiB).
