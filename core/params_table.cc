@@ -57,7 +57,7 @@ constexpr std::array kParams = {
               "Use TCP even between ranks on one host", "NCCL_SHM_DISABLE"},
     ParamSpec{"HCL_SHM_CMA_THRESHOLD", Int, "16384",
               "Shared-memory messages at least this large use process_vm_readv single copy "
-              "(0 disables); left unset, 65536 where a host's ranks share cores",
+              "(0 disables); left unset, 262144 where a host's ranks share cores",
               nullptr, 0},
     ParamSpec{"HCL_SHM_MAP", Bool, "1",
               "Map peers' hclMemAlloc buffers and scratch windows (pidfd_getfd) so collectives load and store them directly",
