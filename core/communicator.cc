@@ -83,7 +83,8 @@ void Communicator::fail(const Status& s) {
     failure_ = s;
   }
   failed_.store(true, std::memory_order_release);
-  log::warn(log::Init, "communicator failed: {}", s.message());
+  // Every caller is an operation that noticed the failure, hence COLL.
+  log::warn(log::Coll, "communicator failed: {}", s.message());
   for (auto& c : connections_) {
     if (c) c->abort();
   }

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstddef>
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <functional>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +31,14 @@
 namespace {
 
 std::string lastError(hclComm_t comm) { return hclGetLastError(comm); }
+
+std::string readAll(std::FILE* f) {
+  std::string out;
+  std::rewind(f);
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  return out;
+}
 
 #if defined(__SANITIZE_THREAD__)
 #define SKIP_UNDER_TSAN() GTEST_SKIP() << "TSan cannot follow threads started after fork in a multi-threaded process"
@@ -752,11 +762,25 @@ TEST_P(KilledRank, SurvivorsGetAnErrorNamingThePeer) {
         RANK_HCL(hclCommMemAlloc(comm, &kept, 4096));
         RANK_HCL(hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr));
         if (rank == 2) raise(SIGKILL);
-        // The survivors keep going until the dead rank is noticed.
+        // The survivors keep going until the dead rank is noticed. What they
+        // log meanwhile is captured: the log writes to stderr.
+        std::FILE* captured = std::tmpfile();
+        RANK_CHECK(captured != nullptr, "tmpfile: %s", std::strerror(errno));
+        std::fflush(stderr);
+        const int savedStderr = dup(STDERR_FILENO);
+        RANK_CHECK(savedStderr >= 0 && dup2(fileno(captured), STDERR_FILENO) >= 0, "dup2: %s", std::strerror(errno));
         hclResult_t r = hclSuccess;
         for (int i = 0; i < 100 && r == hclSuccess; ++i) {
           r = hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr);
         }
+        std::fflush(stderr);
+        dup2(savedStderr, STDERR_FILENO);
+        close(savedStderr);
+        const std::string logged = readAll(captured);
+        std::fclose(captured);
+        // The failure is an operation's, so its line carries the COLL label.
+        RANK_CHECK(logged.find(" HCL WARN COLL communicator failed: ") != std::string::npos,
+                   "no COLL warning for the failure in: %s", logged.c_str());
         const std::string text = hclGetLastError(comm);
         RANK_CHECK(r == hclRemoteError || r == hclSystemError, "got %d: %s", (int)r, text.c_str());
         RANK_CHECK(text.find("rank") != std::string::npos, "message names no rank: %s", text.c_str());
