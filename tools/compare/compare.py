@@ -220,8 +220,9 @@ def write_json(path, a, info, command, order, sweeps, iperf, errors):
             if not meds:
                 continue
             results.setdefault(peer, {})[coll] = [
-                {"size": s, "busbw": m.busbw, "time_us": m.time_us, "wrong": m.wrong,
-                 "runs_busbw": [r.busbw for r in m.runs], "runs_time_us": [r.time_us for r in m.runs]}
+                {"size": s, "busbw": m.busbw, "time_us": m.time_us, "loop_us": m.loop_us, "wrong": m.wrong,
+                 "runs_busbw": [r.busbw for r in m.runs], "runs_time_us": [r.time_us for r in m.runs],
+                 "runs_loop_us": [r.loop_us for r in m.runs]}
                 for s, m in meds.items()]
     missing = {p: m for p in order for sw in sweeps[p] for m in [sw.missing] if m}
     doc = {"format": "hcl-compare/1", "machine": info, "command": command, "ranks": a.ranks, "runs": a.runs,

@@ -30,6 +30,8 @@ class Median:
         self.runs = rows
         self.busbw = statistics.median(r.busbw for r in rows) if rows else None
         self.time_us = statistics.median(r.time_us for r in rows) if rows else None
+        loops = [r.loop_us for r in rows if r.loop_us is not None]
+        self.loop_us = statistics.median(loops) if loops and len(loops) == len(rows) else None
         self.wrong = max((r.wrong for r in rows), default=0)
 
 
@@ -94,6 +96,7 @@ class IperfLine:
     def __init__(self, gbps):
         self.busbw = gbps
         self.time_us = None
+        self.loop_us = None
         self.wrong = 0
 
 
@@ -126,4 +129,15 @@ def collective_tables(coll, peers, per_peer, sizes, iperf_gbps, latency_max, mis
                     for s in small]
         out += ["", f"### {coll}: time (µs) per call, sizes up to {human_size(latency_max)}", "",
                 _table(["size"] + columns, lat_rows)]
+        has_loop = lambda p: p not in missing and any(
+            m.loop_us is not None for s, m in per_peer[p].items() if s in small)
+        loop_columns = [p for p in columns if has_loop(p)]
+        if loop_columns:
+            loop_rows = [[human_size(s)] + [cell(p, s, "loop_us", "{:.2f}") for p in loop_columns]
+                         for s in small]
+            out += ["", f"### {coll}: loop time (µs) per call, sizes up to {human_size(latency_max)}", "",
+                    "Wall time of all timed calls, from a synchronisation of every rank before the first to one "
+                    "after the last, over their number: what the ranks sustain together. The table above has "
+                    "rank 0's median call, which is shorter where a root returns before its peers are done.", "",
+                    _table(["size"] + loop_columns, loop_rows)]
     return "\n".join(out)

@@ -25,9 +25,10 @@ COLL_PERF_BINARY = {
 
 @dataclass
 class Row:
-    time_us: float
+    time_us: float  # rank 0's median call
     busbw: float
     wrong: int
+    loop_us: float = None  # the synchronised loop's wall time per call (sweep.h)
 
 
 @dataclass
@@ -123,8 +124,9 @@ def parse_rows(stdout):
     rows = {}
     for line in stdout.splitlines():
         f = line.split()
-        if len(f) == 9 and f[0] == "row":
-            rows.setdefault(f[1], {})[int(f[2])] = Row(float(f[5]), float(f[7]), int(f[8]))
+        if len(f) in (9, 10) and f[0] == "row":
+            loop = float(f[9]) if len(f) == 10 else None
+            rows.setdefault(f[1], {})[int(f[2])] = Row(float(f[5]), float(f[7]), int(f[8]), loop)
     return rows
 
 
@@ -204,7 +206,8 @@ def read_nccl_json(path):
         if t is None:
             continue
         wrong = half.get("nwrong")
-        rows[int(r["size"])] = Row(float(t), float(half.get("bus_bw", 0.0)), int(float(wrong or 0)))
+        # nccl-tests' time is already the loop's wall time per call.
+        rows[int(r["size"])] = Row(float(t), float(half.get("bus_bw", 0.0)), int(float(wrong or 0)), float(t))
     return rows
 
 

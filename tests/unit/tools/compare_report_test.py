@@ -19,16 +19,35 @@ SAMPLE = """noise from a launcher
 row allreduce 8 2 1000 2.5 0.0032 0.0032 0
 row allreduce 1048576 262144 512 500 2.097 2.097 0
 row allgather 1048576 131072 512 100 10.48 5.24 3
+row broadcast 8 2 1000 0.05 0.16 0.16 0 0.21
 """
 
 
 class CompareTest(unittest.TestCase):
     def test_parse_rows(self):
         rows = runners.parse_rows(SAMPLE)
-        self.assertEqual(sorted(rows), ["allgather", "allreduce"])
+        self.assertEqual(sorted(rows), ["allgather", "allreduce", "broadcast"])
         self.assertEqual(rows["allreduce"][1048576].time_us, 500.0)
         self.assertAlmostEqual(rows["allreduce"][8].busbw, 0.0032)
         self.assertEqual(rows["allgather"][1048576].wrong, 3)
+        # The loop's time per call is the tenth field; rows without it have none.
+        self.assertEqual((rows["broadcast"][8].time_us, rows["broadcast"][8].loop_us), (0.05, 0.21))
+        self.assertIsNone(rows["allreduce"][8].loop_us)
+
+    def test_loop_time_table(self):
+        row = lambda t, loop: runners.Row(t, 1.0, 0, loop)
+        per_peer = {"hcl": {8: report.Median([row(0.2, 0.25), row(0.3, 0.21), row(0.1, 0.3)])},
+                    "ompi-vader": {8: report.Median([row(0.05, 0.9)])}}
+        text = report.collective_tables("broadcast", ["hcl", "ompi-vader"], per_peer, [8], None, 4096)
+        lines = text.splitlines()
+        title = next(i for i, l in enumerate(lines) if l.startswith("### broadcast: loop time"))
+        header = next(l for l in lines[title:] if l.startswith("| size"))
+        cells = next(l for l in lines[title:] if l.startswith("| ") and "8 |" in l)
+        got = dict(zip([c.strip() for c in header.split("|")], [c.strip() for c in cells.split("|")]))
+        self.assertEqual((got["hcl"], got["ompi-vader"]), ("0.25", "0.90"))
+        # Runs whose rows have no loop time get no such table.
+        plain = {"hcl": {8: report.Median([runners.Row(0.2, 1.0, 0)])}}
+        self.assertNotIn("loop time", report.collective_tables("broadcast", ["hcl"], plain, [8], None, 4096))
 
     def test_medians_over_runs(self):
         runs = [runners.Sweep({"allreduce": {8: runners.Row(t, bw, 0)}}) for t, bw in [(1, 3.0), (9, 1.0), (2, 2.0)]]

@@ -54,14 +54,17 @@ int main(int argc, char** argv) {
     for (int w = 0; w < warm; ++w) round();
     perCall = (sweep_now() - perCall) / warm;
     const int iters = sweep_iters_timed(&o, planned, perCall);
+    // Each round starts and ends at a barrier of both threads already.
+    const double loopStart = sweep_now();
     for (int i = 0; i < iters; ++i) {
       const double t0 = sweep_now();
       round();
       times[i] = sweep_now() - t0;
     }
+    const double loopSeconds = sweep_now() - loopStart;
     long wrong = 0;
     for (size_t i = 0; i < count; ++i) wrong += c[i] != 3.0f;
-    const sweep_row row = sweep_make_row(SWEEP_ALLREDUCE, count, kThreads, times.data(), iters, wrong);
+    const sweep_row row = sweep_make_row(SWEEP_ALLREDUCE, count, kThreads, times.data(), iters, wrong, loopSeconds);
     sweep_print_row(&row);
   }
   stop = true;

@@ -77,6 +77,8 @@ int runSide(Shared& s, int side, const sweep_options& o) {
     if (side == 0) s.iters = sweep_iters_timed(&o, planned, (sweep_now() - perCall) / warm);
     barrier(s, side, ++round);
     const int iters = s.iters.load();
+    // Each round starts and ends at a barrier of both sides already.
+    const double loopStart = sweep_now();
     for (int i = 0; i < iters; ++i) {
       const double t0 = sweep_now();
       barrier(s, side, ++round);
@@ -84,11 +86,12 @@ int runSide(Shared& s, int side, const sweep_options& o) {
       barrier(s, side, ++round);
       times[i] = sweep_now() - t0;
     }
+    const double loopSeconds = sweep_now() - loopStart;
     // Half k of both outputs holds side (1-k)'s input, k + 1 -> 2 - k.
     long wrong = 0;
     for (size_t i = 0; i < elems; ++i) wrong += output[i] != (i < elems / 2 ? 2.0f : 1.0f);
     if (side == 0 && !s.failed) {
-      const sweep_row row = sweep_make_row(SWEEP_ALLREDUCE, elems, 2, times.data(), iters, wrong);
+      const sweep_row row = sweep_make_row(SWEEP_ALLREDUCE, elems, 2, times.data(), iters, wrong, loopSeconds);
       sweep_print_row(&row);
       std::fflush(stdout);
     }

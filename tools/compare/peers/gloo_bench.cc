@@ -205,16 +205,20 @@ int main(int argc, char** argv) {
         for (int w = 0; w < warm; ++w) op.run();
         perCall = maxAcrossRanks(ctx, (sweep_now() - perCall) / warm);
         const int iters = sweep_iters_timed(&o, planned, perCall);
+        maxAcrossRanks(ctx, 0.0);  // the loop starts together
+        const double loopStart = sweep_now();
         for (int i = 0; i < iters; ++i) {
           const double t0 = sweep_now();
           op.run();
           times[i] = sweep_now() - t0;
         }
+        maxAcrossRanks(ctx, 0.0);  // and ends when every rank is done
+        const double loopSeconds = sweep_now() - loopStart;
         op.prepareCheck(static_cast<float>(rank + 1));
         op.run();
         const long wrong = sumAcrossRanks(ctx, op.countWrong());
         if (rank == 0) {
-          const sweep_row row = sweep_make_row(coll, count, nranks, times.data(), iters, wrong);
+          const sweep_row row = sweep_make_row(coll, count, nranks, times.data(), iters, wrong, loopSeconds);
           sweep_print_row(&row);
         }
       }

@@ -168,16 +168,20 @@ int run(const sweep_options& o, int argc, char** argv) {
       for (int w = 0; w < warm; ++w) runOnce(coll, send.data(), recv.data(), count, rank, comm.get());
       perCall = maxAcrossRanks((sweep_now() - perCall) / warm, comm.get());
       const int iters = sweep_iters_timed(&o, planned, perCall);
+      maxAcrossRanks(0.0, comm.get());  // the loop starts together
+      const double loopStart = sweep_now();
       for (int i = 0; i < iters; ++i) {
         const double t0 = sweep_now();
         runOnce(coll, send.data(), recv.data(), count, rank, comm.get());
         times[i] = sweep_now() - t0;
       }
+      maxAcrossRanks(0.0, comm.get());  // and ends when every rank is done
+      const double loopSeconds = sweep_now() - loopStart;
       // The broadcast root's result is its send buffer.
       const float* result = coll == SWEEP_BROADCAST && rank == SWEEP_ROOT ? send.data() : recv.data();
       const long wrong = sumAcrossRanks(sweep_count_wrong(coll, result, count, rank, nranks), comm.get());
       if (rank == 0) {
-        const sweep_row row = sweep_make_row(coll, count, nranks, times.data(), iters, wrong);
+        const sweep_row row = sweep_make_row(coll, count, nranks, times.data(), iters, wrong, loopSeconds);
         sweep_print_row(&row);
         doc.rows.push_back(row);
       }

@@ -64,17 +64,21 @@ int main(int argc, char** argv) {
       perCall = (sweep_now() - perCall) / warm;
       MPI_Allreduce(MPI_IN_PLACE, &perCall, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       const int iters = sweep_iters_timed(&o, planned, perCall);
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double loopStart = sweep_now();
       for (int i = 0; i < iters; ++i) {
         const double t0 = sweep_now();
         run_once(coll, send, recv, count, rank);
         times[i] = sweep_now() - t0;
       }
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double loopSeconds = sweep_now() - loopStart;
       /* The broadcast root's result is its send buffer. */
       const float* result = coll == SWEEP_BROADCAST && rank == SWEEP_ROOT ? send : recv;
       long wrong = sweep_count_wrong(coll, result, count, rank, nranks), total = 0;
       MPI_Reduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
       if (rank == 0) {
-        const sweep_row row = sweep_make_row(coll, count, nranks, times, iters, total);
+        const sweep_row row = sweep_make_row(coll, count, nranks, times, iters, total, loopSeconds);
         sweep_print_row(&row);
       }
     }

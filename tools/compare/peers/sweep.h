@@ -11,10 +11,16 @@
  *     warm-up time per call, min, planned) timed iterations, so a slow peer
  *     does not run for minutes (all ranks agree on the count);
  *   - each iteration is timed alone and the row reports rank 0's median;
+ *   - the timed loop as a whole is timed too, from a synchronisation of all
+ *     ranks before its first call to one after its last, and the row reports
+ *     that wall time divided by the iterations: the time per call the ranks
+ *     sustain together. The two differ where a call can return before its
+ *     peers have done their part (broadcast, reduce): a root that buffers
+ *     its sends has short calls while the loop as a whole is not faster;
  *   - busbw uses nccl-tests' factors: allreduce 2(n-1)/n, broadcast and
  *     reduce 1, the others (n-1)/n.
  * Rows go to stdout as
- *   row <coll> <size> <count> <iters> <median_us> <algbw> <busbw> <wrong>
+ *   row <coll> <size> <count> <iters> <median_us> <algbw> <busbw> <wrong> <loop_us>
  * Header-only and valid C and C++, because mpi_bench is C.
  */
 #ifndef HCL_COMPARE_SWEEP_H_
@@ -234,10 +240,13 @@ typedef struct {
   double algbw;
   double busbw;
   long wrong;
+  double loopUs; /* the synchronised loop's wall time per call */
 } sweep_row;
 
-/* Builds a row from the iteration times (sorted in place). */
-static inline sweep_row sweep_make_row(int coll, size_t count, int nranks, double* times, int iters, long wrong) {
+/* Builds a row from the iteration times (sorted in place) and the wall time
+ * of the whole synchronised loop. */
+static inline sweep_row sweep_make_row(int coll, size_t count, int nranks, double* times, int iters, long wrong,
+                                       double loopSeconds) {
   sweep_row r;
   r.coll = coll;
   r.bytes = sweep_row_bytes(coll, count, nranks);
@@ -248,12 +257,13 @@ static inline sweep_row sweep_make_row(int coll, size_t count, int nranks, doubl
   r.algbw = median > 0 ? (double)r.bytes / median / 1e9 : 0.0;
   r.busbw = r.algbw * sweep_busbw_factor(coll, nranks);
   r.wrong = wrong;
+  r.loopUs = iters > 0 ? loopSeconds / iters * 1e6 : 0.0;
   return r;
 }
 
 static inline void sweep_print_row(const sweep_row* r) {
-  printf("row %s %zu %zu %d %.6g %.6g %.6g %ld\n", sweep_coll_names[r->coll], r->bytes, r->count, r->iters,
-         r->timeUs, r->algbw, r->busbw, r->wrong);
+  printf("row %s %zu %zu %d %.6g %.6g %.6g %ld %.6g\n", sweep_coll_names[r->coll], r->bytes, r->count, r->iters,
+         r->timeUs, r->algbw, r->busbw, r->wrong, r->loopUs);
   fflush(stdout);
 }
 
