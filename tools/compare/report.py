@@ -31,7 +31,7 @@ class Median:
         self.busbw = statistics.median(r.busbw for r in rows) if rows else None
         self.time_us = statistics.median(r.time_us for r in rows) if rows else None
         loops = [r.loop_us for r in rows if r.loop_us is not None]
-        self.loop_us = statistics.median(loops) if loops and len(loops) == len(rows) else None
+        self.loop_us = statistics.median(loops) if rows and len(loops) == len(rows) else None
         self.wrong = max((r.wrong for r in rows), default=0)
 
 
@@ -96,7 +96,6 @@ class IperfLine:
     def __init__(self, gbps):
         self.busbw = gbps
         self.time_us = None
-        self.loop_us = None
         self.wrong = 0
 
 
