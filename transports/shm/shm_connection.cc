@@ -16,14 +16,6 @@
 
 namespace hcl::shm {
 
-std::string formatBytes(uint64_t bytes) {
-  constexpr uint64_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
-  if (bytes >= kGiB && bytes % kGiB == 0) return fmt::format("{} GiB", bytes / kGiB);
-  if (bytes >= kMiB && bytes % kMiB == 0) return fmt::format("{} MiB", bytes / kMiB);
-  if (bytes >= kKiB && bytes % kKiB == 0) return fmt::format("{} KiB", bytes / kKiB);
-  return fmt::format("{} B", bytes);
-}
-
 namespace {
 
 // Bounds the work of one progress() call in each direction, so a call never
@@ -41,8 +33,6 @@ class ShmConnection final : public Connection {
         header_(segment_->header()),
         sendFifo_(header_.fifo[side_]),
         recvFifo_(header_.fifo[1 - side_]),
-        slots_(header_.slots),
-        slotBytes_(header_.slotBytes),
         cmaThreshold_(c.cmaThreshold),
         watchPeerPid_(c.watchPeerPid),
         mapPeerMemory_(c.mapPeerMemory),
@@ -50,9 +40,21 @@ class ShmConnection final : public Connection {
         peerPid_(header_.side[1 - side_].pid.load(std::memory_order_acquire)),
         mappings_(rank_, peer_, peerPid_) {
     // Both ends start with empty FIFOs; these are the only writers of their counters.
-    sendTailSeen_ = sendFifo_.tail.load(std::memory_order_acquire);
-    sendHead_ = sendTailSeen_;
-    recvTail_ = recvFifo_.tail.load(std::memory_order_acquire);
+    for (int l = 0; l < kLanes; ++l) {
+      const LaneLayout& layout = header_.lanes[l];
+      LaneState& lane = lanes_[l];
+      lane.slots = layout.slots;
+      lane.slotBytes = layout.slotBytes;
+      lane.stride = layout.slotStride;
+      if (lane.slots == 0) continue;
+      lane.sendSlots = segment_->slot(side_, static_cast<Lane>(l), 0);
+      lane.recvSlots = segment_->slot(1 - side_, static_cast<Lane>(l), 0);
+      lane.sendTail = &sendFifo_.lane[l].tail;
+      lane.recvTail = &recvFifo_.lane[l].tail;
+      lane.sendTailSeen = lane.sendTail->load(std::memory_order_acquire);
+      lane.sendHead = lane.sendTailSeen;
+      lane.recvPosition = lane.recvTail->load(std::memory_order_acquire);
+    }
     cmaSent_ = sendFifo_.cmaCompleted.load(std::memory_order_acquire);
   }
 
@@ -146,31 +148,58 @@ class ShmConnection final : public Connection {
       return fmt::format("shm, single copy (process_vm_readv) from {}",
                          formatBytes(static_cast<uint64_t>(cmaThreshold_)));
     }
-    return fmt::format("shm, copy through {}x{} slots", slots_, formatBytes(slotBytes_));
+    Geometry g;
+    for (int l = 0; l < kLanes; ++l) g.lane[l] = {static_cast<uint32_t>(lanes_[l].slots), lanes_[l].slotBytes};
+    return fmt::format("shm, copy through {} slots", describeLanes(g));
   }
 
  private:
   // ---- FIFO access -------------------------------------------------------
 
-  uint8_t* reserveSendSlot() {
-    if (sendHead_ - sendTailSeen_ >= slots_) {
-      sendTailSeen_ = sendFifo_.tail.load(std::memory_order_acquire);
-      if (sendHead_ - sendTailSeen_ >= slots_) return nullptr;
+  // One lane of both FIFOs as this side sees it: it produces into the send
+  // FIFO and consumes from the receive FIFO.
+  struct LaneState {
+    uint64_t slots = 0;
+    uint64_t slotBytes = 0;
+    uint64_t stride = 0;
+    uint8_t* sendSlots = nullptr;
+    const uint8_t* recvSlots = nullptr;
+    std::atomic<uint64_t>* sendTail = nullptr;  // released by the peer
+    std::atomic<uint64_t>* recvTail = nullptr;  // released by this side
+    uint64_t sendHead = 0;
+    uint64_t sendTailSeen = 0;
+    uint64_t recvPosition = 0;  // slots consumed
+    uint8_t* sendSlot() const { return sendSlots + (sendHead % slots) * stride; }
+    const uint8_t* recvSlot() const { return recvSlots + (recvPosition % slots) * stride; }
+  };
+
+  // Both sides pick the same lane for a message, from its size alone.
+  Lane laneFor(uint64_t bytes) const {
+    for (int l = 0; l < kBulkLane; ++l) {
+      if (lanes_[l].slots > 0 && bytes <= lanes_[l].slotBytes) return static_cast<Lane>(l);
     }
-    return segment_->slot(side_, sendHead_ % slots_);
+    return kBulkLane;
+  }
+
+  uint8_t* reserveSendSlot(LaneState& lane) {
+    if (lane.sendHead - lane.sendTailSeen >= lane.slots) {
+      lane.sendTailSeen = lane.sendTail->load(std::memory_order_acquire);
+      if (lane.sendHead - lane.sendTailSeen >= lane.slots) return nullptr;
+    }
+    return lane.sendSlot();
   }
   static std::atomic_ref<uint64_t> sequenceOf(const uint8_t* slot) {
     return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(const_cast<uint8_t*>(slot) + kSlotSequenceOffset));
   }
 
-  void publishSendSlot(uint8_t* slot) {
-    ++sendHead_;
-    sequenceOf(slot).store(sendHead_, std::memory_order_release);
+  static void publishSendSlot(LaneState& lane, uint8_t* slot) {
+    ++lane.sendHead;
+    sequenceOf(slot).store(lane.sendHead, std::memory_order_release);
   }
 
-  const uint8_t* peekReceiveSlot() {
-    const uint8_t* slot = segment_->slot(1 - side_, recvTail_ % slots_);
-    return sequenceOf(slot).load(std::memory_order_acquire) == recvTail_ + 1 ? slot : nullptr;
+  static const uint8_t* peekReceiveSlot(const LaneState& lane) {
+    const uint8_t* slot = lane.recvSlot();
+    return sequenceOf(slot).load(std::memory_order_acquire) == lane.recvPosition + 1 ? slot : nullptr;
   }
   bool expectCopiedPayload(uint64_t bytes) const {
     return bytes > kSlotInlineBytes && (cmaThreshold_ <= 0 || bytes < static_cast<uint64_t>(cmaThreshold_));
@@ -179,13 +208,15 @@ class ShmConnection final : public Connection {
   // header is polled: they then arrive with the header's line instead of one
   // cross-core round trip after it (128 B to 16 KiB messages, about 0.1 us;
   // docs/performance.md). The hardware prefetcher follows on from there.
-  void prefetchPayload(uint64_t bytes) const {
+  static void prefetchPayload(const LaneState& lane, uint64_t bytes) {
     constexpr uint64_t kPrefetchBytes = 4096;
-    const uint8_t* payload = segment_->slot(1 - side_, recvTail_ % slots_) + kSlotHeaderBytes;
-    const uint64_t n = std::min({bytes, slotBytes_, kPrefetchBytes});
+    const uint8_t* payload = lane.recvSlot() + kSlotHeaderBytes;
+    const uint64_t n = std::min({bytes, lane.slotBytes, kPrefetchBytes});
     for (uint64_t at = 0; at < n; at += kCacheLine) __builtin_prefetch(payload + at);
   }
-  void releaseReceiveSlot() { recvFifo_.tail.store(++recvTail_, std::memory_order_release); }
+  static void releaseReceiveSlot(LaneState& lane) {
+    lane.recvTail->store(++lane.recvPosition, std::memory_order_release);
+  }
 
   // ---- sends -------------------------------------------------------------
 
@@ -206,16 +237,19 @@ class ShmConnection final : public Connection {
       Transfer& t = *sends_.front();
       if (!sendStarted_) {
         sendMode_ = chooseMode(t.bytes);
+        sendLane_ = &lanes_[laneFor(t.bytes)];
         sendFragments_ = 0;
         sendStarted_ = true;
       }
+      LaneState& lane = *sendLane_;
       if (sendMode_ == MessageMode::Inline) {
-        uint8_t* slot = reserveSendSlot();
+        uint8_t* slot = reserveSendSlot(lane);
         if (slot == nullptr) return {};
-        const SlotHeader h{t.tag, static_cast<uint32_t>(MessageMode::Inline), t.bytes, 0, 0, 0, 0};
+        const SlotHeader h{t.tag, static_cast<uint32_t>(MessageMode::Inline), t.bytes, 0, sendOrdinal_, 0, 0, 0};
         std::memcpy(slot, &h, kSlotInlineOffset);
         if (t.bytes > 0) std::memcpy(slot + kSlotInlineOffset, t.buffer, t.bytes);
-        publishSendSlot(slot);
+        publishSendSlot(lane, slot);
+        ++sendOrdinal_;
         sends_.pop_front();
         sendStarted_ = false;
         t.progressed = t.bytes;
@@ -224,26 +258,35 @@ class ShmConnection final : public Connection {
         continue;
       }
       if (sendMode_ == MessageMode::SingleCopy) {
-        uint8_t* slot = reserveSendSlot();
+        uint8_t* slot = reserveSendSlot(lane);
         if (slot == nullptr) return {};
-        const SlotHeader h{
-            t.tag,  static_cast<uint32_t>(MessageMode::SingleCopy), t.bytes, 0, ++cmaSent_,
-            myPid_, reinterpret_cast<uintptr_t>(t.buffer)};
+        const SlotHeader h{t.tag,     static_cast<uint32_t>(MessageMode::SingleCopy),
+                           t.bytes,   0,
+                           sendOrdinal_, ++cmaSent_,
+                           myPid_,    reinterpret_cast<uintptr_t>(t.buffer)};
         std::memcpy(slot, &h, sizeof h);
-        publishSendSlot(slot);
+        publishSendSlot(lane, slot);
+        ++sendOrdinal_;
         pendingSingleCopy_.emplace_back(cmaSent_, &t);
         sends_.pop_front();
         sendStarted_ = false;
         moved = true;
         continue;
       }
-      const uint64_t fragments = t.bytes == 0 ? 1 : (t.bytes + slotBytes_ - 1) / slotBytes_;
+      const uint64_t slotBytes = std::max<uint64_t>(lane.slotBytes, 1);
+      const uint64_t fragments = t.bytes == 0 ? 1 : (t.bytes + slotBytes - 1) / slotBytes;
       while (sendFragments_ < fragments && budget > 0) {
-        uint8_t* slot = reserveSendSlot();
+        uint8_t* slot = reserveSendSlot(lane);
         if (slot == nullptr) return {};
-        const uint64_t len = std::min<uint64_t>(slotBytes_, t.bytes - t.progressed);
-        const SlotHeader h{
-            t.tag, static_cast<uint32_t>(MessageMode::Copy), t.bytes, sendFragments_, 0, 0, 0};
+        const uint64_t len = std::min<uint64_t>(lane.slotBytes, t.bytes - t.progressed);
+        const SlotHeader h{t.tag,
+                           static_cast<uint32_t>(MessageMode::Copy),
+                           t.bytes,
+                           static_cast<uint32_t>(sendFragments_),
+                           sendOrdinal_,
+                           0,
+                           0,
+                           0};
         // The header's line is stored last, together with its sequence word:
         // stored first, the polling receiver would take the line back while
         // the payload is copied, and publishing would wait for it again.
@@ -251,13 +294,14 @@ class ShmConnection final : public Connection {
           std::memcpy(slot + kSlotHeaderBytes, static_cast<const uint8_t*>(t.buffer) + t.progressed,
                       len);
         std::memcpy(slot, &h, sizeof h);
-        publishSendSlot(slot);
+        publishSendSlot(lane, slot);
         t.progressed += len;
         ++sendFragments_;
         budget -= std::min(budget, std::max<uint64_t>(len, 1));
         moved = true;
       }
       if (sendFragments_ < fragments) return {};
+      ++sendOrdinal_;
       sends_.pop_front();
       sendStarted_ = false;
       t.complete(Transfer::State::Done);
@@ -283,26 +327,29 @@ class ShmConnection final : public Connection {
     while (!recvs_.empty() && budget > 0) {
       Transfer& t = *recvs_.front();
       if (!recvStarted_) {
-        if (expectCopiedPayload(t.bytes)) prefetchPayload(t.bytes);
-        const uint8_t* slot = peekReceiveSlot();
-        if (slot == nullptr) return {};
+        LaneState& lane = lanes_[laneFor(t.bytes)];
+        if (expectCopiedPayload(t.bytes)) prefetchPayload(lane, t.bytes);
+        const uint8_t* slot = peekReceiveSlot(lane);
+        if (slot == nullptr) return sentInAnotherLane(lane, t);
         SlotHeader h;
         std::memcpy(&h, slot, sizeof h);
+        if (h.ordinal != recvOrdinal_) {
+          // Messages of each lane arrive in order: the one expected went
+          // through the other lane, with another size.
+          const Status other = sentInAnotherLane(lane, t);
+          return other.ok() ? corrupted(h) : other;
+        }
         if (h.fragment != 0 || (h.mode != static_cast<uint32_t>(MessageMode::Copy) &&
                                 h.mode != static_cast<uint32_t>(MessageMode::SingleCopy) &&
                                 h.mode != static_cast<uint32_t>(MessageMode::Inline)) ||
             (h.mode == static_cast<uint32_t>(MessageMode::Inline) && h.bytes > kSlotInlineBytes)) {
           return corrupted(h);
         }
-        if (h.tag != t.tag || h.bytes != t.bytes) {
-          return invalidUsage(fmt::format(
-              "rank {}: message from rank {} has tag {}/{} bytes, expected tag {}/{} bytes "
-              "(mismatched collectives or send/recv sizes?)",
-              rank_, peer_, h.tag, h.bytes, t.tag, t.bytes));
-        }
+        if (h.tag != t.tag || h.bytes != t.bytes) return mismatch(h, t);
         if (h.mode == static_cast<uint32_t>(MessageMode::Inline)) {
           if (h.bytes > 0) std::memcpy(t.buffer, slot + kSlotInlineOffset, h.bytes);
-          releaseReceiveSlot();
+          releaseReceiveSlot(lane);
+          ++recvOrdinal_;
           t.progressed = t.bytes;
           recvs_.pop_front();
           t.complete(Transfer::State::Done);
@@ -310,11 +357,12 @@ class ShmConnection final : public Connection {
           continue;
         }
         recvStarted_ = true;
+        recvLane_ = &lane;
         recvMode_ = static_cast<MessageMode>(h.mode);
         recvFragments_ = 0;
         if (recvMode_ == MessageMode::SingleCopy) {
           recvSource_ = h;
-          releaseReceiveSlot();  // the descriptor is ours now; free the slot early
+          releaseReceiveSlot(lane);  // the descriptor is ours now; free the slot early
           moved = true;
         }
       }
@@ -327,8 +375,30 @@ class ShmConnection final : public Connection {
       }
       recvs_.pop_front();
       recvStarted_ = false;
+      ++recvOrdinal_;
       t.complete(Transfer::State::Done);
       moved = true;
+    }
+    return {};
+  }
+
+  Status mismatch(const SlotHeader& h, const Transfer& t) const {
+    return invalidUsage(fmt::format(
+        "rank {}: message from rank {} has tag {}/{} bytes, expected tag {}/{} bytes "
+        "(mismatched collectives or send/recv sizes?)",
+        rank_, peer_, h.tag, h.bytes, t.tag, t.bytes));
+  }
+
+  // The message expected next, found at the head of a lane `t` does not
+  // use: the two sides disagree on its size. Success when it is not there.
+  Status sentInAnotherLane(const LaneState& expected, const Transfer& t) const {
+    for (const LaneState& other : lanes_) {
+      if (&other == &expected || other.slots == 0) continue;
+      const uint8_t* slot = peekReceiveSlot(other);
+      if (slot == nullptr) continue;
+      SlotHeader h;
+      std::memcpy(&h, slot, sizeof h);
+      if (h.ordinal == recvOrdinal_ && h.fragment == 0) return mismatch(h, t);
     }
     return {};
   }
@@ -338,19 +408,20 @@ class ShmConnection final : public Connection {
   bool receiveFragments(Transfer& t, uint64_t& budget, bool& moved) {
     while (recvFragments_ == 0 || t.progressed < t.bytes) {
       if (budget == 0) return false;
-      const uint8_t* slot = peekReceiveSlot();
+      LaneState& lane = *recvLane_;
+      const uint8_t* slot = peekReceiveSlot(lane);
       if (slot == nullptr) return false;
       SlotHeader h;
       std::memcpy(&h, slot, sizeof h);
-      if (h.fragment != recvFragments_ || h.tag != t.tag || h.bytes != t.bytes ||
-          h.mode != static_cast<uint32_t>(MessageMode::Copy)) {
+      if (h.fragment != static_cast<uint32_t>(recvFragments_) || h.ordinal != recvOrdinal_ || h.tag != t.tag ||
+          h.bytes != t.bytes || h.mode != static_cast<uint32_t>(MessageMode::Copy)) {
         recvStatus_ = corrupted(h);
         return false;
       }
-      const uint64_t len = std::min<uint64_t>(slotBytes_, t.bytes - t.progressed);
+      const uint64_t len = std::min<uint64_t>(lane.slotBytes, t.bytes - t.progressed);
       if (len > 0)
         std::memcpy(static_cast<uint8_t*>(t.buffer) + t.progressed, slot + kSlotHeaderBytes, len);
-      releaseReceiveSlot();
+      releaseReceiveSlot(lane);
       t.progressed += len;
       ++recvFragments_;
       budget -= std::min(budget, std::max<uint64_t>(len, 1));
@@ -441,9 +512,10 @@ class ShmConnection final : public Connection {
 
   Status corrupted(const SlotHeader& h) const {
     return internalError(fmt::format(
-        "rank {}: corrupted shm stream from rank {} (fragment {} mode {} tag {} bytes {}, expected "
-        "fragment {})",
-        rank_, peer_, h.fragment, h.mode, h.tag, h.bytes, recvStarted_ ? recvFragments_ : 0));
+        "rank {}: corrupted shm stream from rank {} (message {} fragment {} mode {} tag {} bytes {}, "
+        "expected message {} fragment {})",
+        rank_, peer_, h.ordinal, h.fragment, h.mode, h.tag, h.bytes, recvOrdinal_,
+        recvStarted_ ? recvFragments_ : 0));
   }
 
   // ---- failure -----------------------------------------------------------
@@ -484,8 +556,6 @@ class ShmConnection final : public Connection {
   SegmentHeader& header_;
   FifoControl& sendFifo_;
   FifoControl& recvFifo_;
-  const uint64_t slots_;
-  const uint64_t slotBytes_;
   const int64_t cmaThreshold_;
   const bool watchPeerPid_;
   const bool mapPeerMemory_;
@@ -499,9 +569,11 @@ class ShmConnection final : public Connection {
   static constexpr uint32_t kPollsPerClockRead = 64;
   uint32_t pollsSinceCheck_ = 0;
 
+  LaneState lanes_[kLanes];
+
   // Producer side of FIFO side_.
-  uint64_t sendHead_ = 0;
-  uint64_t sendTailSeen_ = 0;
+  uint32_t sendOrdinal_ = 0;  // of the message being pushed, modulo 2^32
+  LaneState* sendLane_ = nullptr;
   uint64_t cmaSent_ = 0;
   uint32_t peerCanReadMemory_ = kCmaUnknown;
   std::deque<Transfer*> sends_;  // front is the one being pushed
@@ -511,9 +583,10 @@ class ShmConnection final : public Connection {
   std::deque<std::pair<uint64_t, Transfer*>> pendingSingleCopy_;  // (sequence, transfer)
 
   // Consumer side of FIFO 1 - side_.
-  uint64_t recvTail_ = 0;
+  uint32_t recvOrdinal_ = 0;  // of the message expected next, modulo 2^32
   std::deque<Transfer*> recvs_;  // front is the one being filled
   bool recvStarted_ = false;
+  LaneState* recvLane_ = nullptr;
   MessageMode recvMode_ = MessageMode::Copy;
   uint64_t recvFragments_ = 0;
   SlotHeader recvSource_{};

@@ -24,7 +24,4 @@ struct ConnectionConfig {
 
 std::unique_ptr<Connection> makeShmConnection(ConnectionConfig config);
 
-// "64 KiB", "4 MiB", "1000 B"
-std::string formatBytes(uint64_t bytes);
-
 }  // namespace hcl::shm

@@ -24,6 +24,21 @@ uint64_t roundUp(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
 uint64_t slotsOffset() { return roundUp(sizeof(SegmentHeader), 4096); }
 
+// Where each lane's slots lie, small lane first; returns the segment's size.
+uint64_t layOut(const Geometry& g, LaneLayout (&lanes)[kLanes]) {
+  uint64_t at = slotsOffset();
+  for (int lane = 0; lane < kLanes; ++lane) {
+    LaneLayout& l = lanes[lane];
+    l.slots = g.lane[lane].slots;
+    l.reserved = 0;
+    l.slotBytes = g.lane[lane].slotBytes;
+    l.slotStride = kSlotHeaderBytes + roundUp(l.slotBytes, kCacheLine);
+    l.offset = at;
+    at += 2ull * l.slots * l.slotStride;
+  }
+  return at;
+}
+
 class Fd {
  public:
   explicit Fd(int fd) : fd_(fd) {}
@@ -43,19 +58,50 @@ std::string errnoText(int err) { return fmt::format("{} ({})", std::strerror(err
 }  // namespace
 
 Status geometryFromParams(Geometry& out) {
-  const int64_t slots = paramInt("HCL_SHM_SLOTS");
-  if (slots < 1 || slots > kMaxSlots) {
-    return invalidArgument(
-        fmt::format("HCL_SHM_SLOTS={} is out of range [1, {}]", slots, kMaxSlots));
+  struct LaneParams {
+    const char* slots;
+    const char* slotBytes;
+    int64_t minSlots, minSlotBytes;
+  };
+  // The small lanes may be switched off (0 slots); their slots may carry no payload beyond the header line.
+  constexpr LaneParams kParams[kLanes] = {
+      {"HCL_SHM_SMALL_SLOTS", "HCL_SHM_SMALL_SLOT_BYTES", 0, 0},
+      {"HCL_SHM_MEDIUM_SLOTS", "HCL_SHM_MEDIUM_SLOT_BYTES", 0, 0},
+      {"HCL_SHM_SLOTS", "HCL_SHM_SLOT_BYTES", 1, kMinSlotBytes},
+  };
+  for (int lane = 0; lane < kLanes; ++lane) {
+    const LaneParams& p = kParams[lane];
+    const int64_t slots = paramInt(p.slots);
+    if (slots < p.minSlots || slots > kMaxSlots) {
+      return invalidArgument(
+          fmt::format("{}={} is out of range [{}, {}]", p.slots, slots, p.minSlots, kMaxSlots));
+    }
+    const int64_t slotBytes = paramInt(p.slotBytes);
+    if (slotBytes < p.minSlotBytes || slotBytes > kMaxSlotBytes) {
+      return invalidArgument(fmt::format("{}={} is out of range [{}, {}]", p.slotBytes, slotBytes,
+                                         p.minSlotBytes, kMaxSlotBytes));
+    }
+    out.lane[lane].slots = static_cast<uint32_t>(slots);
+    out.lane[lane].slotBytes = static_cast<uint64_t>(slotBytes);
   }
-  const int64_t slotBytes = paramInt("HCL_SHM_SLOT_BYTES");
-  if (slotBytes < kMinSlotBytes || slotBytes > kMaxSlotBytes) {
-    return invalidArgument(fmt::format("HCL_SHM_SLOT_BYTES={} is out of range [{}, {}]", slotBytes,
-                                       kMinSlotBytes, kMaxSlotBytes));
-  }
-  out.slots = static_cast<uint32_t>(slots);
-  out.slotBytes = static_cast<uint64_t>(slotBytes);
   return {};
+}
+
+std::string formatBytes(uint64_t bytes) {
+  constexpr uint64_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+  if (bytes >= kGiB && bytes % kGiB == 0) return fmt::format("{} GiB", bytes / kGiB);
+  if (bytes >= kMiB && bytes % kMiB == 0) return fmt::format("{} MiB", bytes / kMiB);
+  if (bytes >= kKiB && bytes % kKiB == 0) return fmt::format("{} KiB", bytes / kKiB);
+  return fmt::format("{} B", bytes);
+}
+
+std::string describeLanes(const Geometry& geometry) {
+  std::string text;
+  for (const LaneGeometry& l : geometry.lane) {
+    if (l.slots == 0) continue;
+    text += fmt::format("{}{}x{}", text.empty() ? "" : ", ", l.slots, formatBytes(l.slotBytes));
+  }
+  return text;
 }
 
 std::string segmentName(const uint8_t (&secret)[16], uint64_t commTag, int low, int high) {
@@ -72,17 +118,15 @@ Segment::~Segment() { ::munmap(base_, bytes_); }
 
 SegmentHeader& Segment::header() const { return *std::launder(static_cast<SegmentHeader*>(base_)); }
 
-uint8_t* Segment::slot(int fifo, uint64_t index) const {
-  const SegmentHeader& h = header();
-  const uint64_t offset =
-      slotsOffset() + (static_cast<uint64_t>(fifo) * h.slots + index) * h.slotStride;
-  return static_cast<uint8_t*>(base_) + offset;
+uint8_t* Segment::slot(int fifo, Lane lane, uint64_t index) const {
+  const LaneLayout& l = header().lanes[lane];
+  return static_cast<uint8_t*>(base_) + l.offset + (static_cast<uint64_t>(fifo) * l.slots + index) * l.slotStride;
 }
 
 Status Segment::create(const std::string& name, const Geometry& geometry, int low, int high,
                        std::shared_ptr<Segment>& out) {
-  const uint64_t stride = kSlotHeaderBytes + roundUp(geometry.slotBytes, kCacheLine);
-  const uint64_t total = slotsOffset() + 2ull * geometry.slots * stride;
+  LaneLayout lanes[kLanes];
+  const uint64_t total = layOut(geometry, lanes);
 
   Fd fd(::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600));
   if (fd.get() < 0) {
@@ -110,9 +154,7 @@ Status Segment::create(const std::string& name, const Geometry& geometry, int lo
   if (base == MAP_FAILED) return fail("mmap", errno);
 
   auto* h = std::construct_at(static_cast<SegmentHeader*>(base));
-  h->slots = geometry.slots;
-  h->slotBytes = geometry.slotBytes;
-  h->slotStride = stride;
+  for (int lane = 0; lane < kLanes; ++lane) h->lanes[lane] = lanes[lane];
   h->totalBytes = total;
   h->ranks[0] = low;
   h->ranks[1] = high;
@@ -156,14 +198,26 @@ Status Segment::open(const std::string& name, int low, int high, std::shared_ptr
     *missing = true;  // not initialised yet
     return {};
   }
-  const uint64_t expectedTotal = slotsOffset() + 2ull * h.slots * h.slotStride;
-  if (h.ranks[0] != low || h.ranks[1] != high || h.slots == 0 || h.slotBytes == 0 ||
-      h.slotStride < kSlotHeaderBytes + h.slotBytes || h.totalBytes != size ||
+  // The layout the header's lane sizes give must be the one it describes.
+  Geometry g;
+  bool sameLayout = h.lanes[kBulkLane].slots > 0 && h.lanes[kBulkLane].slotBytes > 0;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    g.lane[lane] = {h.lanes[lane].slots, h.lanes[lane].slotBytes};
+    sameLayout = sameLayout && g.lane[lane].slots <= kMaxSlots && g.lane[lane].slotBytes <= kMaxSlotBytes;
+  }
+  LaneLayout expected[kLanes];
+  const uint64_t expectedTotal = sameLayout ? layOut(g, expected) : 0;
+  for (int lane = 0; lane < kLanes && sameLayout; ++lane) {
+    sameLayout = sameLayout && h.lanes[lane].slotStride == expected[lane].slotStride &&
+                 h.lanes[lane].offset == expected[lane].offset;
+  }
+  if (h.ranks[0] != low || h.ranks[1] != high || !sameLayout || h.totalBytes != size ||
       expectedTotal != size) {
+    std::string lanes;
+    for (const LaneLayout& l : h.lanes) lanes += fmt::format("{}{}x{} B", lanes.empty() ? "" : ", ", l.slots, l.slotBytes);
     return internalError(fmt::format(
-        "rank {}: shm segment {} has an unexpected layout (ranks {}/{}, {} slots of {} bytes, "
-        "{} bytes in all, file has {})",
-        high, name, h.ranks[0], h.ranks[1], h.slots, h.slotBytes, h.totalBytes, size));
+        "rank {}: shm segment {} has an unexpected layout (ranks {}/{}, slots {}, {} bytes in all, file has {})",
+        high, name, h.ranks[0], h.ranks[1], lanes, h.totalBytes, size));
   }
   out = std::move(segment);
   return {};

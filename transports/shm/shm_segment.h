@@ -1,6 +1,13 @@
 // The shared segment of one pair of ranks (low < high): a header, then two
-// single-producer/single-consumer FIFOs of fixed-size slots. FIFO d carries
-// messages from side d to side 1-d (side 0 is the low rank, which creates it).
+// single-producer/single-consumer FIFOs per lane. FIFO d carries messages
+// from side d to side 1-d (side 0 is the low rank, which creates it).
+//
+// A message goes through the first lane (small, medium) whose slot it fits,
+// else through the bulk lane. Both sides pick the lane by the message's
+// size, so each lane keeps the order of the messages it carries. The many
+// slots of the small lanes let a sender run far ahead of a receiver that
+// shares its core, so each runs many calls per time slice; deepening the
+// bulk lane instead would cost megabytes per pair (docs/performance.md).
 #pragma once
 
 #include <atomic>
@@ -17,8 +24,12 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<int64_t>::is_always_lock_free);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
 
-constexpr uint64_t kSegmentMagic = 0x33304d48534c4348ull;  // "HCLSHM03"
+constexpr uint64_t kSegmentMagic = 0x34304d48534c4348ull;  // "HCLSHM04"
 constexpr size_t kCacheLine = 64;
+
+// In order of slot size: a message takes the first lane it fits, else the bulk lane.
+enum Lane : int { kSmallLane = 0, kMediumLane = 1, kBulkLane = 2 };
+constexpr int kLanes = 3;
 
 // Whether the other side could read this side's memory with process_vm_readv.
 enum CmaCapability : uint32_t { kCmaUnknown = 0, kCmaAvailable = 1, kCmaUnavailable = 2 };
@@ -34,19 +45,27 @@ struct alignas(kCacheLine) SideInfo {
 // Slots are published through their own sequence word (kSlotSequenceOffset),
 // not a shared head counter, so the consumer finds a message with one miss.
 struct FifoControl {
-  alignas(kCacheLine) std::atomic<uint64_t> tail;  // slots released by the consumer
+  struct alignas(kCacheLine) LaneTail {
+    std::atomic<uint64_t> tail;  // slots of the lane released by the consumer
+  };
+  LaneTail lane[kLanes];
   // Sequence number of the last single-copy message the consumer finished reading.
   alignas(kCacheLine) std::atomic<uint64_t> cmaCompleted;
 };
 
-struct SegmentHeader {
-  std::atomic<uint64_t> magic;  // stored last by the creator
-  uint32_t slots;
+struct LaneLayout {
+  uint32_t slots;  // 0: the lane is not used
   uint32_t reserved;
   uint64_t slotBytes;   // payload capacity of one slot
   uint64_t slotStride;  // SlotHeader + payload, cache-line aligned
+  uint64_t offset;      // of FIFO 0's first slot; FIFO 1's follow them
+};
+
+struct SegmentHeader {
+  std::atomic<uint64_t> magic;  // stored last by the creator
   uint64_t totalBytes;
   int32_t ranks[2];
+  LaneLayout lanes[kLanes];
   SideInfo side[2];
   FifoControl fifo[2];
 };
@@ -56,12 +75,16 @@ struct SegmentHeader {
 enum class MessageMode : uint32_t { Copy = 1, SingleCopy = 2, Inline = 3 };
 
 // At the start of every slot. Every fragment of a message repeats the
-// message's tag, size and mode so the stream can be checked.
+// message's tag, size, mode and ordinal so the stream can be checked.
 struct SlotHeader {
   uint32_t tag;
   uint32_t mode;  // MessageMode
   uint64_t bytes;
-  uint64_t fragment;     // index of this fragment within the message
+  uint32_t fragment;  // index of this fragment within the message, modulo 2^32
+  // The message's place among all messages of its direction, both lanes
+  // counted (modulo 2^32): a receiver waiting on one lane finds its message
+  // in the other when the two sides disagree on its size.
+  uint32_t ordinal;
   uint64_t cmaSequence;  // single copy: value cmaCompleted reaches when read
   int64_t cmaPid;
   uint64_t cmaAddress;
@@ -76,13 +99,22 @@ constexpr size_t kSlotInlineOffset = offsetof(SlotHeader, cmaSequence);
 constexpr size_t kSlotInlineBytes = kSlotSequenceOffset - kSlotInlineOffset;
 static_assert(kSlotInlineBytes == 32);
 
-struct Geometry {
+struct LaneGeometry {
   uint32_t slots = 0;
   uint64_t slotBytes = 0;
 };
+struct Geometry {
+  LaneGeometry lane[kLanes];
+};
 
-// HCL_SHM_SLOTS x HCL_SHM_SLOT_BYTES, validated.
+// HCL_SHM_{SMALL_,MEDIUM_,}SLOTS x HCL_SHM_{SMALL_,MEDIUM_,}SLOT_BYTES, validated.
 Status geometryFromParams(Geometry& out);
+
+// "64 KiB", "4 MiB", "1000 B"
+std::string formatBytes(uint64_t bytes);
+
+// "8x256 KiB", or with small lanes "256x256 B, 128x4 KiB, 8x256 KiB".
+std::string describeLanes(const Geometry& geometry);
 
 // "/hcl-<hex of secret[0..8)>-<commTag hex>-<low>-<high>"
 std::string segmentName(const uint8_t (&secret)[16], uint64_t commTag, int low, int high);
@@ -105,7 +137,8 @@ class Segment {
 
   const std::string& name() const { return name_; }
   SegmentHeader& header() const;
-  uint8_t* slot(int fifo, uint64_t index) const;
+  // Slot `index` (< the lane's slots) of one FIFO of one lane.
+  uint8_t* slot(int fifo, Lane lane, uint64_t index) const;
 
  private:
   std::string name_;

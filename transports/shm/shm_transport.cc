@@ -55,9 +55,8 @@ class ShmTransport final : public Transport {
       created_.push_back(name);
       attach(segment->header().side[0]);
       segments_[peer] = std::move(segment);
-      log::trace(log::Shm,
-                 "rank {}: created shm segment {} for rank {} ({} slots of {} per direction)",
-                 ctx.rank, name, peer, geometry.slots, shm::formatBytes(geometry.slotBytes));
+      log::trace(log::Shm, "rank {}: created shm segment {} for rank {} (slots per direction: {})", ctx.rank,
+                 name, peer, shm::describeLanes(geometry));
     }
     return {};
   }

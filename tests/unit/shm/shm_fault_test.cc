@@ -88,6 +88,62 @@ TEST_F(ShmTest, SizeMismatchOfLargeMessageIsInvalidUsage) {
       2, [&](int rank) { return mismatch(rank, id_, shared, 9, 1 << 20, 9, (1 << 20) + 1); }));
 }
 
+// Sizes on either side of a lane boundary: the receiver waits on one lane
+// while the message sits in another, and must still name both sizes.
+TEST_F(ShmTest, SizeMismatchAcrossLanesIsInvalidUsage) {
+  const std::pair<size_t, size_t> sentExpected[] = {
+      {8, 1 << 20},     // small lane, expected in the bulk lane
+      {1 << 20, 8},     // bulk lane, expected in the small lane
+      {200, 3000},      // small lane, expected in the medium lane
+      {3000, 300000},   // medium lane, expected in the bulk lane
+  };
+  for (const auto& [sent, expected] : sentExpected) {
+    SCOPED_TRACE(fmt::format("sent {} bytes, expected {}", sent, expected));
+    SharedState& shared = makeShared(2);
+    expectAllExitedZero(runProcesses(
+        2, [&](int rank) { return mismatch(rank, id_, shared, 9, sent, 9, expected); }));
+  }
+}
+
+// Rank 0 sends 8 bytes, then 1 MiB, with one tag; rank 1 posts its receives
+// the other way round once both are in the FIFOs. Each lane's head matches
+// one of the receives, so only the order across lanes shows the mismatch.
+int swappedAcrossLanes(int rank, const CommIdentity& id, SharedState& shared) {
+  ::setenv("HCL_SHM_CMA_THRESHOLD", "0", 1);  // both sends complete into the FIFOs
+  RankSetup setup;
+  CHILD_CHECK_OK(setUpRank(rank, 2, id, shared.barrier, setup));
+  Connection& c = *setup.connections[1 - rank];
+  std::deque<Transfer> transfers;
+  std::vector<uint8_t> small(8, 1), large(1 << 20, 2);
+  if (rank == 0) {
+    Transfer& first = addTransfer(transfers, true, small, 9);
+    Transfer& second = addTransfer(transfers, true, large, 9);
+    CHILD_CHECK_OK(c.post(first));
+    CHILD_CHECK_OK(c.post(second));
+    CHILD_CHECK_OK(driveUntilDone(setup.all, {&first, &second}));
+    CHILD_CHECK(shared.barrier.wait(30s), "barrier after sending");
+    CHILD_CHECK(shared.barrier.wait(30s), "final barrier");
+    return 0;
+  }
+  CHILD_CHECK(shared.barrier.wait(30s), "barrier after sending");
+  Transfer& first = addTransfer(transfers, false, large, 9);
+  Transfer& second = addTransfer(transfers, false, small, 9);
+  CHILD_CHECK_OK(c.post(first));
+  CHILD_CHECK_OK(c.post(second));
+  const Status s = driveUntilDone(setup.all, {&first, &second});
+  CHILD_CHECK(s.code() == hclInvalidUsage, "got {} ({})", s.message(), static_cast<int>(s.code()));
+  const std::string expected = "rank 1: message from rank 0 has tag 9/8 bytes, expected tag 9/1048576 bytes";
+  CHILD_CHECK(contains(s.message(), expected), "message '{}' lacks '{}'", s.message(), expected);
+  CHILD_CHECK(first.failed() && second.failed(), "receives not marked failed");
+  CHILD_CHECK(shared.barrier.wait(30s), "final barrier");
+  return 0;
+}
+
+TEST_F(ShmTest, MessagesSwappedAcrossLanesAreInvalidUsage) {
+  SharedState& shared = makeShared(2);
+  expectAllExitedZero(runProcesses(2, [&](int rank) { return swappedAcrossLanes(rank, id_, shared); }));
+}
+
 // Rank 1 starts sending a large message and is SIGKILLed part way; rank 0,
 // which also waits for a second message, must fail with hclRemoteError.
 int killedMidTransfer(int rank, const CommIdentity& id, SharedState& shared,
@@ -346,6 +402,23 @@ TEST_F(ShmTest, InvalidSlotParametersAreRejected) {
   EXPECT_EQ(s.code(), hclInvalidArgument);
   EXPECT_TRUE(contains(s.message(), "HCL_SHM_SLOTS=0")) << s.message();
   EXPECT_TRUE(segmentsInDevShm(id_).empty());
+}
+
+TEST_F(ShmTest, InvalidSmallLaneParametersAreRejected) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"HCL_SHM_SMALL_SLOTS", "-1"},
+      {"HCL_SHM_MEDIUM_SLOTS", "4097"},
+      {"HCL_SHM_MEDIUM_SLOT_BYTES", "-5"},
+  };
+  for (const auto& [name, value] : bad) {
+    ::setenv(name, value, 1);
+    auto transport = makeShmTransport();
+    const Status s = transport->prepare(contextFor(id_, 0, 2, 1000), {1});
+    ::unsetenv(name);
+    EXPECT_EQ(s.code(), hclInvalidArgument) << name;
+    EXPECT_TRUE(contains(s.message(), fmt::format("{}={} is out of range", name, value))) << s.message();
+    EXPECT_TRUE(segmentsInDevShm(id_).empty());
+  }
 }
 
 }  // namespace

@@ -23,6 +23,10 @@ struct ExchangeOptions {
   const char* cmaThreshold = nullptr;  // HCL_SHM_CMA_THRESHOLD, unset when null
   const char* slots = nullptr;
   const char* slotBytes = nullptr;
+  const char* smallSlots = nullptr;
+  const char* smallSlotBytes = nullptr;
+  const char* mediumSlots = nullptr;
+  const char* mediumSlotBytes = nullptr;
   std::vector<size_t> sizes = kAllSizes;
   const char* expectDescribe = nullptr;  // substring every connection's describe() must hold
   // Each rank's published CPU mask, all on one host (empty: nothing published).
@@ -44,6 +48,10 @@ int exchangeWithAllPeers(int rank, int nranks, const CommIdentity& id, SharedSta
   setOrUnset("HCL_SHM_CMA_THRESHOLD", options.cmaThreshold);
   setOrUnset("HCL_SHM_SLOTS", options.slots);
   setOrUnset("HCL_SHM_SLOT_BYTES", options.slotBytes);
+  setOrUnset("HCL_SHM_SMALL_SLOTS", options.smallSlots);
+  setOrUnset("HCL_SHM_SMALL_SLOT_BYTES", options.smallSlotBytes);
+  setOrUnset("HCL_SHM_MEDIUM_SLOTS", options.mediumSlots);
+  setOrUnset("HCL_SHM_MEDIUM_SLOT_BYTES", options.mediumSlotBytes);
   std::vector<PeerInfo> peerInfo;
   for (size_t r = 0; r < options.cpuMasks.size(); ++r) {
     PeerInfo& p = peerInfo.emplace_back();
@@ -174,16 +182,44 @@ TEST_F(ShmTransferTest, FourProcessesCopyThroughSlots) {
   runExchange(4, options);
 }
 
-// Two tiny slots of a size that is no multiple of the cache line: many
-// fragments per message and constant wrap-around.
+// Two tiny slots of a size that is no multiple of the cache line, and no
+// small lanes: many fragments per message and constant wrap-around.
 TEST_F(ShmTransferTest, TinySlotsFragmentAndWrapAround) {
   ExchangeOptions options;
   options.cmaThreshold = "0";
+  options.smallSlots = "0";
+  options.mediumSlots = "0";
   options.slots = "2";
   options.slotBytes = "1000";
   options.sizes = {0, 1, 999, 1000, 1001, 2000, 12345, 300 * kKiB + 1};
   options.expectDescribe = "copy through 2x1000 B slots";
   runExchange(3, options);
+}
+
+// All three lanes tiny, sizes on both sides of each lane's limit: every lane
+// wraps around, and messages of one peer interleave across lanes.
+TEST_F(ShmTransferTest, TinyLanesKeepOrderAcrossLanesAndWrapAround) {
+  ExchangeOptions options;
+  options.cmaThreshold = "0";
+  options.smallSlots = "2";
+  options.smallSlotBytes = "40";
+  options.mediumSlots = "3";
+  options.mediumSlotBytes = "100";
+  options.slots = "2";
+  options.slotBytes = "1000";
+  options.sizes = {0, 101, 1, 40, 5000, 41, 32, 100, 33, 999, 7, 1000, 1001, 39, 12345, 99};
+  options.expectDescribe = "copy through 2x40 B, 3x100 B, 2x1000 B slots";
+  runExchange(3, options);
+}
+
+// Without the small lanes every message goes through the bulk slots.
+TEST_F(ShmTransferTest, SmallLanesCanBeSwitchedOff) {
+  ExchangeOptions options;
+  options.cmaThreshold = "0";
+  options.smallSlots = "0";
+  options.mediumSlots = "0";
+  options.expectDescribe = "shm, copy through 8x256 KiB slots";
+  runExchange(2, options);
 }
 
 TEST_F(ShmTransferTest, LowThresholdSendsSmallMessagesBySingleCopy) {
@@ -202,7 +238,8 @@ int manySmallMessages(int rank, const CommIdentity& id, SharedState& shared) {
   std::vector<std::vector<uint8_t>> sendData(kCount), recvData(kCount);
   std::vector<Transfer*> all;
   for (int i = 0; i < kCount; ++i) {
-    const size_t bytes = static_cast<size_t>((i * 37) % 301);
+    // Through every lane: small to 256 B, medium to 4 KiB, then bulk.
+    const size_t bytes = static_cast<size_t>((i * 37) % 5001);
     sendData[i] = pattern(rank, peer, i, bytes);
     recvData[i].assign(bytes, 0);
     Transfer& send = transfers.emplace_back();
