@@ -174,9 +174,12 @@ class ShmConnection final : public Connection {
   };
 
   // Both sides pick the same lane for a message, from its size alone.
+  // Any slot holds an inline message in its header line.
   Lane laneFor(uint64_t bytes) const {
     for (int l = 0; l < kBulkLane; ++l) {
-      if (lanes_[l].slots > 0 && bytes <= lanes_[l].slotBytes) return static_cast<Lane>(l);
+      if (lanes_[l].slots > 0 && bytes <= std::max<uint64_t>(lanes_[l].slotBytes, kSlotInlineBytes)) {
+        return static_cast<Lane>(l);
+      }
     }
     return kBulkLane;
   }
@@ -330,12 +333,15 @@ class ShmConnection final : public Connection {
         LaneState& lane = lanes_[laneFor(t.bytes)];
         if (expectCopiedPayload(t.bytes)) prefetchPayload(lane, t.bytes);
         const uint8_t* slot = peekReceiveSlot(lane);
-        if (slot == nullptr) return sentInAnotherLane(lane, t);
+        if (slot == nullptr) {
+          // Not on every poll: it would read two more lines per poll, which the sender then has to take back.
+          return ++idlePolls_ % kIdlePollsPerLaneCheck == 0 ? sentInAnotherLane(lane, t) : Status{};
+        }
         SlotHeader h;
         std::memcpy(&h, slot, sizeof h);
         if (h.ordinal != recvOrdinal_) {
           // Messages of each lane arrive in order: the one expected went
-          // through the other lane, with another size.
+          // through another lane, with another size.
           const Status other = sentInAnotherLane(lane, t);
           return other.ok() ? corrupted(h) : other;
         }
@@ -568,6 +574,9 @@ class ShmConnection final : public Connection {
   // The clock itself is read only every few polls.
   static constexpr uint32_t kPollsPerClockRead = 64;
   uint32_t pollsSinceCheck_ = 0;
+  // Idle polls between looks for the expected message in the other lanes.
+  static constexpr uint32_t kIdlePollsPerLaneCheck = 64;
+  uint32_t idlePolls_ = 0;
 
   LaneState lanes_[kLanes];
 

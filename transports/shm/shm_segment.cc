@@ -63,7 +63,8 @@ Status geometryFromParams(Geometry& out) {
     const char* slotBytes;
     int64_t minSlots, minSlotBytes;
   };
-  // The small lanes may be switched off (0 slots); their slots may carry no payload beyond the header line.
+  // The small lanes may be switched off (0 slots), and their slots may have no payload beyond the header
+  // line, which holds messages of up to kSlotInlineBytes.
   constexpr LaneParams kParams[kLanes] = {
       {"HCL_SHM_SMALL_SLOTS", "HCL_SHM_SMALL_SLOT_BYTES", 0, 0},
       {"HCL_SHM_MEDIUM_SLOTS", "HCL_SHM_MEDIUM_SLOT_BYTES", 0, 0},
@@ -141,8 +142,8 @@ Status Segment::create(const std::string& name, const Geometry& geometry, int lo
         fmt::format("rank {}: {} of shm segment {} ({} bytes) for rank {} failed: {}{}", low, what,
                     name, total, high, errnoText(err),
                     err == ENOSPC || err == ENOMEM
-                        ? " (enlarge /dev/shm, lower HCL_SHM_SLOTS/HCL_SHM_SLOT_BYTES "
-                          "or set HCL_SHM_DISABLE=1)"
+                        ? " (enlarge /dev/shm, lower HCL_SHM_SLOTS/HCL_SHM_SLOT_BYTES or "
+                          "HCL_SHM_MEDIUM_SLOTS/HCL_SHM_MEDIUM_SLOT_BYTES, or set HCL_SHM_DISABLE=1)"
                         : ""));
   };
   if (::ftruncate(fd.get(), static_cast<off_t>(total)) != 0) return fail("ftruncate", errno);

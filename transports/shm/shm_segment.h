@@ -83,7 +83,7 @@ struct SlotHeader {
   uint32_t fragment;  // index of this fragment within the message, modulo 2^32
   // The message's place among all messages of its direction, both lanes
   // counted (modulo 2^32): a receiver waiting on one lane finds its message
-  // in the other when the two sides disagree on its size.
+  // in another when the two sides disagree on its size.
   uint32_t ordinal;
   uint64_t cmaSequence;  // single copy: value cmaCompleted reaches when read
   int64_t cmaPid;

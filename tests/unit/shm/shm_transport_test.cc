@@ -212,6 +212,17 @@ TEST_F(ShmTransferTest, TinyLanesKeepOrderAcrossLanesAndWrapAround) {
   runExchange(3, options);
 }
 
+// Slots with no payload still carry messages of up to 32 bytes in their header line.
+TEST_F(ShmTransferTest, HeaderOnlySmallLaneCarriesInlineMessages) {
+  ExchangeOptions options;
+  options.cmaThreshold = "0";
+  options.smallSlots = "3";
+  options.smallSlotBytes = "0";
+  options.sizes = {0, 32, 1, 33, 31, 4096, 4097, 2, 32};
+  options.expectDescribe = "copy through 3x0 B, 128x4 KiB, 8x256 KiB slots";
+  runExchange(2, options);
+}
+
 // Without the small lanes every message goes through the bulk slots.
 TEST_F(ShmTransferTest, SmallLanesCanBeSwitchedOff) {
   ExchangeOptions options;
