@@ -148,9 +148,7 @@ class ShmConnection final : public Connection {
       return fmt::format("shm, single copy (process_vm_readv) from {}",
                          formatBytes(static_cast<uint64_t>(cmaThreshold_)));
     }
-    Geometry g;
-    for (int l = 0; l < kLanes; ++l) g.lane[l] = {static_cast<uint32_t>(lanes_[l].slots), lanes_[l].slotBytes};
-    return fmt::format("shm, copy through {} slots", describeLanes(g));
+    return fmt::format("shm, copy through {} slots", describeLanes(geometryOf(header_)));
   }
 
  private:
@@ -276,8 +274,8 @@ class ShmConnection final : public Connection {
         moved = true;
         continue;
       }
-      const uint64_t slotBytes = std::max<uint64_t>(lane.slotBytes, 1);
-      const uint64_t fragments = t.bytes == 0 ? 1 : (t.bytes + slotBytes - 1) / slotBytes;
+      // Copied messages exceed kSlotInlineBytes, and laneFor gave them a lane whose slots hold more.
+      const uint64_t fragments = (t.bytes + lane.slotBytes - 1) / lane.slotBytes;
       while (sendFragments_ < fragments && budget > 0) {
         uint8_t* slot = reserveSendSlot(lane);
         if (slot == nullptr) return {};

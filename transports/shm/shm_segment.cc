@@ -39,6 +39,23 @@ uint64_t layOut(const Geometry& g, LaneLayout (&lanes)[kLanes]) {
   return at;
 }
 
+// Whether a header's lane layout and size are the ones its lane sizes give,
+// within the limits its creator had to keep.
+bool describesItsLayout(const SegmentHeader& h, const Geometry& g, uint64_t fileBytes) {
+  if (g.lane[kBulkLane].slots == 0 || g.lane[kBulkLane].slotBytes == 0) return false;
+  for (const LaneGeometry& l : g.lane) {
+    if (l.slots > kMaxSlots || l.slotBytes > static_cast<uint64_t>(kMaxSlotBytes)) return false;
+  }
+  LaneLayout expected[kLanes];
+  if (layOut(g, expected) != fileBytes || h.totalBytes != fileBytes) return false;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    if (h.lanes[lane].slotStride != expected[lane].slotStride || h.lanes[lane].offset != expected[lane].offset) {
+      return false;
+    }
+  }
+  return true;
+}
+
 class Fd {
  public:
   explicit Fd(int fd) : fd_(fd) {}
@@ -94,6 +111,12 @@ std::string formatBytes(uint64_t bytes) {
   if (bytes >= kMiB && bytes % kMiB == 0) return fmt::format("{} MiB", bytes / kMiB);
   if (bytes >= kKiB && bytes % kKiB == 0) return fmt::format("{} KiB", bytes / kKiB);
   return fmt::format("{} B", bytes);
+}
+
+Geometry geometryOf(const SegmentHeader& header) {
+  Geometry g;
+  for (int lane = 0; lane < kLanes; ++lane) g.lane[lane] = {header.lanes[lane].slots, header.lanes[lane].slotBytes};
+  return g;
 }
 
 std::string describeLanes(const Geometry& geometry) {
@@ -200,25 +223,11 @@ Status Segment::open(const std::string& name, int low, int high, std::shared_ptr
     return {};
   }
   // The layout the header's lane sizes give must be the one it describes.
-  Geometry g;
-  bool sameLayout = h.lanes[kBulkLane].slots > 0 && h.lanes[kBulkLane].slotBytes > 0;
-  for (int lane = 0; lane < kLanes; ++lane) {
-    g.lane[lane] = {h.lanes[lane].slots, h.lanes[lane].slotBytes};
-    sameLayout = sameLayout && g.lane[lane].slots <= kMaxSlots && g.lane[lane].slotBytes <= kMaxSlotBytes;
-  }
-  LaneLayout expected[kLanes];
-  const uint64_t expectedTotal = sameLayout ? layOut(g, expected) : 0;
-  for (int lane = 0; lane < kLanes && sameLayout; ++lane) {
-    sameLayout = sameLayout && h.lanes[lane].slotStride == expected[lane].slotStride &&
-                 h.lanes[lane].offset == expected[lane].offset;
-  }
-  if (h.ranks[0] != low || h.ranks[1] != high || !sameLayout || h.totalBytes != size ||
-      expectedTotal != size) {
-    std::string lanes;
-    for (const LaneLayout& l : h.lanes) lanes += fmt::format("{}{}x{} B", lanes.empty() ? "" : ", ", l.slots, l.slotBytes);
+  const Geometry g = geometryOf(h);
+  if (h.ranks[0] != low || h.ranks[1] != high || !describesItsLayout(h, g, size)) {
     return internalError(fmt::format(
         "rank {}: shm segment {} has an unexpected layout (ranks {}/{}, slots {}, {} bytes in all, file has {})",
-        high, name, h.ranks[0], h.ranks[1], lanes, h.totalBytes, size));
+        high, name, h.ranks[0], h.ranks[1], describeLanes(g), h.totalBytes, size));
   }
   out = std::move(segment);
   return {};

@@ -110,6 +110,9 @@ struct Geometry {
 // HCL_SHM_{SMALL_,MEDIUM_,}SLOTS x HCL_SHM_{SMALL_,MEDIUM_,}SLOT_BYTES, validated.
 Status geometryFromParams(Geometry& out);
 
+// The lane sizes a segment was created with.
+Geometry geometryOf(const SegmentHeader& header);
+
 // "64 KiB", "4 MiB", "1000 B"
 std::string formatBytes(uint64_t bytes);
 

@@ -1,14 +1,17 @@
 // Misuse, dead or aborting peers, and segment lifetime of the shm transport.
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <thread>
 
 #include "shm_test_fixture.h"
 #include "transports/shm/shm_process.h"
+#include "transports/shm/shm_segment.h"
 #include "transports/shm/shm_transport.h"
 
 namespace hcl::test {
@@ -324,6 +327,40 @@ TransportContext contextFor(const CommIdentity& id, int rank, int nranks, int64_
   ctx.commTag = id.commTag;
   ctx.timeoutMs = timeoutMs;
   return ctx;
+}
+
+// The opener checks that the creator's header describes the layout its lane
+// sizes give: any one field off is refused, naming the lanes.
+TEST_F(ShmTest, SegmentWithAnInconsistentHeaderIsRefused) {
+  const std::string name = shm::segmentName(id_.secret, id_.commTag, 0, 1);
+  shm::Geometry geometry;
+  ASSERT_TRUE(shm::geometryFromParams(geometry).ok());
+  const std::function<void(shm::SegmentHeader&)> breakings[] = {
+      [](shm::SegmentHeader& h) { h.lanes[shm::kMediumLane].slotStride += 64; },
+      [](shm::SegmentHeader& h) { h.lanes[shm::kSmallLane].offset += 64; },
+      [](shm::SegmentHeader& h) { h.lanes[shm::kSmallLane].slots += 1; },
+      [](shm::SegmentHeader& h) { h.lanes[shm::kBulkLane].slots = 0; },
+      [](shm::SegmentHeader& h) { h.lanes[shm::kBulkLane].slotBytes = uint64_t{1} << 40; },
+      [](shm::SegmentHeader& h) { h.totalBytes -= 64; },
+      [](shm::SegmentHeader& h) { h.ranks[1] = 2; },
+  };
+  for (size_t i = 0; i < std::size(breakings); ++i) {
+    SCOPED_TRACE(fmt::format("change {}", i));
+    std::shared_ptr<shm::Segment> created;
+    ASSERT_TRUE(shm::Segment::create(name, geometry, 0, 1, created).ok());
+    std::shared_ptr<shm::Segment> opened;
+    bool missing = true;
+    ASSERT_TRUE(shm::Segment::open(name, 0, 1, opened, &missing).ok());
+    EXPECT_FALSE(missing);
+    EXPECT_NE(opened, nullptr);
+    breakings[i](created->header());
+    opened.reset();
+    const Status s = shm::Segment::open(name, 0, 1, opened, &missing);
+    ::shm_unlink(name.c_str());
+    EXPECT_EQ(s.code(), hclInternalError);
+    EXPECT_TRUE(contains(s.message(), "has an unexpected layout")) << s.message();
+    EXPECT_EQ(opened, nullptr);
+  }
 }
 
 TEST_F(ShmTest, SegmentIsUnlinkedWhenFinishNeverRuns) {
