@@ -69,8 +69,8 @@ void Communicator::requestAbort() {
   abortFlag_.store(true, std::memory_order_release);
   issueOrder_.wake();  // operations waiting for their turn give up
   // An operation in flight sees the flag within one polling round and
-  // releases the lock; connections are only touched by the lock holder.
-  std::lock_guard lock(executionMutex_);
+  // leaves the gate; connections are only touched by its holder.
+  const ExecutionGate::Hold hold = executionGate_.enter();
   for (auto& c : connections_) {
     if (c) c->abort();
   }

@@ -20,6 +20,7 @@
 #include "core/status.h"
 #include "core/staging.h"
 #include "core/ipc_area.h"
+#include "core/execution_gate.h"
 #include "core/issue_order.h"
 #include "device/device.h"
 #include "transports/link.h"
@@ -64,7 +65,7 @@ class Communicator {
   // the HCL stream), or, with a null key, for calls made without a stream
   // (the area then owns a gate on a stream of its own).
   Status ipcAreaFor(const void* stream, IpcArea** out);
-  // Peers' allocations mapped here. Only the holder of the execution mutex uses it.
+  // Peers' allocations mapped here. Only the holder of the execution gate uses it.
   IpcPeerMappings& ipcMappings() { return *ipcMappings_; }
   // The bounce buffers and copy queues, made at the first staged operation.
   Status staging(StagingArea** out);
@@ -73,7 +74,7 @@ class Communicator {
   Status stagingFor(const void* stream, StagingArea** out);
   const Planner& planner() const { return planner_; }
   // The planner's schedule for `args`, reused across calls of one shape.
-  // Only the holder of the execution mutex calls it.
+  // Only the holder of the execution gate calls it.
   ScheduleLease schedule(const CollArgs& args) { return schedules_.get(planner_, args); }
   void setPlanTable(std::shared_ptr<const PlanTable> table) { planner_.setTable(std::move(table)); }
   void setPeerAccess(bool on) { planner_.setPeerAccess(on); }
@@ -87,8 +88,8 @@ class Communicator {
   const std::vector<Link>& links() const { return links_; }
   Connection* connection(int peer) { return connections_[static_cast<size_t>(peer)].get(); }
 
-  // Runs one rank's side of an operation at a time.
-  std::mutex& executionMutex() { return executionMutex_; }
+  // Runs one rank's side of an operation at a time (core/execution_gate.h).
+  ExecutionGate& executionGate() { return executionGate_; }
   // Which operation's turn it is (core/issue_order.h).
   IssueOrder& issueOrder() { return issueOrder_; }
 
@@ -115,7 +116,7 @@ class Communicator {
   Status failure() const;
 
   // Scratch memory for the operation in flight (one at a time per
-  // communicator, under the execution mutex). Small buffers are kept for the
+  // communicator, under the execution gate). Small buffers are kept for the
   // next operation so the latency path does not allocate or fault pages.
   std::byte* acquireScratch(size_t bytes);
   void releaseScratch();
@@ -162,7 +163,7 @@ class Communicator {
   std::vector<Link> links_;
   std::vector<std::unique_ptr<Transport>> transports_;
   std::vector<std::unique_ptr<Connection>> connections_;
-  std::mutex executionMutex_;
+  ExecutionGate executionGate_;
   IssueOrder issueOrder_;
   std::atomic<bool> abortFlag_{false};
   std::atomic<bool> revoked_{false};

@@ -384,7 +384,7 @@ Status stepWork(Communicator& comm, const char* callName, Work& work, ProgressWa
   if (s.ok()) return {};
   Status withCall = s.withContext(callName);
   comm.fail(withCall);
-  // Still under the execution mutex: a run ends where it began, since it
+  // Still under the execution gate: a run ends where it began, since it
   // returns its schedule's lease (core/schedule_cache.h).
   work.abandon();
   *done = true;
@@ -416,13 +416,17 @@ Status driveAlone(Communicator& comm, const char* callName, Work& work) {
 
 // The common case, one communicator: no bookkeeping beyond the loop.
 Status runTask(CommTask& task) {
-  std::unique_lock lock(task.comm().executionMutex());
+  const ExecutionGate::Hold hold = task.comm().executionGate().enter();
   return driveAlone(task.comm(), task.callName().c_str(), task);
 }
 
 Status runSingle(Communicator& comm, const char* callName, const std::function<Status(RunSlot&)>& make) {
   comm.issueOrder().waitUntilIdle(comm.abortFlag(), comm.settings().spinUs);
-  std::unique_lock lock(comm.executionMutex());
+  const ExecutionGate::Hold hold = comm.executionGate().enter();
+  return runHeld(comm, callName, make);
+}
+
+Status runHeld(Communicator& comm, const char* callName, const std::function<Status(RunSlot&)>& make) {
   RunSlot slot;
   // A failure to build the run is reported like one of the run itself.
   struct Work {
@@ -457,8 +461,8 @@ Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks, Turns* turns) {
   for (auto& t : tasks) comms.push_back(&t->comm());
   std::sort(comms.begin(), comms.end());
   comms.erase(std::unique(comms.begin(), comms.end()), comms.end());
-  std::vector<std::unique_lock<std::mutex>> locks;
-  for (Communicator* c : comms) locks.emplace_back(c->executionMutex());
+  std::vector<ExecutionGate::Hold> locks;
+  for (Communicator* c : comms) locks.push_back(c->executionGate().enter());
   std::vector<size_t> unfinishedPerComm(comms.size(), 0);
   auto commIndex = [&](Communicator* c) {
     return static_cast<size_t>(std::lower_bound(comms.begin(), comms.end(), c) - comms.begin());
@@ -485,7 +489,7 @@ Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks, Turns* turns) {
         --remaining;
         const size_t ci = commIndex(&tasks[i]->comm());
         if (--unfinishedPerComm[ci] == 0) {
-          locks[ci].unlock();
+          locks[ci].release();
           if (turns) turns->release(comms[ci]);
         }
       }

@@ -152,12 +152,15 @@ class CommTask {
 };
 
 // Runs one operation alone on `comm`, as runTask runs a task of one:
-// `make` fills the slot under the execution mutex, then the run is driven
+// `make` fills the slot under the execution gate, then the run is driven
 // until it completes, fails or stalls. It is issued now, on the calling
 // thread: it first waits for the communicator's operations issued before it
 // (core/issue_order.h). runTask and runTasks leave that to their callers,
 // which take turns when the tasks are issued.
 Status runSingle(Communicator& comm, const char* callName, const std::function<Status(RunSlot&)>& make);
+// runSingle's run, for a caller that already waited for the earlier
+// operations and holds the communicator's execution gate.
+Status runHeld(Communicator& comm, const char* callName, const std::function<Status(RunSlot&)>& make);
 
 // Drives tasks round-robin until all finish, one fails, a communicator is
 // aborted, or nothing moves for the communicator's timeout. A failure marks

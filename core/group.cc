@@ -337,15 +337,27 @@ Status groupSimulateEnd(const Status& refusal, double& estimated) {
 bool openGroupUses(const hclStream* stream) { return stream->inOpenGroups.load(std::memory_order_acquire) > 0; }
 
 Status submit(PendingOp&& op) {
+  // The latency path: one collective on the null stream, on the thread that
+  // owns the communicator's execution gate, with nothing issued before it
+  // outstanding, runs right here and takes no reference: the handle's
+  // teardown retires the gate first, which waits for this run.
+  const bool now = !inGroup() && !op.stream && op.kind != CollKind::SendRecv;
+  if (now && !op.comm) {
+    Communicator& comm = *op.handle->impl;
+    if (ExecutionGate::Hold hold = comm.executionGate().tryEnterAsOwner(); hold && comm.issueOrder().idle()) {
+      return runHeld(comm, op.call, [&](RunSlot& out) { return makeCollectiveRun(comm, op, out); });
+    }
+  }
+  if (!op.comm) op.comm = op.handle->impl;  // what runs later, or waits first, keeps it alive
   if (inGroup()) {
     hclStream* stream = op.stream;
     tlsGroup.ops.push_back(std::move(op));  // first: it may throw
     if (stream) stream->inOpenGroups.fetch_add(1, std::memory_order_acq_rel);
     return {};
   }
-  // The latency path: one collective on the null stream runs right here,
-  // without a task list.
-  if (!op.stream && op.kind != CollKind::SendRecv) {
+  // Otherwise such a collective waits for what was issued before it, then
+  // runs right here, still without a task list.
+  if (now) {
     Communicator& comm = *op.comm;
     return runSingle(comm, op.call, [&](RunSlot& out) { return makeCollectiveRun(comm, op, out); });
   }

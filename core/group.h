@@ -48,7 +48,8 @@ Status groupSimulateEnd(const Status& refusal, double& estimatedUs);
 // Whether an open group of any thread has recorded an operation on `stream`
 // (which must then outlive the group).
 bool openGroupUses(const hclStream* stream);
-// Runs the op now (outside a group) or records it (inside one).
+// Runs the op now (outside a group) or records it (inside one). `op.comm`
+// may be left empty: it is then taken from `op.handle` where needed.
 Status submit(PendingOp&& op);
 // As NCCL: a call that fails inside an open group fails the whole group.
 // hclGroupEnd then runs none of it and returns the first such error. Returns

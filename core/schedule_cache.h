@@ -28,7 +28,7 @@ class ScheduleCache;
 // A run's hold on its schedule. One from the cache is lent: the cache frees
 // none of its schedules while any is on lease. The count is a plain integer,
 // since leases are taken and ended by the holder of the communicator's
-// execution mutex; sharing ownership instead cost two atomic operations per
+// execution gate; sharing ownership instead cost two atomic operations per
 // call, about 8% of a one-rank 8-byte allreduce. Any other schedule is owned.
 class ScheduleLease {
  public:
@@ -50,7 +50,7 @@ class ScheduleLease {
   std::shared_ptr<const PreparedSchedule> owned_;
 };
 
-// One per communicator, used by the holder of its execution mutex.
+// One per communicator, used by the holder of its execution gate.
 class ScheduleCache {
  public:
   // The planner's schedule for `args`: from the cache when one of the same

@@ -8,16 +8,18 @@
 
 namespace hcl {
 
-Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
+namespace {
+
+Status checkHandle(hclComm_t comm) {
   if (!comm) return invalidArgument("comm is NULL");
   if (!isLiveHandle(comm)) {
     return invalidArgument(fmt::format("comm {} is not a valid communicator (destroyed or never created)",
                                        static_cast<const void*>(comm)));
   }
-  return checkLiveComm(comm, out);
+  return {};
 }
 
-Status checkLiveComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
+Status checkUsable(hclComm_t comm) {
   // Read first: a deferred init writes impl and initStatus before clearing it.
   // As NCCL: a communicator not yet ready is an invalid argument.
   if (comm->initPending.load(std::memory_order_acquire)) {
@@ -39,6 +41,25 @@ Status checkLiveComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
   }
   HCL_TRY(comm->impl->failure());
   if (comm->impl->abortFlag().load()) return invalidUsage("comm was aborted");
+  return {};
+}
+
+}  // namespace
+
+Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
+  HCL_TRY(checkHandle(comm));
+  return checkLiveComm(comm, out);
+}
+
+Status checkComm(hclComm_t comm, Communicator*& out) {
+  HCL_TRY(checkHandle(comm));
+  HCL_TRY(checkUsable(comm));
+  out = comm->impl.get();
+  return {};
+}
+
+Status checkLiveComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
+  HCL_TRY(checkUsable(comm));
   out = comm->impl;
   return {};
 }

@@ -10,6 +10,8 @@
 namespace hcl {
 
 Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out);
+// The same, taking no reference: `out` lives as long as the handle.
+Status checkComm(hclComm_t comm, Communicator*& out);
 // checkComm's checks past the handle's liveness, for a caller that holds
 // the handle alive (withLiveHandle).
 Status checkLiveComm(hclComm_t comm, std::shared_ptr<Communicator>& out);

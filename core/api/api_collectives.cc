@@ -30,7 +30,7 @@ struct CollCall {
 };
 
 hclResult_t submitCollective(const CollCall& c, hclComm_t comm, hclStream_t stream) {
-  std::shared_ptr<Communicator> impl;
+  Communicator* impl = nullptr;  // submit() takes a reference where the call needs one
   Status s = checkComm(comm, impl);
   if (s.ok()) s = checkDataType(c.type);
   if (s.ok() && c.reduces) s = checkOp(*impl, c.op);
@@ -69,7 +69,6 @@ hclResult_t submitCollective(const CollCall& c, hclComm_t comm, hclStream_t stre
     }
     op.root = hasRoot ? c.root : 0;
     op.stream = stream;
-    op.comm = std::move(impl);
     return report(failGroup(noThrow(c.name, [&] { return submit(std::move(op)); })), comm);
   }
   return report(failGroup(s.withContext(c.name)), comm);

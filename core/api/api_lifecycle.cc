@@ -173,6 +173,9 @@ hclComm* newHandle() {
 void deleteHandle(hclComm* handle) {
   if (!unregisterHandle(handle)) return;  // another thread's destroy or abort took it
   std::unique_ptr<hclComm> owned(handle);
+  // The owner's operation in flight, if any (an abort from another thread
+  // stops it), holds no reference of its own: it ends before this one goes.
+  if (owned->impl) owned->impl->executionGate().retire();
 }
 
 Status initRank(hclComm* handle, int nranks, const hclUniqueId& id, int rank, const CommSettings& settings) {

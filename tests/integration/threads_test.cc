@@ -144,7 +144,7 @@ TEST(Threads, SplitColorsKeysNoColorAndConcurrentUse) {
 }
 
 // A launch over several communicators gives each one's turn back as soon
-// as its part is done, as each communicator's execution mutex is: its next
+// as its part is done, as each communicator's execution gate is: its next
 // operation must not wait for the launch's other parts. Here rank p0's group
 // over A and B finishes A at once but waits on B for p2, who is behind D,
 // which needs p1's D, queued behind p1's second A, which needs p0's next A.
@@ -698,6 +698,47 @@ TEST(Threads, AbortFromAWatchdogWhileTheBlockedThreadDestroys) {
         << destroyResult.load();
     EXPECT_EQ(hclCommDestroy(comms[1]), hclSuccess);
   }
+}
+
+// After enough calls a thread owns its communicator's execution gate
+// (core/execution_gate.h) and its calls take no reference to the
+// communicator. One of them blocked (rank 1 stops calling) must still end
+// before the communicator goes, whether another thread aborts the handle or
+// destroys it (against NCCL's rules, but it must not be a use after free:
+// ASan reports one). A destroy waits for the call, which fails by timeout.
+void blockTheGatesOwnerThenEndTheHandle(hclResult_t (*endHandle)(hclComm_t)) {
+  constexpr int kWarmCalls = 3 * 8;  // well past ExecutionGate::kRebiasAfter
+  setenv("HCL_TIMEOUT_MS", "300", 1);
+  auto comms = initAll(2);
+  unsetenv("HCL_TIMEOUT_MS");
+  std::atomic<int> warmFailures{0}, callResult{-1};
+  auto warm = [&](hclComm_t comm) {
+    for (int i = 0; i < kWarmCalls; ++i) {
+      int32_t v = 1;
+      if (hclAllReduce(&v, &v, 1, hclInt32, hclSum, comm, nullptr) != hclSuccess || v != 2) ++warmFailures;
+    }
+  };
+  std::jthread peer([&] { warm(comms[1]); });
+  std::jthread blocked([&] {
+    warm(comms[0]);
+    int32_t v = 1;
+    callResult = hclAllReduce(&v, &v, 1, hclInt32, hclSum, comms[0], nullptr);
+  });
+  peer.join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(endHandle(comms[0]), hclSuccess);
+  blocked.join();
+  EXPECT_EQ(warmFailures.load(), 0);
+  EXPECT_NE(callResult.load(), hclSuccess);
+  EXPECT_EQ(hclCommDestroy(comms[1]), hclSuccess);
+}
+
+TEST(Threads, AbortFromAnotherThreadWhileTheGatesOwnerIsBlocked) {
+  for (int round = 0; round < 5; ++round) blockTheGatesOwnerThenEndTheHandle(hclCommAbort);
+}
+
+TEST(Threads, DestroyFromAnotherThreadWhileTheGatesOwnerIsBlocked) {
+  for (int round = 0; round < 3; ++round) blockTheGatesOwnerThenEndTheHandle(hclCommDestroy);
 }
 
 // Descriptors open now, with where each points.
