@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -15,9 +16,10 @@
 namespace hcl {
 namespace {
 
-// Owners a gate records before it stops moving ownership (about 40 bytes
-// each): a program whose threads keep taking turns then pays the barrier
-// on every entry of the non-owners instead of growing the list.
+// Moves of ownership a gate records (a few dozen bytes each) before it
+// stops moving it: threads that take over from each other in runs of
+// kRebiasAfter or more then pay the barrier on the non-owner's entries
+// instead of growing the list.
 constexpr size_t kMaxOwners = 1024;
 
 const void* callingThread() {
@@ -25,8 +27,16 @@ const void* callingThread() {
   return &marker;
 }
 
-bool registerMembarrier() {
 #if defined(__SANITIZE_THREAD__)
+#define HCL_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HCL_UNDER_TSAN 1
+#endif
+#endif
+
+bool registerMembarrier() {
+#if defined(HCL_UNDER_TSAN)
   return false;  // ThreadSanitizer cannot see the barrier and would report the owner's path as a race
 #else
   const long supported = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
@@ -79,6 +89,7 @@ ExecutionGate::Hold ExecutionGate::tryEnterAsOwner() {
   if (!ownersPathAvailable()) return {};
   Owner* owner = owner_.load(std::memory_order_acquire);
   if (!owner || owner->thread != callingThread()) return {};
+  assert(!owner->inside.load(std::memory_order_relaxed) && "the execution gate is not reentrant");
   owner->inside.store(true, std::memory_order_relaxed);
   lightBarrier();
   // Ownership only moves while revoking_ is set, and is published before it

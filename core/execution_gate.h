@@ -77,9 +77,9 @@ class ExecutionGate {
   static bool ownersPathAvailable();
 
  private:
-  // One per thread that has owned the gate. Kept until the gate is
+  // One per move of ownership, which is bounded. Kept until the gate is
   // destroyed: a thread that read a stale owner pointer may still store to
-  // its own record after ownership moved on.
+  // its record after ownership moved on.
   struct Owner {
     explicit Owner(const void* t) : thread(t) {}
     const void* const thread;

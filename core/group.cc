@@ -336,27 +336,27 @@ Status groupSimulateEnd(const Status& refusal, double& estimated) {
 
 bool openGroupUses(const hclStream* stream) { return stream->inOpenGroups.load(std::memory_order_acquire) > 0; }
 
-Status submit(PendingOp&& op) {
-  // The latency path: one collective on the null stream, on the thread that
-  // owns the communicator's execution gate, with nothing issued before it
-  // outstanding, runs right here and takes no reference: the handle's
-  // teardown retires the gate first, which waits for this run.
+Status submit(PendingOp&& op, ExecutionGate::Hold heldAsOwner) {
   const bool now = !inGroup() && !op.stream && op.kind != CollKind::SendRecv;
-  if (now && !op.comm) {
+  if (heldAsOwner) {
+    // The latency path: with nothing issued before it outstanding, the
+    // call runs right here, on the gate its caller holds, and takes no
+    // reference to the communicator.
     Communicator& comm = *op.handle->impl;
-    if (ExecutionGate::Hold hold = comm.executionGate().tryEnterAsOwner(); hold && comm.issueOrder().idle()) {
+    if (now && comm.issueOrder().idle()) {
       return runHeld(comm, op.call, [&](RunSlot& out) { return makeCollectiveRun(comm, op, out); });
     }
+    op.comm = op.handle->impl;  // a reference before the gate is let go
+    heldAsOwner.release();
   }
-  if (!op.comm) op.comm = op.handle->impl;  // what runs later, or waits first, keeps it alive
   if (inGroup()) {
     hclStream* stream = op.stream;
     tlsGroup.ops.push_back(std::move(op));  // first: it may throw
     if (stream) stream->inOpenGroups.fetch_add(1, std::memory_order_acq_rel);
     return {};
   }
-  // Otherwise such a collective waits for what was issued before it, then
-  // runs right here, still without a task list.
+  // A collective on the null stream waits for what was issued before it,
+  // then runs right here, without a task list.
   if (now) {
     Communicator& comm = *op.comm;
     return runSingle(comm, op.call, [&](RunSlot& out) { return makeCollectiveRun(comm, op, out); });

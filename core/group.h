@@ -48,9 +48,10 @@ Status groupSimulateEnd(const Status& refusal, double& estimatedUs);
 // Whether an open group of any thread has recorded an operation on `stream`
 // (which must then outlive the group).
 bool openGroupUses(const hclStream* stream);
-// Runs the op now (outside a group) or records it (inside one). `op.comm`
-// may be left empty: it is then taken from `op.handle` where needed.
-Status submit(PendingOp&& op);
+// Runs the op now (outside a group) or records it (inside one). With
+// `heldAsOwner` (the communicator's execution gate, held on its owner's
+// path), `op.comm` may be empty: the hold keeps the communicator alive.
+Status submit(PendingOp&& op, ExecutionGate::Hold heldAsOwner = {});
 // As NCCL: a call that fails inside an open group fails the whole group.
 // hclGroupEnd then runs none of it and returns the first such error. Returns
 // `failure` unchanged; outside a group it only returns it.

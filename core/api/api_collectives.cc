@@ -30,8 +30,17 @@ struct CollCall {
 };
 
 hclResult_t submitCollective(const CollCall& c, hclComm_t comm, hclStream_t stream) {
-  Communicator* impl = nullptr;  // submit() takes a reference where the call needs one
+  Communicator* impl = nullptr;
   Status s = checkComm(comm, impl);
+  // What keeps the communicator alive through the call, taken at once: its
+  // execution gate held on the owner's path (the handle's teardown waits
+  // for that), for a call that may run right away, or else a reference.
+  ExecutionGate::Hold heldAsOwner;
+  std::shared_ptr<Communicator> reference;
+  if (s.ok()) {
+    if (!stream && !inGroup()) heldAsOwner = impl->executionGate().tryEnterAsOwner();
+    if (!heldAsOwner) reference = comm->impl;
+  }
   if (s.ok()) s = checkDataType(c.type);
   if (s.ok() && c.reduces) s = checkOp(*impl, c.op);
   const bool hasRoot = c.kind == CollKind::Reduce || c.kind == CollKind::Broadcast || c.kind == CollKind::Gather ||
@@ -69,7 +78,8 @@ hclResult_t submitCollective(const CollCall& c, hclComm_t comm, hclStream_t stre
     }
     op.root = hasRoot ? c.root : 0;
     op.stream = stream;
-    return report(failGroup(noThrow(c.name, [&] { return submit(std::move(op)); })), comm);
+    op.comm = std::move(reference);
+    return report(failGroup(noThrow(c.name, [&] { return submit(std::move(op), std::move(heldAsOwner)); })), comm);
   }
   return report(failGroup(s.withContext(c.name)), comm);
 }

@@ -175,7 +175,9 @@ void deleteHandle(hclComm* handle) {
   std::unique_ptr<hclComm> owned(handle);
   // The owner's operation in flight, if any (an abort from another thread
   // stops it), holds no reference of its own: it ends before this one goes.
-  if (owned->impl) owned->impl->executionGate().retire();
+  // A communicator still being made ran none, and its init thread may be
+  // writing impl until the destructor joins it.
+  if (!owned->initPending.load(std::memory_order_acquire) && owned->impl) owned->impl->executionGate().retire();
 }
 
 Status initRank(hclComm* handle, int nranks, const hclUniqueId& id, int rank, const CommSettings& settings) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "device/device.h"
@@ -68,7 +69,7 @@ class GpuPluginLoad : public testing::TestWithParam<Plugin> {
 
 TEST_P(GpuPluginLoad, EntryReturnsRuntimeOfItsKind) {
   char error[256] = "";
-  DeviceRuntime* rt = entry_(kDevicePluginAbi, error, sizeof error);
+  const std::unique_ptr<DeviceRuntime> rt(entry_(kDevicePluginAbi, error, sizeof error));  // the caller owns it
   ASSERT_NE(rt, nullptr) << error;
   EXPECT_EQ(rt->kind(), GetParam().kind);
   int n = -1;
