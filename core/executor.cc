@@ -461,8 +461,8 @@ Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks, Turns* turns) {
   for (auto& t : tasks) comms.push_back(&t->comm());
   std::sort(comms.begin(), comms.end());
   comms.erase(std::unique(comms.begin(), comms.end()), comms.end());
-  std::vector<ExecutionGate::Hold> locks;
-  for (Communicator* c : comms) locks.push_back(c->executionGate().enter());
+  std::vector<ExecutionGate::Hold> holds;
+  for (Communicator* c : comms) holds.push_back(c->executionGate().enter());
   std::vector<size_t> unfinishedPerComm(comms.size(), 0);
   auto commIndex = [&](Communicator* c) {
     return static_cast<size_t>(std::lower_bound(comms.begin(), comms.end(), c) - comms.begin());
@@ -489,7 +489,7 @@ Status runTasks(std::vector<std::unique_ptr<CommTask>>& tasks, Turns* turns) {
         --remaining;
         const size_t ci = commIndex(&tasks[i]->comm());
         if (--unfinishedPerComm[ci] == 0) {
-          locks[ci].release();
+          holds[ci].release();
           if (turns) turns->release(comms[ci]);
         }
       }

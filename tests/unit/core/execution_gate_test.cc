@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "core/execution_gate.h"
@@ -128,40 +129,34 @@ TEST(ExecutionGate, OwnershipMovesBackAndForthInBlocks) {
   EXPECT_EQ(ownedAfterItsBlock.load(), kMoves);
 }
 
-TEST(ExecutionGate, AnotherThreadWaitsUntilTheOwnerLeaves) {
-  SKIP_WITHOUT_OWNERS_PATH();
-  ExecutionGate gate;
+// Makes this thread the owner and holds the gate on the owner's path while
+// another thread runs `action`, which must not finish before the hold ends.
+void expectActionToWaitForTheOwner(ExecutionGate& gate, const std::function<void()>& action, const char* what) {
   enterRepeatedly(gate, ExecutionGate::kRebiasAfter);
   ExecutionGate::Hold held = gate.tryEnterAsOwner();
   ASSERT_TRUE(held);
-  std::atomic<bool> entered{false};
+  std::atomic<bool> done{false};
   std::thread other([&] {
-    ExecutionGate::Hold hold = gate.enter();
-    entered = true;
+    action();
+    done = true;
   });
   std::this_thread::sleep_for(100ms);
-  EXPECT_FALSE(entered.load()) << "a second thread entered while the owner held the gate";
+  EXPECT_FALSE(done.load()) << what << " while the owner held the gate";
   held.release();
   other.join();
-  EXPECT_TRUE(entered.load());
+  EXPECT_TRUE(done.load());
+}
+
+TEST(ExecutionGate, AnotherThreadWaitsUntilTheOwnerLeaves) {
+  SKIP_WITHOUT_OWNERS_PATH();
+  ExecutionGate gate;
+  expectActionToWaitForTheOwner(gate, [&] { ExecutionGate::Hold hold = gate.enter(); }, "a second thread entered");
 }
 
 TEST(ExecutionGate, RetireWaitsForTheOwnerAndEndsTheOwnersPath) {
   SKIP_WITHOUT_OWNERS_PATH();
   ExecutionGate gate;
-  enterRepeatedly(gate, ExecutionGate::kRebiasAfter);
-  ExecutionGate::Hold held = gate.tryEnterAsOwner();
-  ASSERT_TRUE(held);
-  std::atomic<bool> retired{false};
-  std::thread retirer([&] {
-    gate.retire();
-    retired = true;
-  });
-  std::this_thread::sleep_for(100ms);
-  EXPECT_FALSE(retired.load()) << "retire returned while the owner was inside";
-  held.release();
-  retirer.join();
-  EXPECT_TRUE(retired.load());
+  expectActionToWaitForTheOwner(gate, [&] { gate.retire(); }, "retire returned");
   EXPECT_FALSE(ownsOnThisThread(gate));
   // Entries still work, on the mutex, and make no new owner.
   enterRepeatedly(gate, 2 * ExecutionGate::kRebiasAfter);
