@@ -90,8 +90,7 @@ void Communicator::fail(const Status& s) {
   }
 }
 
-Status Communicator::failure() const {
-  if (!failed_.load(std::memory_order_acquire)) return {};
+Status Communicator::failureQuoted() const {
   std::lock_guard lock(failureMutex_);
   return {failure_.code(), "communicator has failed (first error: " + failure_.message() + ")"};
 }

@@ -113,7 +113,12 @@ class Communicator {
   void fail(const Status& s);
   // hclSuccess, or the fatal error that broke the communicator, its text
   // quoted as the first error (it already names the call that failed).
-  Status failure() const;
+  Status failure() const { return failed_.load(std::memory_order_acquire) ? failureQuoted() : Status{}; }
+  // Not revoked, finalized, failed or aborted: what every call checks first.
+  bool usable() const {
+    return !revoked() && !finalized() && !failed_.load(std::memory_order_acquire) &&
+           !abortFlag_.load(std::memory_order_acquire);
+  }
 
   // Scratch memory for the operation in flight (one at a time per
   // communicator, under the execution gate). Small buffers are kept for the
@@ -140,6 +145,8 @@ class Communicator {
                    std::vector<std::unique_ptr<Connection>> connections);
 
  private:
+  Status failureQuoted() const;  // failure() once failed_ is set
+
   int rank_;
   int nranks_;
   uint8_t secret_[16];

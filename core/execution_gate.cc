@@ -22,9 +22,16 @@ namespace {
 // instead of growing the list.
 constexpr size_t kMaxOwners = 1024;
 
+// Unique among the threads alive. The thread pointer is one load; a
+// thread_local's address costs a call into the dynamic linker from a
+// shared library.
 const void* callingThread() {
+#if defined(__has_builtin) && __has_builtin(__builtin_thread_pointer)
+  return __builtin_thread_pointer();
+#else
   thread_local const char marker = 0;
   return &marker;
+#endif
 }
 
 #if defined(__SANITIZE_THREAD__)
@@ -71,22 +78,8 @@ bool ExecutionGate::ownersPathAvailable() {
   return available;
 }
 
-ExecutionGate::Hold& ExecutionGate::Hold::operator=(Hold&& other) noexcept {
-  if (this != &other) {
-    release();
-    gate_ = std::exchange(other.gate_, nullptr);
-    owner_ = std::exchange(other.owner_, nullptr);
-  }
-  return *this;
-}
-
-void ExecutionGate::Hold::release() {
-  if (!gate_) return;
-  std::exchange(gate_, nullptr)->leave(std::exchange(owner_, nullptr));
-}
-
 ExecutionGate::Hold ExecutionGate::tryEnterAsOwner() {
-  if (!ownersPathAvailable()) return {};
+  // A gate has an owner only where the owner's path is available.
   Owner* owner = owner_.load(std::memory_order_acquire);
   if (!owner || owner->thread != callingThread()) return {};
   assert(!owner->inside.load(std::memory_order_relaxed) && "the execution gate is not reentrant");

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace hcl {
@@ -42,8 +43,16 @@ class ExecutionGate {
   class Hold {
    public:
     Hold() = default;
-    Hold(Hold&& other) noexcept { *this = std::move(other); }
-    Hold& operator=(Hold&& other) noexcept;
+    Hold(Hold&& other) noexcept
+        : gate_(std::exchange(other.gate_, nullptr)), owner_(std::exchange(other.owner_, nullptr)) {}
+    Hold& operator=(Hold&& other) noexcept {
+      if (this != &other) {
+        release();
+        gate_ = std::exchange(other.gate_, nullptr);
+        owner_ = std::exchange(other.owner_, nullptr);
+      }
+      return *this;
+    }
     Hold(const Hold&) = delete;
     Hold& operator=(const Hold&) = delete;
     ~Hold() { release(); }
@@ -51,7 +60,9 @@ class ExecutionGate {
     explicit operator bool() const { return gate_ != nullptr; }
     // Whether it was taken on the owner's path (no mutex, no barrier).
     bool onOwnersPath() const { return owner_ != nullptr; }
-    void release();
+    void release() {
+      if (gate_) std::exchange(gate_, nullptr)->leave(std::exchange(owner_, nullptr));
+    }
 
    private:
     friend class ExecutionGate;

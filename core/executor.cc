@@ -220,8 +220,8 @@ int ScheduleRun::waitingOn() const {
 
 Status ScheduleRun::advance(bool* done, bool* progressed) {
   *done = false;
-  // Schedules run on host memory; device buffers are staged (staged_run.h).
-  Device& dev = cpuDevice();
+  // Schedules run on host memory, through cpuDevice(); device buffers are
+  // staged (staged_run.h).
   while (pc_ < schedule_.steps.size()) {
     const Step& st = schedule_.steps[pc_];
     if (!runs(st)) {
@@ -259,19 +259,19 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
         break;
       }
       case Step::Kind::Reduce:
-        HCL_TRY(dev.reduce(resolve(st.dst), st.dstForm, resolve(st.a), st.aForm, resolve(st.b), st.bForm,
+        HCL_TRY(cpuDevice().reduce(resolve(st.dst), st.dstForm, resolve(st.a), st.aForm, resolve(st.b), st.bForm,
                            st.count, spec_));
         *progressed = true;
         break;
       case Step::Kind::Convert:
-        HCL_TRY(dev.convert(resolve(st.dst), st.dstForm, resolve(st.a), st.aForm, st.count, spec_));
+        HCL_TRY(cpuDevice().convert(resolve(st.dst), st.dstForm, resolve(st.a), st.aForm, st.count, spec_));
         *progressed = true;
         break;
       case Step::Kind::Copy:
         if (st.streamDst) {
           streamingCopy(resolve(st.dst), resolve(st.a), st.bytes);
         } else {
-          HCL_TRY(dev.copy(resolve(st.dst), resolve(st.a), st.bytes));
+          HCL_TRY(cpuDevice().copy(resolve(st.dst), resolve(st.a), st.bytes));
         }
         *progressed = true;
         break;
@@ -286,7 +286,7 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
         if (fused) {
           ++pc_;  // the write or copy is done too
         } else {
-          HCL_TRY(runPeerStep(st, dev));
+          HCL_TRY(runPeerStep(st, cpuDevice()));
         }
         *progressed = true;
         break;

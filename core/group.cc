@@ -36,8 +36,11 @@ void releaseStreams(const std::vector<hclStream*>& held) {
 
 void releaseStreams(const std::vector<PendingOp>& ops) { releaseStreams(heldStreams(ops)); }
 
+// The groups the calling thread has open. Apart from the rest of the
+// group's state: read by every call, it needs no initialisation check.
+thread_local int tlsGroupDepth = 0;
+
 struct GroupState {
-  int depth = 0;
   std::vector<PendingOp> ops;
   std::vector<DeferredInit> inits;
   Status firstFailure;  // of a call made inside the open group
@@ -280,8 +283,8 @@ Status runInits(std::vector<DeferredInit> inits) {
 // refuses to end (`refusal`), is dropped instead, its inits told why.
 Status closeLevel(const char* call, const Status& refusal, bool& outermost, std::vector<PendingOp>& ops) {
   outermost = false;
-  if (tlsGroup.depth == 0) return invalidUsage(fmt::format("{}: no matching hclGroupStart", call));
-  if (--tlsGroup.depth > 0) return failGroup(refusal);
+  if (tlsGroupDepth == 0) return invalidUsage(fmt::format("{}: no matching hclGroupStart", call));
+  if (--tlsGroupDepth > 0) return failGroup(refusal);
   outermost = true;
   auto inits = std::exchange(tlsGroup.inits, {});
   ops = std::exchange(tlsGroup.ops, {});
@@ -303,10 +306,10 @@ Status closeLevel(const char* call, const Status& refusal, bool& outermost, std:
 
 }  // namespace
 
-bool inGroup() { return tlsGroup.depth > 0; }
+bool inGroup() { return tlsGroupDepth > 0; }
 
 Status groupStart() {
-  ++tlsGroup.depth;
+  ++tlsGroupDepth;
   return {};
 }
 
@@ -337,19 +340,21 @@ Status groupSimulateEnd(const Status& refusal, double& estimated) {
 bool openGroupUses(const hclStream* stream) { return stream->inOpenGroups.load(std::memory_order_acquire) > 0; }
 
 Status submit(PendingOp&& op, ExecutionGate::Hold heldAsOwner) {
-  const bool now = !inGroup() && !op.stream && op.kind != CollKind::SendRecv;
   if (heldAsOwner) {
-    // The latency path: with nothing issued before it outstanding, the
+    // The latency path (the hold is only taken outside a group, for a call
+    // on the null stream): with nothing issued before it outstanding, the
     // call runs right here, on the gate its caller holds, and takes no
     // reference to the communicator.
     Communicator& comm = *op.handle->impl;
-    if (now && comm.issueOrder().idle()) {
+    if (op.kind != CollKind::SendRecv && comm.issueOrder().idle()) {
       return runHeld(comm, op.call, [&](RunSlot& out) { return makeCollectiveRun(comm, op, out); });
     }
     op.comm = op.handle->impl;  // a reference before the gate is let go
     heldAsOwner.release();
   }
-  if (inGroup()) {
+  const bool grouped = inGroup();
+  const bool now = !grouped && !op.stream && op.kind != CollKind::SendRecv;
+  if (grouped) {
     hclStream* stream = op.stream;
     tlsGroup.ops.push_back(std::move(op));  // first: it may throw
     if (stream) stream->inOpenGroups.fetch_add(1, std::memory_order_acq_rel);

@@ -13,14 +13,19 @@ enum class Kind : uint8_t { Comm, Stream };
 struct HandleRegistry {
   std::shared_mutex mutex;
   std::unordered_map<const void*, Kind> live;
-  // Bumped after every removal: a handle found live stays live until then.
-  std::atomic<uint64_t> removals{0};
 };
+
+// Bumped after every removal: a handle found live stays live until then.
+// Outside the registry so that reading it needs no initialisation check.
+constinit std::atomic<uint64_t> removals{0};
 
 // The last communicator this thread found live, and the removal count then:
 // a loop of calls on one communicator checks it without taking the lock.
-thread_local const void* tlsLastLiveComm = nullptr;
-thread_local uint64_t tlsRemovalsSeen = 0;
+struct LastLiveComm {
+  const void* comm = nullptr;
+  uint64_t removalsSeen = 0;
+};
+thread_local LastLiveComm tlsLastLiveComm;
 
 HandleRegistry& handles() {
   static HandleRegistry r;
@@ -35,7 +40,7 @@ void add(const void* handle, Kind kind) {
 // Call with the registry's lock held.
 bool eraseLocked(const void* handle) {
   const bool erased = handles().live.erase(handle) > 0;
-  handles().removals.fetch_add(1, std::memory_order_release);
+  removals.fetch_add(1, std::memory_order_release);
   return erased;
 }
 
@@ -64,12 +69,12 @@ bool unregisterHandleIf(const hclComm* comm, const std::function<bool()>& take) 
 
 bool isLiveHandle(const hclComm* comm) {
   // Read before the lookup: a removal after it makes the next call look again.
-  const uint64_t removals = handles().removals.load(std::memory_order_acquire);
-  if (comm != nullptr && comm == tlsLastLiveComm && removals == tlsRemovalsSeen) return true;
+  const uint64_t seen = removals.load(std::memory_order_acquire);
+  LastLiveComm& last = tlsLastLiveComm;
+  if (comm != nullptr && comm == last.comm && seen == last.removalsSeen) return true;
   std::shared_lock lock(handles().mutex);
   if (!liveAs(comm, Kind::Comm)) return false;
-  tlsLastLiveComm = comm;
-  tlsRemovalsSeen = removals;
+  last = {comm, seen};
   return true;
 }
 

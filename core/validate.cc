@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <limits>
-
 #include "core/datatype.h"
 
 namespace hcl {
@@ -51,10 +49,10 @@ Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out) {
   return checkLiveComm(comm, out);
 }
 
-Status checkComm(hclComm_t comm, Communicator*& out) {
+Status refusal::comm(hclComm_t comm, Communicator*& out) {
   HCL_TRY(checkHandle(comm));
   HCL_TRY(checkUsable(comm));
-  out = comm->impl.get();
+  out = comm->impl.get();  // all passed this time: the state changed meanwhile
   return {};
 }
 
@@ -71,15 +69,11 @@ Status checkCommEvenIfFailed(hclComm_t comm, std::shared_ptr<Communicator>& out)
   return {};
 }
 
-Status checkDataType(int type) {
-  if (!isValidDataType(type)) {
-    return invalidArgument(fmt::format("datatype {} is not a valid hclDataType_t (0..{})",
-                                       type, hclNumTypes - 1));
-  }
-  return {};
+Status refusal::dataType(int type) {
+  return invalidArgument(fmt::format("datatype {} is not a valid hclDataType_t (0..{})", type, hclNumTypes - 1));
 }
 
-Status checkOp(Communicator& comm, int op) {
+Status refusal::op(Communicator& comm, int op) {
   if (!comm.redOps().isValid(op)) {
     return invalidArgument(fmt::format(
         "op {} is not a valid reduction operator (built-in 0..4 or one from hclRedOpCreatePreMulSum)",
@@ -88,34 +82,22 @@ Status checkOp(Communicator& comm, int op) {
   return {};
 }
 
-Status checkBuffer(const char* name, const void* buffer, size_t count) {
-  if (!buffer && count > 0) return invalidArgument(fmt::format("{} is NULL with count {}", name, count));
-  return {};
+Status refusal::buffer(const char* name, size_t count) {
+  return invalidArgument(fmt::format("{} is NULL with count {}", name, count));
 }
 
-Status checkCount(const char* name, size_t count, size_t multiplier, hclDataType_t type) {
-  const size_t es = dataTypeSize(type);
-  const size_t limit = std::numeric_limits<size_t>::max() / 2;  // leave room for offsets
-  if (count > 0 && (multiplier > limit / count || count * multiplier > limit / es)) {
-    return invalidArgument(fmt::format("{} {} overflows: {} x {} elements of {} bytes do not fit in memory",
-                                       name, count, count, multiplier, es));
-  }
-  return {};
+Status refusal::count(const char* name, size_t count, size_t multiplier, hclDataType_t type) {
+  return invalidArgument(fmt::format("{} {} overflows: {} x {} elements of {} bytes do not fit in memory", name,
+                                     count, count, multiplier, dataTypeSize(type)));
 }
 
-Status checkRank(const char* name, int value, int nranks) {
-  if (value < 0 || value >= nranks) {
-    return invalidArgument(fmt::format("{} {} is out of range for a communicator of {} ranks", name, value, nranks));
-  }
-  return {};
+Status refusal::rank(const char* name, int value, int nranks) {
+  return invalidArgument(fmt::format("{} {} is out of range for a communicator of {} ranks", name, value, nranks));
 }
 
-Status checkStream(hclStream_t stream) {
-  if (stream && !isLiveHandle(stream)) {
-    return invalidArgument(fmt::format("stream {} is not a stream from hclStreamCreate (or was destroyed)",
-                                       static_cast<const void*>(stream)));
-  }
-  return {};
+Status refusal::stream(hclStream_t stream) {
+  return invalidArgument(fmt::format("stream {} is not a stream from hclStreamCreate (or was destroyed)",
+                                     static_cast<const void*>(stream)));
 }
 
 }  // namespace hcl

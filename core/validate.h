@@ -3,15 +3,17 @@
 // its value; the caller prefixes the call name.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
+#include "core/datatype.h"
 #include "core/handles.h"
 
 namespace hcl {
 
 Status checkComm(hclComm_t comm, std::shared_ptr<Communicator>& out);
 // The same, taking no reference: `out` lives as long as the handle.
-Status checkComm(hclComm_t comm, Communicator*& out);
+inline Status checkComm(hclComm_t comm, Communicator*& out);
 // checkComm's checks past the handle's liveness, for a caller that holds
 // the handle alive (withLiveHandle).
 Status checkLiveComm(hclComm_t comm, std::shared_ptr<Communicator>& out);
@@ -20,13 +22,62 @@ Status checkLiveComm(hclComm_t comm, std::shared_ptr<Communicator>& out);
 // (shrink) or revoke it.
 Status checkCommEvenIfFailed(hclComm_t comm, std::shared_ptr<Communicator>& out);
 // These two take the raw int a C caller passed, which may lie outside the enum's range.
-Status checkDataType(int type);
-Status checkOp(Communicator& comm, int op);
-Status checkBuffer(const char* name, const void* buffer, size_t count);
+inline Status checkDataType(int type);
+inline Status checkOp(Communicator& comm, int op);
+inline Status checkBuffer(const char* name, const void* buffer, size_t count);
 // count * multiplier elements of `type` must fit in size_t bytes.
-Status checkCount(const char* name, size_t count, size_t multiplier, hclDataType_t type);
-Status checkRank(const char* name, int value, int nranks);
-Status checkStream(hclStream_t stream);
+inline Status checkCount(const char* name, size_t count, size_t multiplier, hclDataType_t type);
+inline Status checkRank(const char* name, int value, int nranks);
+inline Status checkStream(hclStream_t stream);
+
+// The checks every call makes are inline tests; only a failing one leaves
+// the caller, to build its message here.
+namespace refusal {
+[[gnu::cold]] Status comm(hclComm_t comm, Communicator*& out);  // every check again, for its message
+[[gnu::cold]] Status dataType(int type);
+[[gnu::cold]] Status op(Communicator& comm, int op);  // passes one from hclRedOpCreatePreMulSum
+[[gnu::cold]] Status buffer(const char* name, size_t count);
+[[gnu::cold]] Status count(const char* name, size_t count, size_t multiplier, hclDataType_t type);
+[[gnu::cold]] Status rank(const char* name, int value, int nranks);
+[[gnu::cold]] Status stream(hclStream_t stream);
+}  // namespace refusal
+
+inline Status checkComm(hclComm_t comm, Communicator*& out) {
+  if (comm && isLiveHandle(comm) && !comm->initPending.load(std::memory_order_acquire)) {
+    Communicator* impl = comm->impl.get();
+    if (impl && impl->usable()) {
+      out = impl;
+      return {};
+    }
+  }
+  return refusal::comm(comm, out);
+}
+
+inline Status checkDataType(int type) { return isValidDataType(type) ? Status{} : refusal::dataType(type); }
+
+inline Status checkOp(Communicator& comm, int op) { return op >= 0 && op < hclNumOps ? Status{} : refusal::op(comm, op); }
+
+inline Status checkBuffer(const char* name, const void* buffer, size_t count) {
+  return buffer || count == 0 ? Status{} : refusal::buffer(name, count);
+}
+
+inline Status checkCount(const char* name, size_t count, size_t multiplier, hclDataType_t type) {
+  // Half of size_t at most, which leaves room for offsets.
+  size_t elements = 0, bytes = 0;
+  if (__builtin_mul_overflow(count, multiplier, &elements) ||
+      __builtin_mul_overflow(elements, dataTypeSize(type), &bytes) || bytes > SIZE_MAX / 2) {
+    return refusal::count(name, count, multiplier, type);
+  }
+  return {};
+}
+
+inline Status checkRank(const char* name, int value, int nranks) {
+  return value >= 0 && value < nranks ? Status{} : refusal::rank(name, value, nranks);
+}
+
+inline Status checkStream(hclStream_t stream) {
+  return !stream || isLiveHandle(stream) ? Status{} : refusal::stream(stream);
+}
 
 // hclCommInitAll starts one thread per rank: far fewer than a communicator
 // may have.

@@ -137,7 +137,7 @@ Schedule directBroadcast(const CollArgs& a) {
   if (bytes == 0) return s;
   const size_t pushed = a.count / static_cast<size_t>(a.nranks) * es, pulled = bytes - pushed;
   if (a.rank == a.root) {
-    b.copy(recvAt(0), sendAt(0), bytes);
+    if (!a.inPlace) b.copy(recvAt(0), sendAt(0), bytes);
     const std::vector<int> peers = peersAfter(a.rank, a.nranks);
     openPeers(b, a.rank, peers);
     for (int q : peers) b.writePeer(q, peerRecvAt(pulled), sendAt(pulled), pushed);

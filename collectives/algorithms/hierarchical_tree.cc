@@ -37,7 +37,7 @@ Schedule hierBroadcast(const CollArgs& a) {
   ScheduleBuilder b(s);
   const size_t es = dataTypeSize(a.type);
   const bool isRoot = a.rank == a.root;
-  if (isRoot) b.copy(recvAt(0), sendAt(0), a.count * es);
+  if (isRoot && !a.inPlace) b.copy(recvAt(0), sendAt(0), a.count * es);
   const hier::TreeLinks links = hier::broadcastTree(hier::usableLevels(a), a.nranks, a.root, a.rank);
   const Slices slices = slicesFor(a, es);
   std::vector<uint32_t> recvs;

@@ -179,7 +179,7 @@ Schedule ringBroadcast(const CollArgs& a) {
   const int n = a.nranks;
   const size_t es = dataTypeSize(a.type);
   const size_t bytes = a.count * es;
-  if (a.rank == a.root) b.copy(recvAt(0), sendAt(0), bytes);
+  if (a.rank == a.root && !a.inPlace) b.copy(recvAt(0), sendAt(0), bytes);
   if (n == 1) return s;
   const int pos = mod(a.rank - a.root, n);  // 0 = root, n-1 = end of the chain
   const int next = mod(a.rank + 1, n), prev = mod(a.rank - 1, n);

@@ -278,7 +278,7 @@ Schedule treeBroadcast(const CollArgs& a) {
   Schedule s = newSchedule(a);
   ScheduleBuilder b(s);
   const size_t es = dataTypeSize(a.type);
-  if (a.rank == a.root) b.copy(recvAt(0), sendAt(0), a.count * es);
+  if (a.rank == a.root && !a.inPlace) b.copy(recvAt(0), sendAt(0), a.count * es);
   if (a.nranks == 1 || a.count == 0) return s;
   const TreePart part{rootedTreeLinks(a.root, a.rank, a.nranks), 0, a.count, 0};
   emitBroadcastDown(b, a, {&part, 1}, sliceElements(a.chunkBytes, es, a.count), BufferId::Send);

@@ -29,59 +29,68 @@ struct CollCall {
   bool rootOnlyRecv = false;  // gather/reduce: recvbuff matters only at root
 };
 
+bool hasRoot(const CollCall& c) {
+  return c.kind == CollKind::Reduce || c.kind == CollKind::Broadcast || c.kind == CollKind::Gather ||
+         c.kind == CollKind::Scatter;
+}
+
+// Out of the way of the calls that succeed.
+[[gnu::cold]] hclResult_t fail(hclComm_t comm, Status s) { return report(failGroup(std::move(s)), comm); }
+[[gnu::cold]] hclResult_t refuse(const CollCall& c, hclComm_t comm, const Status& s) {
+  return fail(comm, s.withContext(c.name));
+}
+
+Status checkArguments(const CollCall& c, Communicator& impl, hclStream_t stream) {
+  HCL_TRY(checkDataType(c.type));
+  if (c.reduces) HCL_TRY(checkOp(impl, c.op));
+  if (hasRoot(c)) HCL_TRY(checkRank("root", c.root, impl.nranks()));
+  HCL_TRY(checkStream(stream));
+  const size_t n = static_cast<size_t>(impl.nranks());
+  const size_t sm = c.sendMultiplier ? c.sendMultiplier : n;
+  const size_t rm = c.recvMultiplier ? c.recvMultiplier : n;
+  HCL_TRY(checkCount("count", c.count, std::max(sm, rm), static_cast<hclDataType_t>(c.type)));
+  const bool isRoot = impl.rank() == c.root;
+  if (!c.rootOnlySend || isRoot) HCL_TRY(checkBuffer("sendbuff", c.send, c.count));
+  if (!c.rootOnlyRecv || isRoot) HCL_TRY(checkBuffer("recvbuff", c.recv, c.count));
+  return {};
+}
+
 hclResult_t submitCollective(const CollCall& c, hclComm_t comm, hclStream_t stream) {
   Communicator* impl = nullptr;
-  Status s = checkComm(comm, impl);
+  if (Status s = checkComm(comm, impl); !s.ok()) return refuse(c, comm, s);
   // What keeps the communicator alive through the call, taken at once: its
   // execution gate held on the owner's path (the handle's teardown waits
   // for that), for a call that may run right away, or else a reference.
+  const bool grouped = inGroup();
   ExecutionGate::Hold heldAsOwner;
+  if (!stream && !grouped) heldAsOwner = impl->executionGate().tryEnterAsOwner();
   std::shared_ptr<Communicator> reference;
-  if (s.ok()) {
-    if (!stream && !inGroup()) heldAsOwner = impl->executionGate().tryEnterAsOwner();
-    if (!heldAsOwner) reference = comm->impl;
+  if (!heldAsOwner) reference = comm->impl;
+  if (Status s = checkArguments(c, *impl, stream); !s.ok()) return refuse(c, comm, s);
+  log::trace(log::Coll, "{}: sendbuff {} recvbuff {} count {} datatype {} op {} root {} comm {} stream {}", c.name,
+             c.send, static_cast<const void*>(c.recv), c.count, dataTypeName(c.type), c.op, c.root,
+             static_cast<const void*>(comm), static_cast<const void*>(stream));
+  PendingOp op;
+  op.call = c.name;
+  op.kind = c.kind;
+  op.handle = comm;
+  op.send = c.send;
+  op.recv = c.recv;
+  op.count = c.count;
+  op.type = static_cast<hclDataType_t>(c.type);
+  if (c.reduces) {
+    Status r = impl->redOps().resolve(static_cast<hclRedOp_t>(c.op), op.type, impl->nranks(), op.spec,
+                                      &op.scalarPointer);
+    if (!r.ok()) return refuse(c, comm, r);
+  } else {
+    op.spec.type = op.type;
+    op.spec.nranks = impl->nranks();
   }
-  if (s.ok()) s = checkDataType(c.type);
-  if (s.ok() && c.reduces) s = checkOp(*impl, c.op);
-  const bool hasRoot = c.kind == CollKind::Reduce || c.kind == CollKind::Broadcast || c.kind == CollKind::Gather ||
-                       c.kind == CollKind::Scatter;
-  if (s.ok() && hasRoot) s = checkRank("root", c.root, impl->nranks());
-  if (s.ok()) s = checkStream(stream);
-  if (s.ok()) {
-    const size_t n = static_cast<size_t>(impl->nranks());
-    const size_t sm = c.sendMultiplier ? c.sendMultiplier : n;
-    const size_t rm = c.recvMultiplier ? c.recvMultiplier : n;
-    s = checkCount("count", c.count, std::max(sm, rm), static_cast<hclDataType_t>(c.type));
-    const bool isRoot = impl->rank() == c.root;
-    if (s.ok() && (!c.rootOnlySend || isRoot)) s = checkBuffer("sendbuff", c.send, c.count);
-    if (s.ok() && (!c.rootOnlyRecv || isRoot)) s = checkBuffer("recvbuff", c.recv, c.count);
-  }
-  if (s.ok()) {
-    log::trace(log::Coll, "{}: sendbuff {} recvbuff {} count {} datatype {} op {} root {} comm {} stream {}",
-               c.name, c.send, static_cast<const void*>(c.recv), c.count, dataTypeName(c.type),
-               c.op, c.root, static_cast<const void*>(comm), static_cast<const void*>(stream));
-    PendingOp op;
-    op.call = c.name;
-    op.kind = c.kind;
-    op.handle = comm;
-    op.send = c.send;
-    op.recv = c.recv;
-    op.count = c.count;
-    op.type = static_cast<hclDataType_t>(c.type);
-    if (c.reduces) {
-      Status r = impl->redOps().resolve(static_cast<hclRedOp_t>(c.op), op.type, impl->nranks(), op.spec,
-                                        &op.scalarPointer);
-      if (!r.ok()) return report(failGroup(r.withContext(c.name)), comm);
-    } else {
-      op.spec.type = op.type;
-      op.spec.nranks = impl->nranks();
-    }
-    op.root = hasRoot ? c.root : 0;
-    op.stream = stream;
-    op.comm = std::move(reference);
-    return report(failGroup(noThrow(c.name, [&] { return submit(std::move(op), std::move(heldAsOwner)); })), comm);
-  }
-  return report(failGroup(s.withContext(c.name)), comm);
+  op.root = hasRoot(c) ? c.root : 0;
+  op.stream = stream;
+  op.comm = std::move(reference);
+  const Status s = noThrow(c.name, [&] { return submit(std::move(op), std::move(heldAsOwner)); });
+  return s.ok() ? hclSuccess : fail(comm, s);
 }
 
 }  // namespace
