@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -341,12 +342,12 @@ bool openGroupUses(const hclStream* stream) { return stream->inOpenGroups.load(s
 
 Status submit(PendingOp&& op, ExecutionGate::Hold heldAsOwner) {
   if (heldAsOwner) {
-    // The latency path (the hold is only taken outside a group, for a call
-    // on the null stream): with nothing issued before it outstanding, the
-    // call runs right here, on the gate its caller holds, and takes no
-    // reference to the communicator.
+    // The latency path: with nothing issued before it outstanding, the
+    // collective runs right here, on the gate its caller holds, and takes
+    // no reference to the communicator.
+    assert(!op.stream && !inGroup() && op.kind != CollKind::SendRecv);
     Communicator& comm = *op.handle->impl;
-    if (op.kind != CollKind::SendRecv && comm.issueOrder().idle()) {
+    if (comm.issueOrder().idle()) {
       return runHeld(comm, op.call, [&](RunSlot& out) { return makeCollectiveRun(comm, op, out); });
     }
     op.comm = op.handle->impl;  // a reference before the gate is let go

@@ -50,7 +50,8 @@ Status groupSimulateEnd(const Status& refusal, double& estimatedUs);
 bool openGroupUses(const hclStream* stream);
 // Runs the op now (outside a group) or records it (inside one). With
 // `heldAsOwner` (the communicator's execution gate, held on its owner's
-// path), `op.comm` may be empty: the hold keeps the communicator alive.
+// path; taken only outside a group, for a collective on the null stream),
+// `op.comm` may be empty: the hold keeps the communicator alive.
 Status submit(PendingOp&& op, ExecutionGate::Hold heldAsOwner = {});
 // As NCCL: a call that fails inside an open group fails the whole group.
 // hclGroupEnd then runs none of it and returns the first such error. Returns

@@ -73,7 +73,12 @@ def run_pair(args, exe, out_file, tmp):
             argv = (callgrind_argv(out_file, args.peer) if rank == args.rank else []) + bench
             procs.append(subprocess.Popen(["taskset", "-c", str(rank)] + argv, env=dict(env, RANK=str(rank)),
                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
-        errors = [p.communicate(timeout=args.timeout)[1] for p in procs]
+        try:
+            errors = [p.communicate(timeout=args.timeout)[1] for p in procs]
+        except subprocess.TimeoutExpired:
+            for p in procs:
+                p.kill()
+            return False, f"timed out after {args.timeout} s"
         return all(p.returncode == 0 for p in procs), "\n".join(e[-2000:] for e in errors)
     wrap = (f'if [ "$OMPI_COMM_WORLD_RANK" = {args.rank} ]; then exec taskset -c $OMPI_COMM_WORLD_RANK '
             f'{" ".join(callgrind_argv(out_file, args.peer))} "$0" "$@"; else exec taskset -c $OMPI_COMM_WORLD_RANK "$0" "$@"; fi')
@@ -84,32 +89,41 @@ def run_pair(args, exe, out_file, tmp):
     return p.returncode == 0, p.stderr[-2000:]
 
 
-def per_call(out_file, function):
-    """(calls, inclusive instructions) of `function`, from its callers' arcs."""
-    text = subprocess.run(["callgrind_annotate", "--tree=caller", "--inclusive=yes", str(out_file)],
-                          capture_output=True, text=True, check=True).stdout
-    calls, callers = 0, []
-    for line in text.splitlines():
-        m = re.match(r"\s*([\d,]+) .*<\s.*\((\d[\d,]*)x\)", line)
+def annotate(out_file, *options):
+    return subprocess.run(["callgrind_annotate", *options, str(out_file)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _number(text):
+    return int(text.replace(",", ""))
+
+
+def calls_and_instructions(caller_tree, function):
+    """(calls, inclusive instructions) of `function` in callgrind_annotate's
+    --tree=caller --inclusive=yes output: the calls are its callers' arcs,
+    the lines just above its own."""
+    callers = []
+    for line in caller_tree.splitlines():
+        m = re.match(r"\s*[\d,]+ .*<\s.*\((\d[\d,]*)x\)", line)
         if m:
-            callers.append(int(m.group(2).replace(",", "")))
+            callers.append(_number(m.group(1)))
             continue
         m = re.match(r"\s*([\d,]+) .*\*\s+\S*:" + re.escape(function) + r"\b", line)
         if m:
-            return sum(callers), int(m.group(1).replace(",", ""))
+            return sum(callers), _number(m.group(1))
         if not line.strip():
             callers = []
-    return calls, 0
+    return 0, 0
 
 
-def top_functions(out_file, calls, count):
-    text = subprocess.run(["callgrind_annotate", "--inclusive=no", str(out_file)],
-                          capture_output=True, text=True, check=True).stdout
+def top_functions(self_costs, count):
+    """[(instructions, function)] of callgrind_annotate's --inclusive=no
+    output, most first."""
     rows = []
-    for line in text.splitlines():
+    for line in self_costs.splitlines():
         m = re.match(r"\s*([\d,]+) \([\s\d.]+%\)\s+(\S.*)", line)
         if m and "PROGRAM TOTALS" not in line:
-            rows.append((int(m.group(1).replace(",", "")), m.group(2)))
+            rows.append((_number(m.group(1)), m.group(2)))
     return rows[:count]
 
 
@@ -146,13 +160,13 @@ def main(argv):
             print(f"call_cost: the run failed\n{errors}", file=sys.stderr)
             return 1
         function = API[args.peer][args.coll]
-        calls, inclusive = per_call(out_file, function)
+        calls, inclusive = calls_and_instructions(annotate(out_file, "--tree=caller", "--inclusive=yes"), function)
         if calls == 0:
             print(f"call_cost: no call of {function} was recorded", file=sys.stderr)
             return 1
         print(f"{args.peer} {args.coll} {args.size} B, rank {args.rank}: {inclusive / calls:.0f} instructions "
               f"per call ({calls} calls of {function})")
-        for ir, name in top_functions(out_file, calls, args.top):
+        for ir, name in top_functions(annotate(out_file, "--inclusive=no"), args.top):
             print(f"  {ir / calls:8.1f}  {name[:150]}")
     return 0
 

@@ -11,6 +11,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2] / "tools" / "compare"))
 
+import call_cost  # noqa: E402
 import compare  # noqa: E402
 import report  # noqa: E402
 import runners  # noqa: E402
@@ -137,6 +138,45 @@ class CompareTest(unittest.TestCase):
         _, error = runners.launch([(["sleep", "60"], env)], timeout=0.5)
         self.assertTrue(error.startswith("timed out"), error)
         self.assertLess(time.monotonic() - start, 30)
+
+
+# callgrind_annotate output in the two forms call_cost.py reads (trimmed).
+CALLER_TREE = """--------------------------------------------------------------------------------
+Ir                   file:function
+--------------------------------------------------------------------------------
+   484,176 ( 1.47%)  < core/group.cc:hcl::inGroup() (44,026x) [libhcl.so.0.1.0]
+   726,187 ( 2.20%)  *  ./elf/../sysdeps/x86_64/tls_get_addr.S:__tls_get_addr [ld-linux-x86-64.so.2]
+
+ 1,000,000 ( 3.00%)  < core/api/api_collectives.cc:hclBroadcast (22,000x) [libhcl.so.0.1.0]
+ 1,000,000 ( 3.00%)  *  core/api/api_collectives.cc:hclBroadcastHelper [libhcl.so.0.1.0]
+
+20,000,000 (60.00%)  < ???:(anonymous namespace)::runOnce(int, float const*, float*) (20,000x) [hcl_bench]
+ 2,000,000 ( 6.00%)  < ???:main (2,000x) [hcl_bench]
+22,000,000 (66.00%)  *  core/api/api_collectives.cc:hclBroadcast [libhcl.so.0.1.0]
+
+"""
+
+SELF_COSTS = """--------------------------------------------------------------------------------
+33,000,000 (100.0%)  PROGRAM TOTALS
+--------------------------------------------------------------------------------
+Ir                  file:function
+--------------------------------------------------------------------------------
+3,000,000 (10.58%)  core/executor.cc:hcl::ScheduleRun::advance(bool*, bool*) [libhcl.so.0.1.0]
+  900,000 ( 2.73%)  ???:0x0000000000004d50 [mca_btl_vader.so]
+"""
+
+
+class CallCostTest(unittest.TestCase):
+    def test_calls_are_the_callers_arcs_of_that_function_alone(self):
+        self.assertEqual(call_cost.calls_and_instructions(CALLER_TREE, "hclBroadcast"), (22000, 22000000))
+        self.assertEqual(call_cost.calls_and_instructions(CALLER_TREE, "hclBroadcastHelper"), (22000, 1000000))
+        self.assertEqual(call_cost.calls_and_instructions(CALLER_TREE, "hclReduce"), (0, 0))
+
+    def test_top_functions_skip_the_totals(self):
+        self.assertEqual(call_cost.top_functions(SELF_COSTS, 5),
+                         [(3000000, "core/executor.cc:hcl::ScheduleRun::advance(bool*, bool*) [libhcl.so.0.1.0]"),
+                          (900000, "???:0x0000000000004d50 [mca_btl_vader.so]")])
+        self.assertEqual(len(call_cost.top_functions(SELF_COSTS, 1)), 1)
 
 
 if __name__ == "__main__":
