@@ -1,8 +1,10 @@
 #include "core/ipc_area.h"
 
 #include <cstring>
+#include <iterator>
 
 #include "core/deadline.h"
+#include "core/log.h"
 
 namespace hcl {
 
@@ -36,32 +38,59 @@ Status IpcArea::takeTable(const std::function<Status()>& failure, size_t* slot, 
 void IpcArea::freeTable(size_t slot) { busy_[slot].store(false, std::memory_order_release); }
 
 Status IpcArea::standIns(size_t bytes, std::byte** out) {
-  if (standIns_.size() < bytes) HCL_TRY(standIns_.allocate(device_, bytes).withContext("IPC stand-in buffers"));
+  if (standIns_.size() < bytes) {
+    // Whole 2 MiB blocks: a GPU runtime exports smaller allocations badly
+    // (device/gpu/gpu_device.cc, ipcExport).
+    const size_t block = size_t{2} << 20;
+    HCL_TRY(standIns_.allocate(device_, (bytes + block - 1) / block * block).withContext("IPC stand-in buffers"));
+  }
   *out = standIns_.data();
   return {};
 }
 
 IpcPeerMappings::~IpcPeerMappings() {
-  for (const Entry& e : open_) (void)device_.ipcClose(e.base);
+  retired_.splice(retired_.end(), open_);
+  closeRetired();
+  if (!retired_.empty()) {
+    // Closing now could wait for a stream that waits on another
+    // communicator: the runtime unmaps them when the process ends.
+    log::info(log::Destroy, "IPC: {} peer mapping(s) left open: a stream of the device waits on a gate",
+              retired_.size());
+  }
+}
+
+void IpcPeerMappings::closeRetired() {
+  while (!retired_.empty()) {
+    const Status s = device_.ipcClose(retired_.back().base);
+    if (s.code() == hclInProgress) return;
+    if (!s.ok()) log::warn(log::Alloc, "IPC: closing a peer mapping: {}", s.message());
+    retired_.pop_back();
+  }
 }
 
 Status IpcPeerMappings::open(int peer, const DeviceIpcHandle& handle, void** base) {
-  for (auto it = open_.begin(); it != open_.end(); ++it) {
-    if (it->peer == peer && std::memcmp(it->handle.bytes, handle.bytes, sizeof handle.bytes) == 0) {
-      open_.splice(open_.begin(), open_, it);
+  const auto same = [&](const Entry& e) {
+    return e.peer == peer && std::memcmp(e.handle.bytes, handle.bytes, sizeof handle.bytes) == 0;
+  };
+  for (std::list<Entry>* from : {&open_, &retired_}) {
+    for (auto it = from->begin(); it != from->end(); ++it) {
+      if (!same(*it)) continue;
+      open_.splice(open_.begin(), *from, it);
       *base = it->base;
+      retireBeyondBound();
       return {};
     }
   }
   void* mapped = nullptr;
   HCL_TRY(device_.ipcOpen(handle, &mapped).withContext("mapping rank " + std::to_string(peer) + "'s buffer"));
   open_.push_front(Entry{peer, handle, mapped});
-  if (open_.size() > kMaxOpen) {
-    (void)device_.ipcClose(open_.back().base);
-    open_.pop_back();
-  }
+  retireBeyondBound();
   *base = mapped;
   return {};
+}
+
+void IpcPeerMappings::retireBeyondBound() {
+  while (open_.size() > kMaxOpen) retired_.splice(retired_.end(), open_, std::prev(open_.end()));
 }
 
 }  // namespace hcl

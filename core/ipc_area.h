@@ -44,7 +44,11 @@ class IpcArea {
 };
 
 // Peers' allocations mapped here, kept open for the next calls (opening is
-// slow); the least recently used are closed beyond a bound.
+// slow); beyond a bound the least recently used are retired, and closed
+// once the device lets them be: a GPU's close waits for the whole device,
+// so it is put off while a stream waits on a gate (device.h). A call maps
+// its peers while its own stream waits, so retired mappings are closed
+// after calls end (closeRetired).
 class IpcPeerMappings {
  public:
   static constexpr size_t kMaxOpen = 64;
@@ -53,6 +57,10 @@ class IpcPeerMappings {
   IpcPeerMappings(const IpcPeerMappings&) = delete;
   IpcPeerMappings& operator=(const IpcPeerMappings&) = delete;
   Status open(int peer, const DeviceIpcHandle& handle, void** base);
+  // Closes the retired mappings that the device lets close now.
+  void closeRetired();
+  size_t openCount() const { return open_.size(); }
+  size_t retiredCount() const { return retired_.size(); }
 
  private:
   struct Entry {
@@ -60,8 +68,13 @@ class IpcPeerMappings {
     DeviceIpcHandle handle;
     void* base;
   };
+  void retireBeyondBound();
+
   Device& device_;
   std::list<Entry> open_;  // most recently used first
+  // Out of open_ and not yet closed: the runtime refuses to map such an
+  // allocation again ("already mapped"), so open() takes it back from here.
+  std::list<Entry> retired_;
 };
 
 }  // namespace hcl

@@ -38,6 +38,18 @@ StandInLayout standInLayout(const IpcCall& call, Exported exported) {
   return l;
 }
 
+Status issueTail(IpcCall& call, StreamGate& gate, bool markEnd, uint64_t* last) {
+  const IpcCall::Tail& c = call.tail;
+  if (c.bytes > 0) HCL_TRY(gate.copyOnStream(c.dst, c.bytes, c.src, c.bytes, c.bytes, 1));
+  if (markEnd) {
+    uint64_t t = 0;
+    HCL_TRY(gate.mark(&t));
+    *last = t;
+    call.tickets.publish(t);
+  }
+  return {};
+}
+
 Status issueSteps(Communicator& comm, IpcCall& call, StreamGate& gate, IpcArea& area, bool markEnd, uint64_t* last) {
   Device& dev = comm.device();
   const IpcBufferUse use = ipcBufferUse(call.args);
@@ -71,9 +83,9 @@ Status issueSteps(Communicator& comm, IpcCall& call, StreamGate& gate, IpcArea& 
   HCL_TRY(ticket(true));
   HCL_TRY(gate.segmentsOnStream(call.table, ipcSegmentRows(call.args), ipcSegmentWidth(call.args), call.spec));
   HCL_TRY(ticket(true));
-  if (recvStandIn) HCL_TRY(gate.copyOnStream(call.recv, use.recvBytes, recv, use.recvBytes, use.recvBytes, 1));
-  if (markEnd) HCL_TRY(ticket(false));
-  return {};
+  if (recvStandIn) call.tail = {call.recv, recv, use.recvBytes};
+  if (call.tailAfterRelease) return {};
+  return issueTail(call, gate, markEnd, last);
 }
 
 }  // namespace
@@ -181,6 +193,7 @@ Status IpcRun::advance(bool* done, bool* progressed) {
   switch (phase_) {
     case Phase::Issue: {
       uint64_t last = 0;
+      c.tailAfterRelease = true;
       issueIpc(comm_, c, *ownArea_->ownGate(), *ownArea_, true, &last);
       phase_ = Phase::Inputs;
       *progressed = true;
@@ -213,6 +226,10 @@ Status IpcRun::advance(bool* done, bool* progressed) {
       HCL_TRY(messages_->advance(&finished, progressed));
       if (!finished) return {};
       c.gate->release(ticket_[1]);
+      if (c.tailAfterRelease) {
+        uint64_t last = 0;
+        HCL_TRY(issueTail(c, *c.gate, c.waitsForEnd, &last).withContext("IPC path, on the stream"));
+      }
       phase_ = c.waitsForEnd ? Phase::End : Phase::Done;
       *progressed = true;
       if (phase_ == Phase::Done) break;
@@ -226,6 +243,9 @@ Status IpcRun::advance(bool* done, bool* progressed) {
       break;
     case Phase::Done: break;
   }
+  // Every ticket of this call is released: mappings retired meanwhile may
+  // close now, unless another call's stream still waits.
+  comm_.ipcMappings().closeRetired();
   *done = true;
   return {};
 }

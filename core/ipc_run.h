@@ -42,6 +42,16 @@ struct IpcCall {
   size_t tableSlot = 0;
   bool waitsForEnd = false;  // t2 marked (calls without a stream)
   StreamTickets tickets;     // t0, t1[, t2]
+  // Issued by HCL's worker (calls without a stream): what follows t1 is
+  // issued once the worker has released t1. A copy into pageable host
+  // memory returns only when the stream has run it, so issued before that
+  // release it would wait for the very thread that issued it.
+  bool tailAfterRelease = false;
+  struct Tail {
+    void* dst = nullptr;
+    const void* src = nullptr;
+    size_t bytes = 0;
+  } tail;  // the copy back from the receive stand-in; bytes 0: none
 };
 
 // Bytes of device stand-ins `call` needs for the buffers known not to be

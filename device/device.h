@@ -169,7 +169,11 @@ class Device {
   // IPC between processes on one host (CUDA/HIP IPC). Supported: why not
   // otherwise. Export gives the handle of the allocation holding `ptr` and
   // ptr's offset in it; open maps a peer's allocation (its base), close
-  // unmaps it.
+  // unmaps it. On a GPU, closing waits for all work on the device, which
+  // never ends while a stream waits on a gate ticket that the closing thread
+  // would release: close returns hclInProgress, closing nothing, while any
+  // stream of this device waits on a ticket not yet released, and the
+  // caller keeps the mapping and tries again later.
   virtual bool ipcSupported(std::string* whyNot) const {
     *whyNot = "the device has no IPC";
     return false;
@@ -206,7 +210,7 @@ Device& cpuDevice();
 
 // The plugin entry point (extern "C" in each plugin). Returns nullptr and
 // fills `error` when the plugin cannot serve, e.g. a different ABI.
-inline constexpr int kDevicePluginAbi = 4;
+inline constexpr int kDevicePluginAbi = 5;
 using DevicePluginEntry = DeviceRuntime* (*)(int abi, char* error, size_t errorLen);
 inline constexpr const char* kDevicePluginSymbol = "hclDeviceRuntimeCreate";
 

@@ -72,21 +72,23 @@ gpuError_t forEachSafeRange(size_t n, size_t d, size_t s, Fn&& fn) {
 using GetAddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
 GetAddressRangeFn gGetAddressRange = nullptr;
 
-Status cudaAddressRange(const void* ptr, void** base) {
+Status cudaAddressRange(const void* ptr, void** base, size_t* bytes) {
   CUdeviceptr b = 0;
   size_t size = 0;
   if (gGetAddressRange(&b, &size, reinterpret_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS) {
     return invalidArgument("CUDA: cuMemGetAddressRange: the pointer is not device memory of the current context");
   }
   *base = reinterpret_cast<void*>(b);
+  *bytes = size;
   return {};
 }
 #else
-Status hipAddressRange(const void* ptr, void** base) {
+Status hipAddressRange(const void* ptr, void** base, size_t* bytes) {
   hipDeviceptr_t b = nullptr;
   size_t size = 0;
   HCL_GPU_TRY(hipMemGetAddressRange(&b, &size, const_cast<void*>(ptr)), "hipMemGetAddressRange");
   *base = b;
+  *bytes = size;
   return {};
 }
 #endif
@@ -113,6 +115,8 @@ AddressRangeFn pickAddressRange(std::string* why) {
   return &cudaAddressRange;
 #endif
 }
+
+constexpr size_t kIpcGranule = size_t{2} << 20;
 
 bool pathExists(const char* path) {
   struct stat st;
@@ -230,11 +234,11 @@ Status GpuDevice::freePinned(void* ptr) {
 Status GpuDevice::createCopyQueue(std::unique_ptr<CopyQueue>& out) { return GpuCopyQueue::create(index_, out); }
 
 Status GpuDevice::openGate(void* nativeStream, std::unique_ptr<StreamGate>& out) {
-  return GpuStreamGate::open(index_, nativeStream, gateWait_, out);
+  return GpuStreamGate::open(index_, nativeStream, gateWait_, pendingWaits_, out);
 }
 
 Status GpuDevice::openPrivateGate(std::unique_ptr<StreamGate>& out) {
-  return GpuStreamGate::openPrivate(index_, gateWait_, out);
+  return GpuStreamGate::openPrivate(index_, gateWait_, pendingWaits_, out);
 }
 
 bool GpuDevice::ipcSupported(std::string* whyNot) const {
@@ -248,7 +252,15 @@ bool GpuDevice::ipcSupported(std::string* whyNot) const {
 Status GpuDevice::ipcExport(const void* ptr, DeviceIpcHandle* handle, uint64_t* offset) {
   HCL_TRY(bind());
   void* base = nullptr;
-  HCL_TRY(addressRange_(ptr, &base));
+  size_t bytes = 0;
+  HCL_TRY(addressRange_(ptr, &base, &bytes));
+  // The runtime packs small allocations into shared blocks and maps a whole
+  // block into an importer: two of them from one block cannot both be
+  // opened there ("already mapped", seen on an H100). Such buffers go
+  // through the IPC path's stand-ins instead, which are whole blocks.
+  if (bytes < kIpcGranule) {
+    return invalidArgument("the allocation is smaller than the runtime's IPC granule");
+  }
   gpuIpcMemHandle_t h;
   if (gpuError_t err = gpuIpcGetMemHandle(&h, base); err != gpuSuccess) {
     (void)gpuGetLastError();  // not sticky; a later launch check must not see it
@@ -270,6 +282,12 @@ Status GpuDevice::ipcOpen(const DeviceIpcHandle& handle, void** base) {
 }
 
 Status GpuDevice::ipcClose(void* base) {
+  // Closing waits for the whole device (device.h): not while a gate's wait
+  // is pending, and no gate issues one meanwhile.
+  std::unique_lock deviceWide(pendingWaits_->issuing);
+  if (pendingWaits_->count.load(std::memory_order_acquire) > 0) {
+    return {hclInProgress, "IPC close deferred: a stream of the device waits on a gate"};
+  }
   HCL_TRY(bind());
   HCL_GPU_TRY(gpuIpcCloseMemHandle(base), GPU_FN("IpcCloseMemHandle"));
   return {};

@@ -10,7 +10,7 @@ namespace hcl::gpu {
 
 // The base of the allocation that holds a pointer (cuMemGetAddressRange,
 // hipMemGetAddressRange).
-using AddressRangeFn = Status (*)(const void* ptr, void** base);
+using AddressRangeFn = Status (*)(const void* ptr, void** base, size_t* bytes);
 
 class GpuDevice final : public Device {
  public:
@@ -53,6 +53,7 @@ class GpuDevice final : public Device {
   const int index_;
   gpuStream_t stream_ = nullptr;  // internal, non-blocking
   GateWaitMethod gateWait_;
+  std::shared_ptr<PendingWaits> pendingWaits_ = std::make_shared<PendingWaits>();
   AddressRangeFn addressRange_ = nullptr;
   std::string addressRangeWhy_;
 };

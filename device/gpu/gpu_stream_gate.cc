@@ -77,8 +77,9 @@ GateWaitMethod pickGateWaitMethod(int device) {
 }
 
 Status GpuStreamGate::open(int device, void* nativeStream, const GateWaitMethod& method,
-                           std::unique_ptr<StreamGate>& out) {
-  std::unique_ptr<GpuStreamGate> g(new GpuStreamGate(device, static_cast<gpuStream_t>(nativeStream), method));
+                           std::shared_ptr<PendingWaits> waits, std::unique_ptr<StreamGate>& out) {
+  std::unique_ptr<GpuStreamGate> g(
+      new GpuStreamGate(device, static_cast<gpuStream_t>(nativeStream), method, std::move(waits)));
   HCL_GPU_TRY(gpuSetDevice(device), GPU_FN("SetDevice"));
   void* p = nullptr;
   HCL_GPU_TRY(gpuHostAlloc(&p, sizeof(uint64_t), gpuHostAllocPortable | gpuHostAllocMapped), GPU_FN("HostAlloc"));
@@ -89,11 +90,12 @@ Status GpuStreamGate::open(int device, void* nativeStream, const GateWaitMethod&
   return {};
 }
 
-Status GpuStreamGate::openPrivate(int device, const GateWaitMethod& method, std::unique_ptr<StreamGate>& out) {
+Status GpuStreamGate::openPrivate(int device, const GateWaitMethod& method, std::shared_ptr<PendingWaits> waits,
+                                  std::unique_ptr<StreamGate>& out) {
   HCL_GPU_TRY(gpuSetDevice(device), GPU_FN("SetDevice"));
   gpuStream_t stream = nullptr;
   HCL_GPU_TRY(gpuStreamCreateWithFlags(&stream, gpuStreamNonBlocking), GPU_FN("StreamCreateWithFlags"));
-  Status s = open(device, stream, method, out);
+  Status s = open(device, stream, method, std::move(waits), out);
   if (!s.ok()) {
     (void)gpuStreamDestroy(stream);
     return s;
@@ -111,7 +113,10 @@ GpuStreamGate::~GpuStreamGate() {
     (void)gpuFreeHost(flag_);
   }
   if (ownsStream_) (void)gpuStreamDestroy(stream_);
-  for (auto& h : held_) (void)gpuEventDestroy(h.start);
+  for (auto& h : held_) {
+    if (h.waited) waits_->count.fetch_sub(1, std::memory_order_release);
+    (void)gpuEventDestroy(h.start);
+  }
   for (auto ev : freeEvents_) (void)gpuEventDestroy(ev);
 }
 
@@ -147,9 +152,21 @@ Status GpuStreamGate::mark(uint64_t* ticket) {
 
 Status GpuStreamGate::waitFor(uint64_t ticket) {
   std::lock_guard issuing(issue_);
+  std::shared_lock deviceWide(waits_->issuing);
   HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
   const gpuError_t err = method_.waitValue ? method_.waitValue(stream_, devFlag_, ticket)
                                            : launchSpinWait(static_cast<volatile uint64_t*>(devFlag_), ticket, stream_);
+  if (err == gpuSuccess) {
+    std::lock_guard lock(mutex_);
+    // A ticket released already lets the wait pass at once.
+    if (!held_.empty() && ticket >= held_.front().ticket) {
+      Held& h = held_[static_cast<size_t>(ticket - held_.front().ticket)];
+      if (!h.waited) {
+        h.waited = true;
+        waits_->count.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
   return check(err, method_.waitValue ? method_.name : "spin-wait kernel launch");
 }
 
@@ -213,6 +230,7 @@ void GpuStreamGate::release(uint64_t ticket) {
                                                       __ATOMIC_ACQUIRE)) {
   }
   while (!held_.empty() && held_.front().ticket <= ticket) {
+    if (held_.front().waited) waits_->count.fetch_sub(1, std::memory_order_release);
     freeEvents_.push_back(held_.front().start);
     held_.pop_front();
   }

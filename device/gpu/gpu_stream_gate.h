@@ -5,8 +5,10 @@
 // entry point, hipStreamWaitValue64), a one-thread spinning kernel otherwise.
 #pragma once
 
+#include <atomic>
 #include <deque>
 #include <mutex>
+#include <shared_mutex>
 #include <vector>
 
 #include "device/device.h"
@@ -23,12 +25,23 @@ struct GateWaitMethod {
 };
 GateWaitMethod pickGateWaitMethod(int device);
 
+// The waits on gate tickets not yet released, over all gates of one device.
+// Some runtime calls wait for all work on the device (closing an IPC
+// mapping); made while such a wait is pending, by the thread that would
+// release it, they never return. So gates issue waits holding `issuing`
+// shared, and such a call holds it exclusive and is made only at count 0.
+struct PendingWaits {
+  std::shared_mutex issuing;
+  std::atomic<int64_t> count{0};
+};
+
 class GpuStreamGate final : public StreamGate {
  public:
   static Status open(int device, void* nativeStream, const GateWaitMethod& method,
-                     std::unique_ptr<StreamGate>& out);
+                     std::shared_ptr<PendingWaits> waits, std::unique_ptr<StreamGate>& out);
   // A gate on a new non-blocking stream that it destroys with itself.
-  static Status openPrivate(int device, const GateWaitMethod& method, std::unique_ptr<StreamGate>& out);
+  static Status openPrivate(int device, const GateWaitMethod& method, std::shared_ptr<PendingWaits> waits,
+                            std::unique_ptr<StreamGate>& out);
   ~GpuStreamGate() override;
 
   Status mark(uint64_t* ticket) override;
@@ -44,20 +57,22 @@ class GpuStreamGate final : public StreamGate {
   Status query() override;
 
  private:
-  GpuStreamGate(int device, gpuStream_t stream, const GateWaitMethod& m)
-      : device_(device), stream_(stream), method_(m) {}
+  GpuStreamGate(int device, gpuStream_t stream, const GateWaitMethod& m, std::shared_ptr<PendingWaits> waits)
+      : device_(device), stream_(stream), method_(m), waits_(std::move(waits)) {}
   Status takeEvent(gpuEvent_t* ev);
   gpuEvent_t eventOf(uint64_t ticket);
 
   struct Held {
     uint64_t ticket;
     gpuEvent_t start;
+    bool waited = false;  // counted in waits_ until released
   };
 
   const int device_;
   const gpuStream_t stream_;  // the user's (never destroyed here), or the gate's own
   bool ownsStream_ = false;
   const GateWaitMethod method_;
+  const std::shared_ptr<PendingWaits> waits_;
   uint64_t* flag_ = nullptr;  // pinned, mapped; host view
   void* devFlag_ = nullptr;   // device view of flag_
   // Issuing commands may block the caller while the stream's command queue

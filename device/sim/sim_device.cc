@@ -107,7 +107,12 @@ class SimDevice final : public Device {
     return memory_.exportHandle(ptr, handle, offset);
   }
   Status ipcOpen(const DeviceIpcHandle& handle, void** base) override { return memory_.openHandle(handle, base); }
-  Status ipcClose(void* base) override { return memory_.closeHandle(base); }
+  Status ipcClose(void* base) override {
+    if (hardware_.pendingWaits() > 0) {
+      return {hclInProgress, "IPC close deferred: a stream of the sim device waits on a gate"};
+    }
+    return memory_.closeHandle(base);
+  }
   GpuDirectSupport gpuDirect() const override { return {false, false, "the sim device has no NIC access"}; }
 
  private:

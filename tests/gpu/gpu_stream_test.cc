@@ -7,11 +7,14 @@
 //   - a group over two streams and two communicators;
 //   - two communicators on one stream in one group;
 //   - a group mixing collectives and send/recv on one stream.
-// ctest runs the binary twice, the second time with the runtime limited to
-// one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1, GPU_MAX_HW_QUEUES=1),
-// where a launch that copied on other queues while its streams waited would
-// hang. Each case skips, saying why, where no GPU is present. Built once per
-// vendor (HCL_GPU_HIP for HIP).
+// Two ranks of one process on one GPU share the process's hardware queues:
+// a rank's stream waiting for HCL holds back the other rank's commands
+// queued behind it, and both hang. ctest therefore runs this with
+// CUDA_DEVICE_MAX_CONNECTIONS=32; the one-queue case (where a launch that
+// copied on other queues while its streams waited would hang) needs ranks
+// in separate processes, and torch_nccl_preload_2_one_queue runs it. Each
+// case skips, saying why, where no GPU is present. Built once per vendor
+// (HCL_GPU_HIP for HIP).
 #include <gtest/gtest.h>
 
 #include <chrono>

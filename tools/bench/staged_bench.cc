@@ -6,7 +6,9 @@
 // On the sim device the copy engine is held to a set rate to stand in for
 // PCIe. On a real GPU the copy stages are measured: one whole-buffer copy
 // each way between device memory and pinned host memory on the device's own
-// copy queue, the engine the staged path uses.
+// copy queue, the engine the staged path uses. The staged row runs with
+// HCL_IPC_DISABLE=1 (ranks on one GPU would otherwise share memory by IPC);
+// on a GPU a last row gives that IPC allreduce for comparison.
 //
 //   staged_bench [bytes=67108864] [sim copy GB/s=4] [iterations=7] [device=sim] [ranks=2]
 #include <algorithm>
@@ -138,7 +140,17 @@ int main(int argc, char** argv) {
   const double wholeMs = allreduceMs("cpu", nranks, bytes, iterations);
   // The staged path's network stage: host allreduces of one chunk each.
   const double netMs = allreduceMs("cpu", nranks, bytes, iterations, chunk);
+  // Ranks on one device would take the IPC path, which skips host memory.
+  const char* ipcSetting = std::getenv("HCL_IPC_DISABLE");
+  const std::string ipcBefore = ipcSetting ? ipcSetting : "";
+  setenv("HCL_IPC_DISABLE", "1", 1);
   const double stagedMs = allreduceMs(device, nranks, bytes, iterations);
+  if (ipcSetting) {
+    setenv("HCL_IPC_DISABLE", ipcBefore.c_str(), 1);
+  } else {
+    unsetenv("HCL_IPC_DISABLE");
+  }
+  const double ipcMs = sim ? 0.0 : allreduceMs(device, nranks, bytes, iterations);
   const double slowest = std::max({copy.toHostMs, copy.toDeviceMs, netMs});
   const double sum = netMs + copy.toHostMs + copy.toDeviceMs;
   std::printf("device %s, %d ranks, bytes %zu, chunk %zu\n", device.c_str(), nranks, bytes, chunk);
@@ -155,5 +167,6 @@ int main(int argc, char** argv) {
   row("slowest stage", slowest);
   row("sum of stages (no overlap)", sum);
   std::printf("staged / slowest stage = %.2f, staged / sum = %.2f\n", stagedMs / slowest, stagedMs / sum);
+  if (!sim) row("IPC allreduce (no host memory)", ipcMs);
   return 0;
 }
