@@ -283,9 +283,11 @@ Status GpuDevice::ipcOpen(const DeviceIpcHandle& handle, void** base) {
 
 Status GpuDevice::ipcClose(void* base) {
   // Closing waits for the whole device (device.h): not while a gate's wait
-  // is pending, and no gate issues one meanwhile.
-  std::unique_lock deviceWide(pendingWaits_->issuing);
-  if (pendingWaits_->count.load(std::memory_order_acquire) > 0) {
+  // is pending, and no gate issues one meanwhile. Never waits for the lock:
+  // an issuer holding it may be stuck on a full command queue until this
+  // thread, HCL's worker, releases a ticket.
+  std::unique_lock deviceWide(pendingWaits_->issuing, std::try_to_lock);
+  if (!deviceWide.owns_lock() || pendingWaits_->count.load(std::memory_order_acquire) > 0) {
     return {hclInProgress, "IPC close deferred: a stream of the device waits on a gate"};
   }
   HCL_TRY(bind());

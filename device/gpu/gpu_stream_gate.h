@@ -29,7 +29,9 @@ GateWaitMethod pickGateWaitMethod(int device);
 // Some runtime calls wait for all work on the device (closing an IPC
 // mapping); made while such a wait is pending, by the thread that would
 // release it, they never return. So gates issue waits holding `issuing`
-// shared, and such a call holds it exclusive and is made only at count 0.
+// shared, and such a call takes it exclusive, without waiting for it (an
+// issuer may be stuck on a full command queue until the caller releases a
+// ticket), and is made only at count 0.
 struct PendingWaits {
   std::shared_mutex issuing;
   std::atomic<int64_t> count{0};
