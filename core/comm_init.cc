@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/no_throw.h"
 #include "core/params.h"
+#include "core/shared_gpu_warning.h"
 
 namespace hcl {
 namespace {
@@ -63,33 +64,6 @@ void logGpuDirect(const Device& device, const std::vector<std::unique_ptr<Transp
               direct ? support.detail
                      : !exportable ? "the device cannot export its memory (" + support.detail + "); staging through host memory"
                                    : std::string("the transport cannot register device memory; staging through host memory"));
-  }
-}
-
-// Ranks of one process on one GPU share the process's hardware queues to it
-// (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default; HIP's GPU_MAX_HW_QUEUES). A
-// stream waiting for its rank's worker holds back whatever queue it shares,
-// and if another rank's stream of this call is behind it, both hang until
-// the timeout. The lowest such rank says so once.
-void warnSharedGpuInProcess(const std::vector<PeerInfo>& peers, int rank) {
-  const PeerInfo& self = peers[static_cast<size_t>(rank)];
-  if (self.deviceKind != DeviceKind::Cuda && self.deviceKind != DeviceKind::Hip) return;
-  const bool cuda = self.deviceKind == DeviceKind::Cuda;
-  const char* variable = cuda ? "CUDA_DEVICE_MAX_CONNECTIONS" : "GPU_MAX_HW_QUEUES";
-  if (const char* v = std::getenv(variable); cuda && v && std::atoi(v) >= 32) return;
-  for (const PeerInfo& p : peers) {
-    if (p.rank == rank || p.processToken != self.processToken || p.hostId != self.hostId ||
-        p.deviceKind != self.deviceKind || p.deviceIndex != self.deviceIndex) {
-      continue;
-    }
-    if (p.rank < rank) return;
-    log::warn(log::Init,
-              "ranks {} and {} of this process share {}:{}: their streams share the process's hardware queues to it, "
-              "where one rank's stream waiting for HCL can hold back the other's and hang both; run the ranks as "
-              "processes{}",
-              rank, p.rank, self.vendor, self.deviceIndex,
-              cuda ? ", or set CUDA_DEVICE_MAX_CONNECTIONS=32 before the first CUDA call" : "");
-    return;
   }
 }
 
@@ -237,7 +211,9 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
               connections[static_cast<size_t>(p)]->describe(), l.reason);
   }
   logGpuDirect(comm->device(), transports, peersByKind);
-  warnSharedGpuInProcess(peers, rank);
+  if (const std::string w = sharedGpuWarning(peers, rank, std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")); !w.empty()) {
+    log::warn(log::Init, "{}", w);
+  }
   comm->setTopology(std::move(peers), std::move(links), std::move(transports), std::move(connections));
   if (comm->ipc()) {
     log::info(static_cast<log::Subsys>(log::Init | log::P2P), "rank {}: all {} ranks share {} memory by IPC on host {}",

@@ -282,12 +282,9 @@ Status GpuDevice::ipcOpen(const DeviceIpcHandle& handle, void** base) {
 }
 
 Status GpuDevice::ipcClose(void* base) {
-  // Closing waits for the whole device (device.h): not while a gate's wait
-  // is pending, and no gate issues one meanwhile. Never waits for the lock:
-  // an issuer holding it may be stuck on a full command queue until this
-  // thread, HCL's worker, releases a ticket.
-  std::unique_lock deviceWide(pendingWaits_->issuing, std::try_to_lock);
-  if (!deviceWide.owns_lock() || pendingWaits_->count.load(std::memory_order_acquire) > 0) {
+  // Closing waits for the whole device (device.h, gate_waits.h).
+  const auto quiet = pendingWaits_->quiet();
+  if (!quiet.owns_lock()) {
     return {hclInProgress, "IPC close deferred: a stream of the device waits on a gate"};
   }
   HCL_TRY(bind());

@@ -113,10 +113,7 @@ GpuStreamGate::~GpuStreamGate() {
     (void)gpuFreeHost(flag_);
   }
   if (ownsStream_) (void)gpuStreamDestroy(stream_);
-  for (auto& h : held_) {
-    if (h.waited) waits_->count.fetch_sub(1, std::memory_order_release);
-    (void)gpuEventDestroy(h.start);
-  }
+  for (auto& h : held_) (void)gpuEventDestroy(h.start);
   for (auto ev : freeEvents_) (void)gpuEventDestroy(ev);
 }
 
@@ -152,21 +149,11 @@ Status GpuStreamGate::mark(uint64_t* ticket) {
 
 Status GpuStreamGate::waitFor(uint64_t ticket) {
   std::lock_guard issuing(issue_);
-  std::shared_lock deviceWide(waits_->issuing);
+  const auto deviceWide = waits_.issuing();
   HCL_GPU_TRY(gpuSetDevice(device_), GPU_FN("SetDevice"));
   const gpuError_t err = method_.waitValue ? method_.waitValue(stream_, devFlag_, ticket)
                                            : launchSpinWait(static_cast<volatile uint64_t*>(devFlag_), ticket, stream_);
-  if (err == gpuSuccess) {
-    std::lock_guard lock(mutex_);
-    // A ticket released already lets the wait pass at once.
-    if (!held_.empty() && ticket >= held_.front().ticket) {
-      Held& h = held_[static_cast<size_t>(ticket - held_.front().ticket)];
-      if (!h.waited) {
-        h.waited = true;
-        waits_->count.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
-  }
+  if (err == gpuSuccess) waits_.waited(ticket);
   return check(err, method_.waitValue ? method_.name : "spin-wait kernel launch");
 }
 
@@ -229,8 +216,8 @@ void GpuStreamGate::release(uint64_t ticket) {
   while (cur < ticket && !__atomic_compare_exchange_n(flag_, &cur, ticket, false, __ATOMIC_RELEASE,
                                                       __ATOMIC_ACQUIRE)) {
   }
+  waits_.released(ticket);
   while (!held_.empty() && held_.front().ticket <= ticket) {
-    if (held_.front().waited) waits_->count.fetch_sub(1, std::memory_order_release);
     freeEvents_.push_back(held_.front().start);
     held_.pop_front();
   }

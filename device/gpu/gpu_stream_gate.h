@@ -5,13 +5,12 @@
 // entry point, hipStreamWaitValue64), a one-thread spinning kernel otherwise.
 #pragma once
 
-#include <atomic>
 #include <deque>
 #include <mutex>
-#include <shared_mutex>
 #include <vector>
 
 #include "device/device.h"
+#include "device/gate_waits.h"
 #include "device/gpu/gpu_api.h"
 
 namespace hcl::gpu {
@@ -24,18 +23,6 @@ struct GateWaitMethod {
   const char* name = "spin kernel";
 };
 GateWaitMethod pickGateWaitMethod(int device);
-
-// The waits on gate tickets not yet released, over all gates of one device.
-// Some runtime calls wait for all work on the device (closing an IPC
-// mapping); made while such a wait is pending, by the thread that would
-// release it, they never return. So gates issue waits holding `issuing`
-// shared, and such a call takes it exclusive, without waiting for it (an
-// issuer may be stuck on a full command queue until the caller releases a
-// ticket), and is made only at count 0.
-struct PendingWaits {
-  std::shared_mutex issuing;
-  std::atomic<int64_t> count{0};
-};
 
 class GpuStreamGate final : public StreamGate {
  public:
@@ -67,14 +54,13 @@ class GpuStreamGate final : public StreamGate {
   struct Held {
     uint64_t ticket;
     gpuEvent_t start;
-    bool waited = false;  // counted in waits_ until released
   };
 
   const int device_;
   const gpuStream_t stream_;  // the user's (never destroyed here), or the gate's own
   bool ownsStream_ = false;
   const GateWaitMethod method_;
-  const std::shared_ptr<PendingWaits> waits_;
+  GateWaits waits_;  // this gate's share of the device's pending waits
   uint64_t* flag_ = nullptr;  // pinned, mapped; host view
   void* devFlag_ = nullptr;   // device view of flag_
   // Issuing commands may block the caller while the stream's command queue

@@ -108,7 +108,7 @@ class SimDevice final : public Device {
   }
   Status ipcOpen(const DeviceIpcHandle& handle, void** base) override { return memory_.openHandle(handle, base); }
   Status ipcClose(void* base) override {
-    if (hardware_.pendingWaits() > 0) {
+    if (!hardware_.pendingWaits->quiet().owns_lock()) {
       return {hclInProgress, "IPC close deferred: a stream of the sim device waits on a gate"};
     }
     return memory_.closeHandle(base);

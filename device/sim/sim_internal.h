@@ -1,12 +1,12 @@
 // Pieces of the sim device shared between its files.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 
 #include "device/device.h"
+#include "device/gate_waits.h"
 #include "device/sim/sim_device.h"
 #include "device/sim/sim_memory.h"
 
@@ -37,16 +37,14 @@ class HardwareQueue {
 
   // Waits on gate tickets not yet released, over all the device's gates
   // (counted with or without HCL_SIM_SHARED_QUEUE): IPC close refuses to run
-  // while there are any, as a GPU's would wait for them (device.h).
-  void addPendingWaits(int64_t n) { pendingWaits_.fetch_add(n, std::memory_order_acq_rel); }
-  int64_t pendingWaits() const { return pendingWaits_.load(std::memory_order_acquire); }
+  // while there are any, as a GPU's would wait for them (gate_waits.h).
+  const std::shared_ptr<PendingWaits> pendingWaits = std::make_shared<PendingWaits>();
 
  private:
   std::mutex mutex_;
   std::condition_variable resumed_, turned_;
   int stopped_ = 0;
   uint64_t issued_ = 0, ran_ = 0;
-  std::atomic<int64_t> pendingWaits_{0};
 };
 
 // Whether the calling thread runs a native stream's commands.

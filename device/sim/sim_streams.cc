@@ -2,7 +2,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <deque>
 #include <vector>
 #include <condition_variable>
 #include <mutex>
@@ -202,14 +201,11 @@ void runSegment(const IpcSegment& seg, const ReduceSpec& spec) {
 class SimGate final : public StreamGate {
  public:
   SimGate(NativeStream& stream, const MemoryMap& memory, HardwareQueue& hardware)
-      : stream_(stream), memory_(memory), device_(hardware), state_(makeState(hardware)) {}
+      : stream_(stream), memory_(memory), waits_(hardware.pendingWaits), state_(makeState(hardware)) {}
   SimGate(std::unique_ptr<NativeStream> owned, const MemoryMap& memory, HardwareQueue& hardware)
-      : owned_(std::move(owned)), stream_(*owned_), memory_(memory), device_(hardware), state_(makeState(hardware)) {}
-  ~SimGate() override {
-    state_->released.raise(UINT64_MAX);
-    std::lock_guard lock(waitedMutex_);
-    device_.addPendingWaits(-static_cast<int64_t>(waited_.size()));
-  }
+      : owned_(std::move(owned)), stream_(*owned_), memory_(memory), waits_(hardware.pendingWaits),
+        state_(makeState(hardware)) {}
+  ~SimGate() override { state_->released.raise(UINT64_MAX); }
 
   Status mark(uint64_t* ticket) override {
     const uint64_t t = ++issued_;
@@ -218,13 +214,8 @@ class SimGate final : public StreamGate {
     return {};
   }
   Status waitFor(uint64_t ticket) override {
-    {
-      std::lock_guard lock(waitedMutex_);
-      if (ticket > state_->released.get()) {
-        waited_.push_back(ticket);
-        device_.addPendingWaits(1);
-      }
-    }
+    const auto deviceWide = waits_.issuing();
+    waits_.waited(ticket);
     command([state = state_, ticket] {
       if (state->hardware) state->hardware->stop();
       state->released.waitFor(ticket);
@@ -266,10 +257,7 @@ class SimGate final : public StreamGate {
   }
   void release(uint64_t ticket) override {
     state_->released.raise(ticket);
-    std::lock_guard lock(waitedMutex_);
-    int64_t passed = 0;
-    for (; !waited_.empty() && waited_.front() <= ticket; waited_.pop_front()) ++passed;
-    device_.addPendingWaits(-passed);
+    waits_.released(ticket);
   }
   uint64_t lastIssued() override { return issued_.load(); }
   Status synchronize() override {
@@ -314,9 +302,7 @@ class SimGate final : public StreamGate {
   std::unique_ptr<NativeStream> owned_;  // first: destroyed after the gate has let its stream go
   NativeStream& stream_;
   const MemoryMap& memory_;
-  HardwareQueue& device_;
-  std::mutex waitedMutex_;
-  std::deque<uint64_t> waited_;  // tickets waited on and not yet released, increasing
+  GateWaits waits_;  // this gate's share of the device's pending waits
   std::shared_ptr<State> state_;
   std::atomic<uint64_t> issued_{0};
 };

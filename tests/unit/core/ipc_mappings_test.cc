@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/ipc_area.h"
+#include "device/gate_waits.h"
 #include "device/sim/sim_device.h"
 
 namespace hcl {
@@ -120,6 +121,35 @@ TEST_F(IpcMappingsTest, ADestroyedGateHoldsNoCloses) {
     EXPECT_EQ(device_->ipcClose(base).code(), hclInProgress);
   }  // the gate lets its stream go as it is destroyed
   EXPECT_TRUE(device_->ipcClose(base).ok());
+}
+
+}  // namespace
+}  // namespace hcl
+
+namespace hcl {
+namespace {
+
+// The accounting behind IpcClose's refusals, as the GPU plugins use it.
+TEST(PendingWaits, QuietOnlyWithNoWaitPendingAndNeverBehindAnIssuer) {
+  auto device = std::make_shared<PendingWaits>();
+  auto gate = std::make_unique<GateWaits>(device);
+  EXPECT_TRUE(device->quiet().owns_lock());
+  {
+    const auto issuing = gate->issuing();
+    EXPECT_FALSE(device->quiet().owns_lock());  // returns at once instead of waiting
+  }
+  gate->waited(3);
+  gate->waited(5);
+  EXPECT_FALSE(device->quiet().owns_lock());
+  gate->released(4);
+  EXPECT_EQ(device->count(), 1);
+  gate->released(5);
+  EXPECT_TRUE(device->quiet().owns_lock());
+  gate->waited(2);  // released already: passes at once
+  EXPECT_EQ(device->count(), 0);
+  gate->waited(9);
+  gate.reset();  // a destroyed gate lets its stream go
+  EXPECT_EQ(device->count(), 0);
 }
 
 }  // namespace
