@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/kept_runs.h"
 #include "core/log.h"
 
 namespace hcl {
@@ -16,11 +17,13 @@ Communicator::Communicator(int rank, int nranks, const uint8_t secret[16], uint6
       commTag_(commTag),
       settings_(std::move(settings)),
       device_(settings_.device ? settings_.device : &cpuDevice()),
-      planner_(settings_.algoOverride) {
+      planner_(settings_.algoOverride),
+      keptRuns_(std::make_unique<KeptRuns>()) {
   std::memcpy(secret_, secret, sizeof secret_);
 }
 
 Communicator::~Communicator() {
+  keptRuns_.reset();
   // Streams drain before the peers' memory they may still use is unmapped.
   ipcAreas_.clear();
   ipcMappings_.reset();

@@ -28,6 +28,8 @@
 
 namespace hcl {
 
+class KeptRuns;
+
 struct CommSettings {
   int64_t timeoutMs = 60000;
   size_t chunkBytes = 512 * 1024;
@@ -76,6 +78,12 @@ class Communicator {
   // The planner's schedule for `args`, reused across calls of one shape.
   // Only the holder of the execution gate calls it.
   ScheduleLease schedule(const CollArgs& args) { return schedules_.get(planner_, args); }
+  std::shared_ptr<const PreparedSchedule> sharedSchedule(const CollArgs& args) {
+    return schedules_.share(planner_, args);
+  }
+  // Runs of recent collectives, to run again (core/kept_runs.h). Only the
+  // holder of the execution gate uses them.
+  KeptRuns& keptRuns() { return *keptRuns_; }
   void setPlanTable(std::shared_ptr<const PlanTable> table) { planner_.setTable(std::move(table)); }
   void setPeerAccess(bool on) { planner_.setPeerAccess(on); }
   void setSharedCpus(bool on) { planner_.setSharedCpus(on); }
@@ -182,6 +190,7 @@ class Communicator {
   uint64_t shrinkSerial_ = 0;
   RescuePort rescuePort_;
   ShareableBuffer scratch_;  // peers map it in algorithms that stage data there
+  std::unique_ptr<KeptRuns> keptRuns_;  // last: its runs use the members above
 };
 
 }  // namespace hcl

@@ -58,6 +58,11 @@ ScheduleRun::~ScheduleRun() {
   if (scratch_) comm_.releaseScratch();
 }
 
+bool ScheduleRun::rearmable(const PreparedSchedule& prepared) {
+  return !prepared.direct && prepared.schedule.transfers <= kInlineTransfers;
+}
+
+
 void* ScheduleRun::resolve(const BufferRef& ref) const {
   std::byte* base = nullptr;
   switch (ref.id) {
@@ -305,6 +310,7 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
     }
   }
   *done = true;
+  finished_ = true;
   return {};
 }
 
@@ -420,18 +426,18 @@ Status runTask(CommTask& task) {
   return driveAlone(task.comm(), task.callName().c_str(), task);
 }
 
-Status runSingle(Communicator& comm, const char* callName, const std::function<Status(RunSlot&)>& make) {
+Status runSingle(Communicator& comm, const char* callName, FunctionRef<Status(RunSlot&)> make) {
   comm.issueOrder().waitUntilIdle(comm.abortFlag(), comm.settings().spinUs);
   const ExecutionGate::Hold hold = comm.executionGate().enter();
   return runHeld(comm, callName, make);
 }
 
-Status runHeld(Communicator& comm, const char* callName, const std::function<Status(RunSlot&)>& make) {
+Status runHeld(Communicator& comm, const char* callName, FunctionRef<Status(RunSlot&)> make) {
   RunSlot slot;
   // A failure to build the run is reported like one of the run itself.
   struct Work {
     RunSlot& slot;
-    const std::function<Status(RunSlot&)>& make;
+    FunctionRef<Status(RunSlot&)> make;
     bool made = false;
     Status advance(bool* done, bool* progressed) {
       *done = false;

@@ -13,6 +13,7 @@
 
 #include "collectives/plan/schedule.h"
 #include "core/communicator.h"
+#include "core/function_ref.h"
 #include "core/issue_order.h"
 #include "core/schedule_cache.h"
 
@@ -55,6 +56,24 @@ class ScheduleRun final : public OpRun {
   Status advance(bool* done, bool* progressed) override;
   int waitingOn() const override;
   const Schedule& schedule() const { return schedule_; }
+
+  // Whether a run of `prepared` can be run again on other buffers (rearm):
+  // one that neither reaches peers' buffers nor needs transfers on the heap.
+  static bool rearmable(const PreparedSchedule& prepared);
+  // The last advance() completed it without a failure.
+  bool finished() const { return finished_; }
+  // Makes a finished, rearmable run start over on these buffers.
+  void rearm(const void* send, void* recv, const ReduceSpec& spec) {
+    buffers_.send = send;
+    buffers_.recv = recv;
+    spec_ = spec;
+    // Other runs may have grown the communicator's scratch since.
+    if (schedule_.scratchBytes > 0) scratch_ = comm_.acquireScratch(schedule_.scratchBytes);
+    std::uninitialized_default_construct_n(transfers_, schedule_.transfers);
+    allShared_ = -1;
+    pc_ = 0;
+    finished_ = false;
+  }
 
  private:
   void* resolve(const BufferRef& ref) const;
@@ -102,6 +121,7 @@ class ScheduleRun final : public OpRun {
   std::unique_ptr<Transfer[]> heapTransfers_;
   Transfer* transfers_ = nullptr;
   size_t pc_ = 0;
+  bool finished_ = false;
 };
 
 // Room for the one operation of the latency path: a ScheduleRun built in
@@ -116,14 +136,18 @@ class RunSlot {
     inPlace_.emplace(std::forward<Args>(args)...);
   }
   void set(std::unique_ptr<OpRun> run) { heap_ = std::move(run); }
-  OpRun* get() { return inPlace_ ? &*inPlace_ : heap_.get(); }
-  const OpRun* get() const { return inPlace_ ? &*inPlace_ : heap_.get(); }
+  // A run that someone else keeps (core/kept_runs.h), for this operation.
+  void borrow(OpRun& run) { borrowed_ = &run; }
+  OpRun* get() { return borrowed_ ? borrowed_ : inPlace_ ? &*inPlace_ : heap_.get(); }
+  const OpRun* get() const { return borrowed_ ? borrowed_ : inPlace_ ? &*inPlace_ : heap_.get(); }
   void reset() {
+    borrowed_ = nullptr;
     inPlace_.reset();
     heap_.reset();
   }
 
  private:
+  OpRun* borrowed_ = nullptr;
   std::optional<ScheduleRun> inPlace_;
   std::unique_ptr<OpRun> heap_;
 };
@@ -157,10 +181,10 @@ class CommTask {
 // thread: it first waits for the communicator's operations issued before it
 // (core/issue_order.h). runTask and runTasks leave that to their callers,
 // which take turns when the tasks are issued.
-Status runSingle(Communicator& comm, const char* callName, const std::function<Status(RunSlot&)>& make);
+Status runSingle(Communicator& comm, const char* callName, FunctionRef<Status(RunSlot&)> make);
 // runSingle's run, for a caller that already waited for the earlier
 // operations and holds the communicator's execution gate.
-Status runHeld(Communicator& comm, const char* callName, const std::function<Status(RunSlot&)>& make);
+Status runHeld(Communicator& comm, const char* callName, FunctionRef<Status(RunSlot&)> make);
 
 // Drives tasks round-robin until all finish, one fails, a communicator is
 // aborted, or nothing moves for the communicator's timeout. A failure marks

@@ -4,6 +4,7 @@
 
 #include "collectives/algorithms/p2p.h"
 #include "core/ipc_run.h"
+#include "core/kept_runs.h"
 #include "core/staged_run.h"
 
 namespace hcl {
@@ -128,22 +129,36 @@ Status makeCollectiveRun(Communicator& comm, const PendingOp& op, RunSlot& out) 
     out.set(std::make_unique<IpcRun>(comm, op.ipc));
     return {};
   }
-  const CollArgs args = collArgsFor(comm, op);
   if (takesIpcPath(comm, op)) {
     // Without a device-runtime stream: the run puts its stream side on a
     // stream of HCL's own.
     IpcArea* area = nullptr;
     HCL_TRY(comm.ipcAreaFor(nullptr, &area));
-    out.set(std::make_unique<IpcRun>(comm, std::make_shared<IpcCall>(args, spec, op.send, op.recv), area));
+    out.set(std::make_unique<IpcRun>(comm, std::make_shared<IpcCall>(collArgsFor(comm, op), spec, op.send, op.recv),
+                                     area));
     return {};
   }
   if (comm.staged() && op.count > 0) {
     StagingArea* area = nullptr;
     HCL_TRY(comm.staging(&area));
-    out.set(std::make_unique<StagedRun>(comm, *area, args, op.send, op.recv, spec));
+    out.set(std::make_unique<StagedRun>(comm, *area, collArgsFor(comm, op), op.send, op.recv, spec));
     return {};
   }
-  out.emplaceSchedule(comm, comm.schedule(args), RunBuffers{op.send, op.recv, {}}, spec);
+  // A loop of calls of one shape builds its run once.
+  const RunShape shape = RunShape::of(op.kind, op.count, op.type, op.spec.kind == ReduceKind::PreMulSum,
+                                      op.send == op.recv, op.root);
+  KeptRuns& kept = comm.keptRuns();
+  if (ScheduleRun* run = kept.rearm(shape, op.send, op.recv, spec)) {
+    out.borrow(*run);
+    return {};
+  }
+  const CollArgs args = collArgsFor(comm, op);
+  std::shared_ptr<const PreparedSchedule> schedule = comm.sharedSchedule(args);
+  if (ScheduleRun* run = kept.keep(comm, shape, schedule, op.send, op.recv, spec)) {
+    out.borrow(*run);
+    return {};
+  }
+  out.emplaceSchedule(comm, ScheduleLease(std::move(schedule)), RunBuffers{op.send, op.recv, {}}, spec);
   return {};
 }
 

@@ -15,9 +15,28 @@ constexpr size_t kMaxTotalSteps = 64 * 1024;
 
 size_t mix(size_t seed, size_t v) { return seed ^ (v + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2)); }
 
+// Within each run of consecutive posts, sends go first. Posting never
+// blocks, and each peer's sends (and receives) keep their order, so nothing
+// changes but timing: a transport may take a message that is already there
+// when its receive is posted (shm), and a send behind that look would wait
+// for a cache miss on the critical path of every exchange.
+void postSendsFirst(std::vector<Step>& steps) {
+  const auto isPost = [](const Step& st) { return st.kind == Step::Kind::Send || st.kind == Step::Kind::Recv; };
+  for (auto it = steps.begin(); it != steps.end();) {
+    if (!isPost(*it)) {
+      ++it;
+      continue;
+    }
+    const auto end = std::find_if_not(it, steps.end(), isPost);
+    std::stable_partition(it, end, [](const Step& st) { return st.kind == Step::Kind::Send; });
+    it = end;
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const PreparedSchedule> prepareSchedule(Schedule schedule) {
+  postSendsFirst(schedule.steps);
   auto p = std::make_shared<PreparedSchedule>();
   p->transferPeer.assign(schedule.transfers, -1);
   for (const Step& st : schedule.steps) {
@@ -52,17 +71,24 @@ ScheduleLease::~ScheduleLease() {
   if (lender_) --lender_->leases_;
 }
 
-ScheduleLease ScheduleCache::get(const Planner& planner, const CollArgs& args) {
+const std::shared_ptr<const PreparedSchedule>* ScheduleCache::lookup(
+    const Planner& planner, const CollArgs& args, std::shared_ptr<const PreparedSchedule>& uncached) {
   const Key key{args.kind, args.type,  args.loadIsIdentity, args.rankDependentLoad, args.inPlace,
                 args.root, args.count, args.chunkBytes,     args.topology};
   if (!last_ || !(key == lastKey_)) {
     auto it = entries_.find(key);
     if (it == entries_.end()) {
       auto prepared = prepareSchedule(planner.plan(args));
-      if (prepared->schedule.steps.size() > kMaxCachedSteps) return ScheduleLease(std::move(prepared));
+      if (prepared->schedule.steps.size() > kMaxCachedSteps) {
+        uncached = std::move(prepared);
+        return nullptr;
+      }
       if (totalSteps_ + prepared->schedule.steps.size() > kMaxTotalSteps) {
         // Full: start afresh, unless a schedule is still on lease.
-        if (leases_ > 0) return ScheduleLease(std::move(prepared));
+        if (leases_ > 0) {
+          uncached = std::move(prepared);
+          return nullptr;
+        }
         entries_.clear();
         last_ = nullptr;
         totalSteps_ = 0;
@@ -71,10 +97,23 @@ ScheduleLease ScheduleCache::get(const Planner& planner, const CollArgs& args) {
       it = entries_.emplace(key, std::move(prepared)).first;
     }
     lastKey_ = key;
-    last_ = it->second.get();
+    last_ = &it->second;
   }
+  return last_;
+}
+
+ScheduleLease ScheduleCache::get(const Planner& planner, const CollArgs& args) {
+  std::shared_ptr<const PreparedSchedule> uncached;
+  const auto* entry = lookup(planner, args, uncached);
+  if (!entry) return ScheduleLease(std::move(uncached));
   ++leases_;
-  return ScheduleLease(last_, this);
+  return ScheduleLease(entry->get(), this);
+}
+
+std::shared_ptr<const PreparedSchedule> ScheduleCache::share(const Planner& planner, const CollArgs& args) {
+  std::shared_ptr<const PreparedSchedule> uncached;
+  const auto* entry = lookup(planner, args, uncached);
+  return entry ? *entry : uncached;
 }
 
 }  // namespace hcl

@@ -56,6 +56,9 @@ class ScheduleCache {
   // The planner's schedule for `args`: from the cache when one of the same
   // shape was planned before, else planned (and kept if it is small).
   ScheduleLease get(const Planner& planner, const CollArgs& args);
+  // The same schedule, shared: for a holder that keeps it across calls
+  // (core/kept_runs.h), so the cache may still start afresh meanwhile.
+  std::shared_ptr<const PreparedSchedule> share(const Planner& planner, const CollArgs& args);
   size_t size() const { return entries_.size(); }
   size_t leases() const { return leases_; }
 
@@ -75,11 +78,17 @@ class ScheduleCache {
   struct KeyHash {
     size_t operator()(const Key& k) const;
   };
+  // The cached entry for `args`, or null with `uncached` set to a schedule
+  // the cache does not keep.
+  const std::shared_ptr<const PreparedSchedule>* lookup(const Planner& planner, const CollArgs& args,
+                                                         std::shared_ptr<const PreparedSchedule>& uncached);
+
+  // Entries stay where they are when the table grows, so last_ can point at one.
   std::unordered_map<Key, std::shared_ptr<const PreparedSchedule>, KeyHash> entries_;
   size_t totalSteps_ = 0;
   // A loop of one collective hits the same entry every call: checked first.
   Key lastKey_{};
-  const PreparedSchedule* last_ = nullptr;
+  const std::shared_ptr<const PreparedSchedule>* last_ = nullptr;
   size_t leases_ = 0;
   friend class ScheduleLease;
 };

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -53,6 +54,83 @@ TEST(Threads, MismatchedCallsFailOnEveryRank) {
     for (hclComm_t c : comms) hclCommDestroy(c);
   }
   unsetenv("HCL_TIMEOUT_MS");
+}
+
+// Calls of one shape run again the run their communicator kept from the
+// last such call (core/kept_runs.h): each must use its own buffers and
+// operation. More shapes than are kept, in turn, so runs are also replaced;
+// two sets of buffers, so a call that reached the previous call's buffers
+// would be seen there.
+TEST(Threads, RepeatedShapesUseEachCallsBuffersAndOperation) {
+  const int n = 3;
+  auto comms = initAll(n);
+  auto rc = onThreads(n, [&](int r) -> int {
+    hclComm_t comm = comms[static_cast<size_t>(r)];
+    struct Buffers {
+      std::vector<float> send = std::vector<float>(8 * 3), recv = std::vector<float>(8 * 3);
+    };
+    Buffers sets[2];
+    constexpr float kUntouched = -7.0f;
+    int failures = 0;
+    for (int it = 0; it < 40; ++it) {
+      Buffers& cur = sets[it % 2];
+      Buffers& other = sets[1 - it % 2];
+      const auto valueOf = [&](int rank, size_t i) { return static_cast<float>((rank + 1) * (it + 1)) + static_cast<float>(i); };
+      for (size_t i = 0; i < cur.send.size(); ++i) cur.send[i] = valueOf(r, i);
+      std::fill(cur.recv.begin(), cur.recv.end(), kUntouched);
+      std::fill(other.recv.begin(), other.recv.end(), kUntouched);
+      std::vector<float> expected(cur.recv.size(), kUntouched);
+      hclResult_t res = hclSuccess;
+      switch (it % 7) {
+        case 0:
+        case 1: {  // the same shape with another operation
+          const bool max = it % 7 == 1;
+          res = hclAllReduce(cur.send.data(), cur.recv.data(), 2, hclFloat, max ? hclMax : hclSum, comm, nullptr);
+          for (size_t i = 0; i < 2; ++i) {
+            expected[i] = max ? valueOf(n - 1, i) : valueOf(0, i) + valueOf(1, i) + valueOf(2, i);
+          }
+          break;
+        }
+        case 2:
+        case 3: {  // the same count from another root
+          const int root = it % 7 - 2;
+          res = hclBroadcast(cur.send.data(), cur.recv.data(), 2, hclFloat, root, comm, nullptr);
+          for (size_t i = 0; i < 2; ++i) expected[i] = valueOf(root, i);
+          break;
+        }
+        case 4:
+          res = hclReduce(cur.send.data(), cur.recv.data(), 4, hclFloat, hclSum, 2, comm, nullptr);
+          if (r == 2) {
+            for (size_t i = 0; i < 4; ++i) expected[i] = valueOf(0, i) + valueOf(1, i) + valueOf(2, i);
+          }
+          break;
+        case 5:
+          res = hclAllGather(cur.send.data(), cur.recv.data(), 1, hclFloat, comm, nullptr);
+          for (int k = 0; k < n; ++k) expected[static_cast<size_t>(k)] = valueOf(k, 0);
+          break;
+        case 6:  // in place
+          std::copy(cur.send.begin(), cur.send.begin() + 2, cur.recv.begin());
+          res = hclAllReduce(cur.recv.data(), cur.recv.data(), 2, hclFloat, hclSum, comm, nullptr);
+          for (size_t i = 0; i < 2; ++i) expected[i] = valueOf(0, i) + valueOf(1, i) + valueOf(2, i);
+          break;
+      }
+      if (res != hclSuccess) {
+        ADD_FAILURE() << "rank " << r << " call " << it << ": " << hclGetLastError(comm);
+        return 1;
+      }
+      if (cur.recv != expected) {
+        ADD_FAILURE() << "rank " << r << " call " << it << ": wrong result";
+        ++failures;
+      }
+      if (std::count(other.recv.begin(), other.recv.end(), kUntouched) != static_cast<long>(other.recv.size())) {
+        ADD_FAILURE() << "rank " << r << " call " << it << ": wrote into the previous call's buffer";
+        ++failures;
+      }
+    }
+    return failures;
+  });
+  EXPECT_EQ(rc, std::vector<int>(n, 0));
+  destroyAll(comms);
 }
 
 TEST(Threads, OneThreadDrivesAllRanksInAGroup) {

@@ -7,7 +7,7 @@ one of them runs under callgrind, and the tool prints the instructions inside
 the API function per call, with the functions that take most of them.
 
   python3 tools/compare/call_cost.py --build build --coll broadcast --size 8 [--rank 0|1]
-      [--peer hcl|ompi-vader] [--iters 20000] [--top 12]
+      [--peer hcl|ompi-vader] [--iters 20000] [--top 12] [--keep callgrind.out]
 
 Needs valgrind (installed with apt-get when missing, unless --no-install).
 """
@@ -138,6 +138,7 @@ def main(argv):
     ap.add_argument("--top", type=int, default=12, help="functions listed (default 12)")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--no-install", action="store_true", help="do not apt-get valgrind or the MPI peer")
+    ap.add_argument("--keep", metavar="FILE", help="also keep callgrind's output there, for callgrind_annotate")
     args = ap.parse_args(argv)
     if not ensure_valgrind(not args.no_install):
         print("call_cost: valgrind is not installed", file=sys.stderr)
@@ -168,6 +169,8 @@ def main(argv):
               f"per call ({calls} calls of {function})")
         for ir, name in top_functions(annotate(out_file, "--inclusive=no"), args.top):
             print(f"  {ir / calls:8.1f}  {name[:150]}")
+        if args.keep:
+            shutil.copyfile(out_file, args.keep)
     return 0
 
 

@@ -54,6 +54,8 @@ class ShmConnection final : public Connection {
       lane.sendTailSeen = lane.sendTail->load(std::memory_order_acquire);
       lane.sendHead = lane.sendTailSeen;
       lane.recvPosition = lane.recvTail->load(std::memory_order_acquire);
+      lane.sendIndex = lane.sendHead % lane.slots;
+      lane.recvIndex = lane.recvPosition % lane.slots;
     }
     cmaSent_ = sendFifo_.cmaCompleted.load(std::memory_order_acquire);
   }
@@ -70,11 +72,26 @@ class ShmConnection final : public Connection {
                       t.isSend ? "send" : "receive", t.bytes, peer_));
     }
     t.progressed = 0;
+    if (t.isSend) {
+      // A send may land in a free slot at once: the clock is read first, so
+      // a peer gone for longer than the check interval is noticed before the
+      // send counts as done.
+      pollsSinceCheck_ = kPollsPerClockRead - 1;
+      // A small send with none queued before it goes into its slot right
+      // here, which spares a small call the queue and a progress round.
+      if (sends_.empty() && t.bytes <= kSlotInlineBytes) {
+        if (Status peer = checkPeer(); !peer.ok()) {
+          t.complete(Transfer::State::Failed);
+          return fail(std::move(peer));
+        }
+        if (sendInline(t)) return {};
+      }
+    } else if (recvs_.empty() && t.bytes <= kSlotInlineBytes && receiveInline(t)) {
+      // Likewise a small message that is already there; anything unusual
+      // about it is left to progress() to report.
+      return {};
+    }
     (t.isSend ? sends_ : recvs_).push_back(&t);
-    // A send may land in a free slot at once: the next progress reads the
-    // clock, so a peer gone for longer than the check interval is noticed
-    // before the send counts as done.
-    if (t.isSend) pollsSinceCheck_ = kPollsPerClockRead - 1;
     return {};
   }
 
@@ -156,7 +173,7 @@ class ShmConnection final : public Connection {
 
   // One lane of both FIFOs as this side sees it: it produces into the send
   // FIFO and consumes from the receive FIFO.
-  struct LaneState {
+  struct alignas(kCacheLine) LaneState {
     uint64_t slots = 0;
     uint64_t slotBytes = 0;
     uint64_t stride = 0;
@@ -167,8 +184,20 @@ class ShmConnection final : public Connection {
     uint64_t sendHead = 0;
     uint64_t sendTailSeen = 0;
     uint64_t recvPosition = 0;  // slots consumed
-    uint8_t* sendSlot() const { return sendSlots + (sendHead % slots) * stride; }
-    const uint8_t* recvSlot() const { return recvSlots + (recvPosition % slots) * stride; }
+    // sendHead and recvPosition modulo `slots`, kept as they advance: a
+    // division on every poll was a measurable part of a small message.
+    uint64_t sendIndex = 0;
+    uint64_t recvIndex = 0;
+    uint8_t* sendSlot() const { return sendSlots + sendIndex * stride; }
+    const uint8_t* recvSlot() const { return recvSlots + recvIndex * stride; }
+    void advanceSend() {
+      ++sendHead;
+      if (++sendIndex == slots) sendIndex = 0;
+    }
+    void advanceReceive() {
+      ++recvPosition;
+      if (++recvIndex == slots) recvIndex = 0;
+    }
   };
 
   // Both sides pick the same lane for a message, from its size alone.
@@ -194,7 +223,7 @@ class ShmConnection final : public Connection {
   }
 
   static void publishSendSlot(LaneState& lane, uint8_t* slot) {
-    ++lane.sendHead;
+    lane.advanceSend();
     sequenceOf(slot).store(lane.sendHead, std::memory_order_release);
   }
 
@@ -216,7 +245,8 @@ class ShmConnection final : public Connection {
     for (uint64_t at = 0; at < n; at += kCacheLine) __builtin_prefetch(payload + at);
   }
   static void releaseReceiveSlot(LaneState& lane) {
-    lane.recvTail->store(++lane.recvPosition, std::memory_order_release);
+    lane.advanceReceive();
+    lane.recvTail->store(lane.recvPosition, std::memory_order_release);
   }
 
   // ---- sends -------------------------------------------------------------
@@ -244,17 +274,9 @@ class ShmConnection final : public Connection {
       }
       LaneState& lane = *sendLane_;
       if (sendMode_ == MessageMode::Inline) {
-        uint8_t* slot = reserveSendSlot(lane);
-        if (slot == nullptr) return {};
-        const SlotHeader h{t.tag, static_cast<uint32_t>(MessageMode::Inline), t.bytes, 0, sendOrdinal_, 0, 0, 0};
-        std::memcpy(slot, &h, kSlotInlineOffset);
-        if (t.bytes > 0) std::memcpy(slot + kSlotInlineOffset, t.buffer, t.bytes);
-        publishSendSlot(lane, slot);
-        ++sendOrdinal_;
+        if (!sendInline(t)) return {};
         sends_.pop_front();
         sendStarted_ = false;
-        t.progressed = t.bytes;
-        t.complete(Transfer::State::Done);
         moved = true;
         continue;
       }
@@ -308,6 +330,22 @@ class ShmConnection final : public Connection {
       t.complete(Transfer::State::Done);
     }
     return {};
+  }
+
+  // A message that fits in a slot's header line, sent whole when its lane
+  // has a free slot.
+  bool sendInline(Transfer& t) {
+    LaneState& lane = lanes_[laneFor(t.bytes)];
+    uint8_t* slot = reserveSendSlot(lane);
+    if (slot == nullptr) return false;
+    const SlotHeader h{t.tag, static_cast<uint32_t>(MessageMode::Inline), t.bytes, 0, sendOrdinal_, 0, 0, 0};
+    std::memcpy(slot, &h, kSlotInlineOffset);
+    if (t.bytes > 0) std::memcpy(slot + kSlotInlineOffset, t.buffer, t.bytes);
+    publishSendSlot(lane, slot);
+    ++sendOrdinal_;
+    t.progressed = t.bytes;
+    t.complete(Transfer::State::Done);
+    return true;
   }
 
   void completeSingleCopySends(bool& moved) {
@@ -384,6 +422,26 @@ class ShmConnection final : public Connection {
       moved = true;
     }
     return {};
+  }
+
+  // The next message when it is in its lane, whole in its header line, and
+  // the one `t` expects.
+  bool receiveInline(Transfer& t) {
+    LaneState& lane = lanes_[laneFor(t.bytes)];
+    const uint8_t* slot = peekReceiveSlot(lane);
+    if (slot == nullptr) return false;
+    SlotHeader h{};
+    std::memcpy(&h, slot, kSlotInlineOffset);
+    if (h.ordinal != recvOrdinal_ || h.fragment != 0 || h.mode != static_cast<uint32_t>(MessageMode::Inline) ||
+        h.tag != t.tag || h.bytes != t.bytes) {
+      return false;
+    }
+    if (t.bytes > 0) std::memcpy(t.buffer, slot + kSlotInlineOffset, t.bytes);
+    releaseReceiveSlot(lane);
+    ++recvOrdinal_;
+    t.progressed = t.bytes;
+    t.complete(Transfer::State::Done);
+    return true;
   }
 
   Status mismatch(const SlotHeader& h, const Transfer& t) const {

@@ -126,8 +126,33 @@ TEST(PrepareSchedule, DerivesPeersPerTransfer) {
   ASSERT_EQ(p->transferPeer.size(), 3u);
   EXPECT_EQ(p->transferPeer[r], 3);
   EXPECT_EQ(p->transferPeer[t], 1);
-  EXPECT_EQ(p->peers, (std::vector<int>{3, 1}));
+  // In the order the prepared steps post to them: sends go first.
+  EXPECT_EQ(p->peers, (std::vector<int>{1, 3}));
   EXPECT_FALSE(p->direct);
+}
+
+TEST(PrepareSchedule, PostsSendsFirstWithinEachRunOfPostsKeepingEachKindsOrder) {
+  Schedule s;
+  ScheduleBuilder b(s);
+  const uint32_t r0 = b.recv(1, scratchAt(0), 8);
+  const uint32_t r1 = b.recv(1, scratchAt(8), 8);
+  const uint32_t s0 = b.send(1, sendAt(0), 8);
+  const uint32_t s1 = b.send(2, sendAt(8), 8);
+  b.wait(r0);
+  const uint32_t r2 = b.recv(2, scratchAt(16), 8);
+  const uint32_t s2 = b.send(2, sendAt(16), 8);
+  b.waitAll({r1, r2, s0, s1, s2});
+  const auto p = prepareSchedule(std::move(s));
+  const std::vector<Step>& steps = p->schedule.steps;
+  ASSERT_EQ(steps.size(), 12u);  // six posts and six waits
+  std::vector<uint32_t> posted;
+  for (const Step& st : steps) {
+    if (st.kind == Step::Kind::Send || st.kind == Step::Kind::Recv) posted.push_back(st.transfer);
+  }
+  // The wait after the first four posts still separates them from the last two.
+  EXPECT_EQ(posted, (std::vector<uint32_t>{s0, s1, r0, r1, s2, r2}));
+  EXPECT_EQ(steps[4].kind, Step::Kind::Wait);
+  EXPECT_EQ(steps[4].transfer, r0);
 }
 
 }  // namespace

@@ -35,8 +35,11 @@ bool contains(const std::string& s, const std::string& part) {
 
 // Rank 0 sends (sendTag, sendBytes); rank 1 expects (recvTag, recvBytes) and
 // must fail with hclInvalidUsage, then aborts so rank 0 cannot wait forever.
+// With `postAfterArrival`, rank 1 posts its receive only once the message is
+// in its FIFO (a copied send completes there), where a small receive looks
+// for it at once.
 int mismatch(int rank, const CommIdentity& id, SharedState& shared, uint32_t sendTag,
-             size_t sendBytes, uint32_t recvTag, size_t recvBytes) {
+             size_t sendBytes, uint32_t recvTag, size_t recvBytes, bool postAfterArrival = false) {
   RankSetup setup;
   CHILD_CHECK_OK(setUpRank(rank, 2, id, shared.barrier, setup));
   Connection& c = *setup.connections[1 - rank];
@@ -55,9 +58,11 @@ int mismatch(int rank, const CommIdentity& id, SharedState& shared, uint32_t sen
                   s.message());
       CHILD_CHECK(send.failed(), "send not marked failed");
     }
+    if (postAfterArrival) CHILD_CHECK(shared.barrier.wait(30s), "arrival barrier");
     CHILD_CHECK(shared.barrier.wait(30s), "final barrier");
     return 0;
   }
+  if (postAfterArrival) CHILD_CHECK(shared.barrier.wait(30s), "arrival barrier");
   std::vector<uint8_t> data(recvBytes, 0);
   Transfer& recv = addTransfer(transfers, false, data, recvTag);
   CHILD_CHECK_OK(c.post(recv));
@@ -83,6 +88,18 @@ TEST_F(ShmTest, TagMismatchIsInvalidUsage) {
   SharedState& shared = makeShared(2);
   expectAllExitedZero(
       runProcesses(2, [&](int rank) { return mismatch(rank, id_, shared, 5, 64, 6, 64); }));
+}
+
+TEST_F(ShmTest, TagMismatchOfASmallMessageAlreadyThereIsInvalidUsage) {
+  SharedState& shared = makeShared(2);
+  expectAllExitedZero(
+      runProcesses(2, [&](int rank) { return mismatch(rank, id_, shared, 5, 8, 6, 8, true); }));
+}
+
+TEST_F(ShmTest, SizeMismatchOfASmallMessageAlreadyThereIsInvalidUsage) {
+  SharedState& shared = makeShared(2);
+  expectAllExitedZero(
+      runProcesses(2, [&](int rank) { return mismatch(rank, id_, shared, 5, 8, 5, 16, true); }));
 }
 
 TEST_F(ShmTest, SizeMismatchOfLargeMessageIsInvalidUsage) {

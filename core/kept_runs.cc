@@ -1,0 +1,44 @@
+#include "core/kept_runs.h"
+
+namespace hcl {
+
+ScheduleRun* KeptRuns::rearmOther(RunShape shape, const void* send, void* recv, const ReduceSpec& spec) {
+  size_t i = 0;
+  while (i < kRuns && !(kept_[i].run && kept_[i].shape == shape)) ++i;
+  if (i == kRuns) return nullptr;
+  Kept& k = kept_[i];
+  if (!k.run->finished()) return nullptr;
+  k.run->rearm(send, recv, spec);
+  k.lastUse = ++uses_;
+  last_ = i;
+  return &*k.run;
+}
+
+ScheduleRun* KeptRuns::keep(Communicator& comm, RunShape shape,
+                            const std::shared_ptr<const PreparedSchedule>& prepared,
+                            const void* send, void* recv, const ReduceSpec& spec) {
+  if (!ScheduleRun::rearmable(*prepared)) return nullptr;
+  // The same shape's slot when it is there (its run did not finish), else
+  // an empty one, else the least recently used.
+  size_t victim = 0;
+  for (size_t i = 0; i < kRuns; ++i) {
+    if (kept_[i].run && kept_[i].shape == shape) {
+      victim = i;
+      break;
+    }
+    if (!kept_[i].run) {
+      victim = i;
+    } else if (kept_[victim].run && kept_[i].lastUse < kept_[victim].lastUse) {
+      victim = i;
+    }
+  }
+  Kept& k = kept_[victim];
+  k.run.reset();
+  k.run.emplace(comm, ScheduleLease(prepared), RunBuffers{send, recv, {}}, spec);
+  k.shape = shape;
+  k.lastUse = ++uses_;
+  last_ = victim;
+  return &*k.run;
+}
+
+}  // namespace hcl
