@@ -59,7 +59,11 @@ ScheduleRun::~ScheduleRun() {
 }
 
 bool ScheduleRun::rearmable(const PreparedSchedule& prepared) {
-  return !prepared.direct && prepared.schedule.transfers <= kInlineTransfers;
+  // Short programs only: what a kept run saves is per call, which matters
+  // for small messages, and a kept run holds its schedule.
+  constexpr size_t kMaxSteps = 256;
+  return !prepared.direct && prepared.schedule.transfers <= kInlineTransfers &&
+         prepared.schedule.steps.size() <= kMaxSteps;
 }
 
 
@@ -311,6 +315,11 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
   }
   *done = true;
   finished_ = true;
+  // A kept run lets go of the scratch between calls, as a destroyed one does.
+  if (scratch_) {
+    comm_.releaseScratch();
+    scratch_ = nullptr;
+  }
   return {};
 }
 

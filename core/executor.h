@@ -108,7 +108,7 @@ class ScheduleRun final : public OpRun {
   const Schedule& schedule_;
   RunBuffers buffers_;
   ReduceSpec spec_;
-  std::byte* scratch_ = nullptr;  // the communicator's, while this run exists
+  std::byte* scratch_ = nullptr;  // the communicator's, until this run finishes
   std::unique_ptr<AddressEntry[]> addresses_;  // per rank, for direct access
   int allShared_ = -1;  // every exchanged buffer shareable (-1: not yet known)
   // Most schedules have a handful of transfers (the flat small-message
