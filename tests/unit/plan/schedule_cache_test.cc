@@ -115,6 +115,18 @@ TEST(ScheduleCache, AMovedLeaseIsReturnedOnce) {
   EXPECT_EQ(cache.leases(), 0u);
 }
 
+// A kept run holds its schedule shared, not on lease, so the cache may still
+// start afresh; it gets the cached schedule, not a copy.
+TEST(ScheduleCache, ASharedScheduleIsTheCachedOneAndHoldsNoLease) {
+  Planner planner;
+  ScheduleCache cache;
+  std::shared_ptr<const PreparedSchedule> shared = cache.share(planner, allReduce(16));
+  EXPECT_EQ(cache.leases(), 0u);
+  const ScheduleLease lease = cache.get(planner, allReduce(16));
+  EXPECT_EQ(lease.get(), shared.get());
+  EXPECT_EQ(cache.size(), 1u);
+}
+
 TEST(PrepareSchedule, DerivesPeersPerTransfer) {
   Schedule s;
   ScheduleBuilder b(s);
