@@ -38,8 +38,9 @@ void releaseStreams(const std::vector<hclStream*>& held) {
 void releaseStreams(const std::vector<PendingOp>& ops) { releaseStreams(heldStreams(ops)); }
 
 // The groups the calling thread has open. Apart from the rest of the
-// group's state: read by every call, it needs no initialisation check.
-thread_local int tlsGroupDepth = 0;
+// group's state: read by every call, it needs no initialisation check, and
+// it is initial-exec like the handle check's (core/handles.cc).
+[[gnu::tls_model("initial-exec")]] constinit thread_local int tlsGroupDepth = 0;
 
 struct GroupState {
   std::vector<PendingOp> ops;

@@ -25,7 +25,11 @@ struct LastLiveComm {
   const void* comm = nullptr;
   uint64_t removalsSeen = 0;
 };
-thread_local LastLiveComm tlsLastLiveComm;
+// Read on every call: initial-exec, a load from the thread pointer instead of
+// a call into the dynamic linker. The library's thread-locals are a few
+// hundred bytes, which the loader's static TLS reserve holds even when the
+// library is opened with dlopen.
+[[gnu::tls_model("initial-exec")]] constinit thread_local LastLiveComm tlsLastLiveComm;
 
 HandleRegistry& handles() {
   static HandleRegistry r;
