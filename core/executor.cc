@@ -66,7 +66,6 @@ bool ScheduleRun::rearmable(const PreparedSchedule& prepared) {
          prepared.schedule.steps.size() <= kMaxSteps;
 }
 
-
 void* ScheduleRun::resolve(const BufferRef& ref) const {
   std::byte* base = nullptr;
   switch (ref.id) {

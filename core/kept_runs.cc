@@ -2,16 +2,14 @@
 
 namespace hcl {
 
-ScheduleRun* KeptRuns::rearmOther(RunShape shape, const void* send, void* recv, const ReduceSpec& spec) {
-  size_t i = 0;
-  while (i < kRuns && !(kept_[i].run && kept_[i].shape == shape)) ++i;
-  if (i == kRuns) return nullptr;
-  Kept& k = kept_[i];
-  if (!k.run->finished()) return nullptr;
-  k.run->rearm(send, recv, spec);
-  k.lastUse = ++uses_;
-  last_ = i;
-  return &*k.run;
+bool KeptRuns::find(RunShape shape) {
+  for (size_t i = 0; i < kRuns; ++i) {
+    if (holds(i, shape)) {
+      last_ = i;
+      return true;
+    }
+  }
+  return false;
 }
 
 ScheduleRun* KeptRuns::keep(Communicator& comm, RunShape shape,
@@ -22,7 +20,7 @@ ScheduleRun* KeptRuns::keep(Communicator& comm, RunShape shape,
   // an empty one, else the least recently used.
   size_t victim = 0;
   for (size_t i = 0; i < kRuns; ++i) {
-    if (kept_[i].run && kept_[i].shape == shape) {
+    if (holds(i, shape)) {
       victim = i;
       break;
     }

@@ -33,8 +33,8 @@ class KeptRuns {
   // A kept run of this shape, re-armed for these buffers; null when none
   // is kept (or the last one did not finish).
   ScheduleRun* rearm(RunShape shape, const void* send, void* recv, const ReduceSpec& spec) {
+    if (!holds(last_, shape) && !find(shape)) return nullptr;
     Kept& k = kept_[last_];
-    if (!(k.run && k.shape == shape)) return rearmOther(shape, send, recv, spec);
     if (!k.run->finished()) return nullptr;
     k.run->rearm(send, recv, spec);
     k.lastUse = ++uses_;
@@ -50,7 +50,9 @@ class KeptRuns {
   // A few shapes, so calls that alternate (a broadcast after each
   // allreduce) keep theirs too.
   static constexpr size_t kRuns = 4;
-  ScheduleRun* rearmOther(RunShape shape, const void* send, void* recv, const ReduceSpec& spec);
+  bool holds(size_t i, RunShape shape) const { return kept_[i].run && kept_[i].shape == shape; }
+  // Makes the run kept for `shape`, if any, the last used.
+  bool find(RunShape shape);
 
   struct Kept {
     RunShape shape;

@@ -48,8 +48,6 @@ struct CollArgs {
   size_t chunkBytes = 512 * 1024;  // pipeline slice
   // Rank groups for hierarchical algorithms; null or empty means flat.
   const Topology* topology = nullptr;
-
-  bool operator==(const CollArgs&) const = default;
 };
 
 // The bytes of this rank's send and receive buffers a call covers (0 for a
