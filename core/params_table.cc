@@ -68,6 +68,8 @@ constexpr std::array kParams = {
     ParamSpec{"HCL_SHM_SLOTS", Int, "8",
               "Slots per shared-memory FIFO in the bulk lane (messages too large for the small and medium slots)",
               nullptr},
+    ParamSpec{"HCL_SHM_PACKED_SLOTS", Int, "512",
+              "Slots per shared-memory FIFO for messages of at most 16 bytes, two per cache line (0: none)", nullptr},
     ParamSpec{"HCL_SHM_SMALL_SLOTS", Int, "256",
               "Slots per shared-memory FIFO for messages of at most HCL_SHM_SMALL_SLOT_BYTES (0: none)", nullptr},
     ParamSpec{"HCL_SHM_SMALL_SLOT_BYTES", Int, "256", "Bytes per small-message shared-memory FIFO slot", nullptr},

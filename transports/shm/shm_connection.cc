@@ -46,6 +46,12 @@ class ShmConnection final : public Connection {
       lane.slots = layout.slots;
       lane.slotBytes = layout.slotBytes;
       lane.stride = layout.slotStride;
+      if (l == kPackedLane) {
+        lane.sequenceOffset = kPackedWordOffset;
+        lane.positionMask = kPackedPositionMask;
+        lane.inlineOffset = kPackedDataOffset;
+        lane.inlineCapacity = kPackedPayloadBytes;
+      }
       if (lane.slots == 0) continue;
       lane.sendSlots = segment_->slot(side_, static_cast<Lane>(l), 0);
       lane.recvSlots = segment_->slot(1 - side_, static_cast<Lane>(l), 0);
@@ -188,6 +194,13 @@ class ShmConnection final : public Connection {
     // division on every poll was a measurable part of a small message.
     uint64_t sendIndex = 0;
     uint64_t recvIndex = 0;
+    // Where a slot's sequence word and inline data lie, and what else shares
+    // the word: the packed lane's slots differ from the others'.
+    uint64_t sequenceOffset = kSlotSequenceOffset;
+    uint64_t positionMask = ~uint64_t{0};
+    uint64_t inlineOffset = kSlotInlineOffset;
+    uint64_t inlineCapacity = kSlotInlineBytes;
+    bool packed() const { return sequenceOffset == kPackedWordOffset; }
     uint8_t* sendSlot() const { return sendSlots + sendIndex * stride; }
     const uint8_t* recvSlot() const { return recvSlots + recvIndex * stride; }
     void advanceSend() {
@@ -203,7 +216,8 @@ class ShmConnection final : public Connection {
   // Both sides pick the same lane for a message, from its size alone.
   // Any slot holds an inline message in its header line.
   Lane laneFor(uint64_t bytes) const {
-    for (int l = 0; l < kBulkLane; ++l) {
+    if (bytes <= kPackedPayloadBytes && lanes_[kPackedLane].slots > 0) return kPackedLane;
+    for (int l = kSmallLane; l < kBulkLane; ++l) {
       if (lanes_[l].slots > 0 && bytes <= std::max<uint64_t>(lanes_[l].slotBytes, kSlotInlineBytes)) {
         return static_cast<Lane>(l);
       }
@@ -218,18 +232,38 @@ class ShmConnection final : public Connection {
     }
     return lane.sendSlot();
   }
-  static std::atomic_ref<uint64_t> sequenceOf(const uint8_t* slot) {
-    return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(const_cast<uint8_t*>(slot) + kSlotSequenceOffset));
+  static std::atomic_ref<uint64_t> sequenceOf(const LaneState& lane, const uint8_t* slot) {
+    return std::atomic_ref<uint64_t>(
+        *reinterpret_cast<uint64_t*>(const_cast<uint8_t*>(slot) + lane.sequenceOffset));
   }
 
-  static void publishSendSlot(LaneState& lane, uint8_t* slot) {
+  // `extra` shares the sequence word: a packed message's size.
+  static void publishSendSlot(LaneState& lane, uint8_t* slot, uint64_t extra = 0) {
     lane.advanceSend();
-    sequenceOf(slot).store(lane.sendHead, std::memory_order_release);
+    sequenceOf(lane, slot).store(lane.sendHead | extra, std::memory_order_release);
   }
 
   static const uint8_t* peekReceiveSlot(const LaneState& lane) {
     const uint8_t* slot = lane.recvSlot();
-    return sequenceOf(slot).load(std::memory_order_acquire) == lane.recvPosition + 1 ? slot : nullptr;
+    const uint64_t word = sequenceOf(lane, slot).load(std::memory_order_acquire);
+    return (word & lane.positionMask) == lane.recvPosition + 1 ? slot : nullptr;
+  }
+
+  // The header of the message in a slot peekReceiveSlot returned; a packed
+  // slot's is rebuilt from its fields.
+  static SlotHeader headerOf(const LaneState& lane, const uint8_t* slot) {
+    SlotHeader h{};
+    if (!lane.packed()) {
+      std::memcpy(&h, slot, sizeof h);
+      return h;
+    }
+    PackedSlot p;
+    std::memcpy(&p, slot, kPackedDataOffset);
+    h.tag = p.tag;
+    h.ordinal = p.ordinal;
+    h.mode = static_cast<uint32_t>(MessageMode::Inline);
+    h.bytes = sequenceOf(lane, slot).load(std::memory_order_relaxed) >> kPackedPositionBits;
+    return h;
   }
   bool expectCopiedPayload(uint64_t bytes) const {
     return bytes > kSlotInlineBytes && (cmaThreshold_ <= 0 || bytes < static_cast<uint64_t>(cmaThreshold_));
@@ -338,10 +372,15 @@ class ShmConnection final : public Connection {
     LaneState& lane = lanes_[laneFor(t.bytes)];
     uint8_t* slot = reserveSendSlot(lane);
     if (slot == nullptr) return false;
-    const SlotHeader h{t.tag, static_cast<uint32_t>(MessageMode::Inline), t.bytes, 0, sendOrdinal_, 0, 0, 0};
-    std::memcpy(slot, &h, kSlotInlineOffset);
-    if (t.bytes > 0) std::memcpy(slot + kSlotInlineOffset, t.buffer, t.bytes);
-    publishSendSlot(lane, slot);
+    if (lane.packed()) {
+      const uint32_t fields[2] = {t.tag, sendOrdinal_};
+      std::memcpy(slot, fields, sizeof fields);
+    } else {
+      const SlotHeader h{t.tag, static_cast<uint32_t>(MessageMode::Inline), t.bytes, 0, sendOrdinal_, 0, 0, 0};
+      std::memcpy(slot, &h, kSlotInlineOffset);
+    }
+    if (t.bytes > 0) std::memcpy(slot + lane.inlineOffset, t.buffer, t.bytes);
+    publishSendSlot(lane, slot, lane.packed() ? t.bytes << kPackedPositionBits : 0);
     ++sendOrdinal_;
     t.progressed = t.bytes;
     t.complete(Transfer::State::Done);
@@ -373,8 +412,7 @@ class ShmConnection final : public Connection {
           // Not on every poll: it would read two more lines per poll, which the sender then has to take back.
           return ++idlePolls_ % kIdlePollsPerLaneCheck == 0 ? sentInAnotherLane(lane, t) : Status{};
         }
-        SlotHeader h;
-        std::memcpy(&h, slot, sizeof h);
+        const SlotHeader h = headerOf(lane, slot);
         if (h.ordinal != recvOrdinal_) {
           // Messages of each lane arrive in order: the one expected went
           // through another lane, with another size.
@@ -384,12 +422,12 @@ class ShmConnection final : public Connection {
         if (h.fragment != 0 || (h.mode != static_cast<uint32_t>(MessageMode::Copy) &&
                                 h.mode != static_cast<uint32_t>(MessageMode::SingleCopy) &&
                                 h.mode != static_cast<uint32_t>(MessageMode::Inline)) ||
-            (h.mode == static_cast<uint32_t>(MessageMode::Inline) && h.bytes > kSlotInlineBytes)) {
+            (h.mode == static_cast<uint32_t>(MessageMode::Inline) && h.bytes > lane.inlineCapacity)) {
           return corrupted(h);
         }
         if (h.tag != t.tag || h.bytes != t.bytes) return mismatch(h, t);
         if (h.mode == static_cast<uint32_t>(MessageMode::Inline)) {
-          if (h.bytes > 0) std::memcpy(t.buffer, slot + kSlotInlineOffset, h.bytes);
+          if (h.bytes > 0) std::memcpy(t.buffer, slot + lane.inlineOffset, h.bytes);
           releaseReceiveSlot(lane);
           ++recvOrdinal_;
           t.progressed = t.bytes;
@@ -430,13 +468,12 @@ class ShmConnection final : public Connection {
     LaneState& lane = lanes_[laneFor(t.bytes)];
     const uint8_t* slot = peekReceiveSlot(lane);
     if (slot == nullptr) return false;
-    SlotHeader h{};
-    std::memcpy(&h, slot, kSlotInlineOffset);
+    const SlotHeader h = headerOf(lane, slot);
     if (h.ordinal != recvOrdinal_ || h.fragment != 0 || h.mode != static_cast<uint32_t>(MessageMode::Inline) ||
         h.tag != t.tag || h.bytes != t.bytes) {
       return false;
     }
-    if (t.bytes > 0) std::memcpy(t.buffer, slot + kSlotInlineOffset, t.bytes);
+    if (t.bytes > 0) std::memcpy(t.buffer, slot + lane.inlineOffset, t.bytes);
     releaseReceiveSlot(lane);
     ++recvOrdinal_;
     t.progressed = t.bytes;
@@ -458,8 +495,7 @@ class ShmConnection final : public Connection {
       if (&other == &expected || other.slots == 0) continue;
       const uint8_t* slot = peekReceiveSlot(other);
       if (slot == nullptr) continue;
-      SlotHeader h;
-      std::memcpy(&h, slot, sizeof h);
+      const SlotHeader h = headerOf(other, slot);
       if (h.ordinal == recvOrdinal_ && h.fragment == 0) return mismatch(h, t);
     }
     return {};

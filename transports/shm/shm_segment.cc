@@ -24,7 +24,11 @@ uint64_t roundUp(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
 uint64_t slotsOffset() { return roundUp(sizeof(SegmentHeader), 4096); }
 
-// Where each lane's slots lie, small lane first; returns the segment's size.
+// One FIFO's slots of a lane, rounded up to whole cache lines so that the
+// two FIFOs never share one.
+uint64_t fifoBytes(const LaneLayout& l) { return roundUp(uint64_t{l.slots} * l.slotStride, kCacheLine); }
+
+// Where each lane's slots lie, packed lane first; returns the segment's size.
 uint64_t layOut(const Geometry& g, LaneLayout (&lanes)[kLanes]) {
   uint64_t at = slotsOffset();
   for (int lane = 0; lane < kLanes; ++lane) {
@@ -32,9 +36,9 @@ uint64_t layOut(const Geometry& g, LaneLayout (&lanes)[kLanes]) {
     l.slots = g.lane[lane].slots;
     l.reserved = 0;
     l.slotBytes = g.lane[lane].slotBytes;
-    l.slotStride = kSlotHeaderBytes + roundUp(l.slotBytes, kCacheLine);
+    l.slotStride = lane == kPackedLane ? kPackedSlotBytes : kSlotHeaderBytes + roundUp(l.slotBytes, kCacheLine);
     l.offset = at;
-    at += 2ull * l.slots * l.slotStride;
+    at += 2 * fifoBytes(l);
   }
   return at;
 }
@@ -43,6 +47,7 @@ uint64_t layOut(const Geometry& g, LaneLayout (&lanes)[kLanes]) {
 // within the limits its creator had to keep.
 bool describesItsLayout(const SegmentHeader& h, const Geometry& g, uint64_t fileBytes) {
   if (g.lane[kBulkLane].slots == 0 || g.lane[kBulkLane].slotBytes == 0) return false;
+  if (g.lane[kPackedLane].slotBytes != kPackedPayloadBytes) return false;
   for (const LaneGeometry& l : g.lane) {
     if (l.slots > kMaxSlots || l.slotBytes > static_cast<uint64_t>(kMaxSlotBytes)) return false;
   }
@@ -81,8 +86,9 @@ Status geometryFromParams(Geometry& out) {
     int64_t minSlots, minSlotBytes;
   };
   // The small lanes may be switched off (0 slots), and their slots may have no payload beyond the header
-  // line, which holds messages of up to kSlotInlineBytes.
+  // line, which holds messages of up to kSlotInlineBytes. The packed lane's slots have one size.
   constexpr LaneParams kParams[kLanes] = {
+      {"HCL_SHM_PACKED_SLOTS", nullptr, 0, 0},
       {"HCL_SHM_SMALL_SLOTS", "HCL_SHM_SMALL_SLOT_BYTES", 0, 0},
       {"HCL_SHM_MEDIUM_SLOTS", "HCL_SHM_MEDIUM_SLOT_BYTES", 0, 0},
       {"HCL_SHM_SLOTS", "HCL_SHM_SLOT_BYTES", 1, kMinSlotBytes},
@@ -94,7 +100,7 @@ Status geometryFromParams(Geometry& out) {
       return invalidArgument(
           fmt::format("{}={} is out of range [{}, {}]", p.slots, slots, p.minSlots, kMaxSlots));
     }
-    const int64_t slotBytes = paramInt(p.slotBytes);
+    const int64_t slotBytes = p.slotBytes ? paramInt(p.slotBytes) : int64_t{kPackedPayloadBytes};
     if (slotBytes < p.minSlotBytes || slotBytes > kMaxSlotBytes) {
       return invalidArgument(fmt::format("{}={} is out of range [{}, {}]", p.slotBytes, slotBytes,
                                          p.minSlotBytes, kMaxSlotBytes));
@@ -144,7 +150,7 @@ SegmentHeader& Segment::header() const { return *std::launder(static_cast<Segmen
 
 uint8_t* Segment::slot(int fifo, Lane lane, uint64_t index) const {
   const LaneLayout& l = header().lanes[lane];
-  return static_cast<uint8_t*>(base_) + l.offset + (static_cast<uint64_t>(fifo) * l.slots + index) * l.slotStride;
+  return static_cast<uint8_t*>(base_) + l.offset + static_cast<uint64_t>(fifo) * fifoBytes(l) + index * l.slotStride;
 }
 
 Status Segment::create(const std::string& name, const Geometry& geometry, int low, int high,

@@ -2,12 +2,14 @@
 // single-producer/single-consumer FIFOs per lane. FIFO d carries messages
 // from side d to side 1-d (side 0 is the low rank, which creates it).
 //
-// A message goes through the first lane (small, medium) whose slot it fits,
-// else through the bulk lane. Both sides pick the lane by the message's
+// A message goes through the first lane (packed, small, medium) whose slot
+// it fits, else through the bulk lane. Both sides pick the lane by the message's
 // size, so each lane keeps the order of the messages it carries. The many
 // slots of the small lanes let a sender run far ahead of a receiver that
 // shares its core, so each runs many calls per time slice; deepening the
 // bulk lane instead would cost megabytes per pair (docs/performance.md).
+// The packed lane holds two messages of up to 16 bytes per cache line, so a
+// receiver behind its sender takes two of them with one miss.
 #pragma once
 
 #include <atomic>
@@ -24,12 +26,12 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<int64_t>::is_always_lock_free);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
 
-constexpr uint64_t kSegmentMagic = 0x34304d48534c4348ull;  // "HCLSHM04"
+constexpr uint64_t kSegmentMagic = 0x35304d48534c4348ull;  // "HCLSHM05"
 constexpr size_t kCacheLine = 64;
 
 // In order of slot size: a message takes the first lane it fits, else the bulk lane.
-enum Lane : int { kSmallLane = 0, kMediumLane = 1, kBulkLane = 2 };
-constexpr int kLanes = 3;
+enum Lane : int { kPackedLane = 0, kSmallLane = 1, kMediumLane = 2, kBulkLane = 3 };
+constexpr int kLanes = 4;
 
 // Whether the other side could read this side's memory with process_vm_readv.
 enum CmaCapability : uint32_t { kCmaUnknown = 0, kCmaAvailable = 1, kCmaUnavailable = 2 };
@@ -99,6 +101,23 @@ constexpr size_t kSlotInlineOffset = offsetof(SlotHeader, cmaSequence);
 constexpr size_t kSlotInlineBytes = kSlotSequenceOffset - kSlotInlineOffset;
 static_assert(kSlotInlineBytes == 32);
 
+// A slot of the packed lane: a whole message of up to kPackedPayloadBytes.
+// Its word, stored last (release) by the producer, holds the slot's FIFO
+// position + 1 in the low kPackedPositionBits and the message's size above.
+struct PackedSlot {
+  uint32_t tag;
+  uint32_t ordinal;
+  uint8_t data[16];
+  uint64_t word;
+};
+constexpr size_t kPackedSlotBytes = sizeof(PackedSlot);
+constexpr size_t kPackedPayloadBytes = sizeof(PackedSlot::data);
+constexpr size_t kPackedWordOffset = offsetof(PackedSlot, word);
+constexpr size_t kPackedDataOffset = offsetof(PackedSlot, data);
+constexpr int kPackedPositionBits = 56;
+constexpr uint64_t kPackedPositionMask = (uint64_t{1} << kPackedPositionBits) - 1;
+static_assert(kPackedSlotBytes * 2 == kCacheLine);
+
 struct LaneGeometry {
   uint32_t slots = 0;
   uint64_t slotBytes = 0;
@@ -107,7 +126,8 @@ struct Geometry {
   LaneGeometry lane[kLanes];
 };
 
-// HCL_SHM_{SMALL_,MEDIUM_,}SLOTS x HCL_SHM_{SMALL_,MEDIUM_,}SLOT_BYTES, validated.
+// HCL_SHM_{SMALL_,MEDIUM_,}SLOTS x HCL_SHM_{SMALL_,MEDIUM_,}SLOT_BYTES and
+// HCL_SHM_PACKED_SLOTS, validated.
 Status geometryFromParams(Geometry& out);
 
 // The lane sizes a segment was created with.
@@ -116,7 +136,7 @@ Geometry geometryOf(const SegmentHeader& header);
 // "64 KiB", "4 MiB", "1000 B"
 std::string formatBytes(uint64_t bytes);
 
-// "8x256 KiB", or with small lanes "256x256 B, 128x4 KiB, 8x256 KiB".
+// "8x256 KiB", or with the other lanes "512x16 B, 256x256 B, 128x4 KiB, 8x256 KiB".
 std::string describeLanes(const Geometry& geometry);
 
 // "/hcl-<hex of secret[0..8)>-<commTag hex>-<low>-<high>"

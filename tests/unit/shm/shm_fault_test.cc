@@ -90,16 +90,24 @@ TEST_F(ShmTest, TagMismatchIsInvalidUsage) {
       runProcesses(2, [&](int rank) { return mismatch(rank, id_, shared, 5, 64, 6, 64); }));
 }
 
+// 8 and 16 bytes go through the packed lane, 24 and 32 through a small slot's header line.
 TEST_F(ShmTest, TagMismatchOfASmallMessageAlreadyThereIsInvalidUsage) {
-  SharedState& shared = makeShared(2);
-  expectAllExitedZero(
-      runProcesses(2, [&](int rank) { return mismatch(rank, id_, shared, 5, 8, 6, 8, true); }));
+  for (const size_t bytes : {8, 24}) {
+    SCOPED_TRACE(fmt::format("{} bytes", bytes));
+    SharedState& shared = makeShared(2);
+    expectAllExitedZero(
+        runProcesses(2, [&](int rank) { return mismatch(rank, id_, shared, 5, bytes, 6, bytes, true); }));
+  }
 }
 
 TEST_F(ShmTest, SizeMismatchOfASmallMessageAlreadyThereIsInvalidUsage) {
-  SharedState& shared = makeShared(2);
-  expectAllExitedZero(
-      runProcesses(2, [&](int rank) { return mismatch(rank, id_, shared, 5, 8, 5, 16, true); }));
+  const std::pair<size_t, size_t> sentExpected[] = {{8, 16}, {16, 0}, {24, 32}};
+  for (const auto& [sent, expected] : sentExpected) {
+    SCOPED_TRACE(fmt::format("sent {} bytes, expected {}", sent, expected));
+    SharedState& shared = makeShared(2);
+    expectAllExitedZero(
+        runProcesses(2, [&](int rank) { return mismatch(rank, id_, shared, 5, sent, 5, expected, true); }));
+  }
 }
 
 TEST_F(ShmTest, SizeMismatchOfLargeMessageIsInvalidUsage) {
@@ -112,8 +120,10 @@ TEST_F(ShmTest, SizeMismatchOfLargeMessageIsInvalidUsage) {
 // while the message sits in another, and must still name both sizes.
 TEST_F(ShmTest, SizeMismatchAcrossLanesIsInvalidUsage) {
   const std::pair<size_t, size_t> sentExpected[] = {
-      {8, 1 << 20},     // small lane, expected in the bulk lane
-      {1 << 20, 8},     // bulk lane, expected in the small lane
+      {8, 1 << 20},     // packed lane, expected in the bulk lane
+      {1 << 20, 8},     // bulk lane, expected in the packed lane
+      {16, 17},         // packed lane, expected in the small lane
+      {17, 16},         // small lane, expected in the packed lane
       {200, 3000},      // small lane, expected in the medium lane
       {3000, 300000},   // medium lane, expected in the bulk lane
   };
@@ -354,6 +364,8 @@ TEST_F(ShmTest, SegmentWithAnInconsistentHeaderIsRefused) {
   ASSERT_TRUE(shm::geometryFromParams(geometry).ok());
   const std::function<void(shm::SegmentHeader&)> breakings[] = {
       [](shm::SegmentHeader& h) { h.lanes[shm::kMediumLane].slotStride += 64; },
+      [](shm::SegmentHeader& h) { h.lanes[shm::kPackedLane].slotBytes = 32; },
+      [](shm::SegmentHeader& h) { h.lanes[shm::kPackedLane].slotStride = 64; },
       [](shm::SegmentHeader& h) { h.lanes[shm::kSmallLane].offset += 64; },
       [](shm::SegmentHeader& h) { h.lanes[shm::kSmallLane].slots += 1; },
       [](shm::SegmentHeader& h) { h.lanes[shm::kBulkLane].slots = 0; },
@@ -460,6 +472,7 @@ TEST_F(ShmTest, InvalidSlotParametersAreRejected) {
 
 TEST_F(ShmTest, InvalidSmallLaneParametersAreRejected) {
   const std::pair<const char*, const char*> bad[] = {
+      {"HCL_SHM_PACKED_SLOTS", "4097"},
       {"HCL_SHM_SMALL_SLOTS", "-1"},
       {"HCL_SHM_MEDIUM_SLOTS", "4097"},
       {"HCL_SHM_MEDIUM_SLOT_BYTES", "-5"},

@@ -16,13 +16,15 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
-// 32 and 33 bytes: the largest message carried in a slot's header line, and one more.
-const std::vector<size_t> kAllSizes = {0, 1, 7, 32, 33, 100 * kKiB, kMiB + 3, 16 * kMiB + 5};
+// 16 and 17 bytes: the largest message of a packed slot, and one more; 32
+// and 33 likewise for a slot's header line.
+const std::vector<size_t> kAllSizes = {0, 1, 7, 16, 17, 32, 33, 100 * kKiB, kMiB + 3, 16 * kMiB + 5};
 
 struct ExchangeOptions {
   const char* cmaThreshold = nullptr;  // HCL_SHM_CMA_THRESHOLD, unset when null
   const char* slots = nullptr;
   const char* slotBytes = nullptr;
+  const char* packedSlots = nullptr;
   const char* smallSlots = nullptr;
   const char* smallSlotBytes = nullptr;
   const char* mediumSlots = nullptr;
@@ -48,6 +50,7 @@ int exchangeWithAllPeers(int rank, int nranks, const CommIdentity& id, SharedSta
   setOrUnset("HCL_SHM_CMA_THRESHOLD", options.cmaThreshold);
   setOrUnset("HCL_SHM_SLOTS", options.slots);
   setOrUnset("HCL_SHM_SLOT_BYTES", options.slotBytes);
+  setOrUnset("HCL_SHM_PACKED_SLOTS", options.packedSlots);
   setOrUnset("HCL_SHM_SMALL_SLOTS", options.smallSlots);
   setOrUnset("HCL_SHM_SMALL_SLOT_BYTES", options.smallSlotBytes);
   setOrUnset("HCL_SHM_MEDIUM_SLOTS", options.mediumSlots);
@@ -143,7 +146,7 @@ TEST_F(ShmTransferTest, TwoProcessesExchangeAllSizesWithDefaultThreshold) { runE
 TEST_F(ShmTransferTest, TwoProcessesExchangeAllSizesCopyingThroughSlots) {
   ExchangeOptions options;
   options.cmaThreshold = "0";
-  options.expectDescribe = "copy through";
+  options.expectDescribe = "copy through 512x16 B, 256x256 B, 128x4 KiB, 8x256 KiB slots";
   runExchange(2, options);
 }
 
@@ -187,6 +190,7 @@ TEST_F(ShmTransferTest, FourProcessesCopyThroughSlots) {
 TEST_F(ShmTransferTest, TinySlotsFragmentAndWrapAround) {
   ExchangeOptions options;
   options.cmaThreshold = "0";
+  options.packedSlots = "0";
   options.smallSlots = "0";
   options.mediumSlots = "0";
   options.slots = "2";
@@ -196,19 +200,21 @@ TEST_F(ShmTransferTest, TinySlotsFragmentAndWrapAround) {
   runExchange(3, options);
 }
 
-// All three lanes tiny, sizes on both sides of each lane's limit: every lane
-// wraps around, and messages of one peer interleave across lanes.
+// All four lanes tiny, sizes on both sides of each lane's limit: every lane
+// wraps around, and messages of one peer interleave across lanes. Three
+// packed slots leave each FIFO's last one alone on its cache line.
 TEST_F(ShmTransferTest, TinyLanesKeepOrderAcrossLanesAndWrapAround) {
   ExchangeOptions options;
   options.cmaThreshold = "0";
+  options.packedSlots = "3";
   options.smallSlots = "2";
   options.smallSlotBytes = "40";
   options.mediumSlots = "3";
   options.mediumSlotBytes = "100";
   options.slots = "2";
   options.slotBytes = "1000";
-  options.sizes = {0, 101, 1, 40, 5000, 41, 32, 100, 33, 999, 7, 1000, 1001, 39, 12345, 99};
-  options.expectDescribe = "copy through 2x40 B, 3x100 B, 2x1000 B slots";
+  options.sizes = {0, 101, 1, 40, 5000, 16, 41, 17, 32, 100, 15, 33, 999, 7, 1000, 1001, 39, 12345, 99, 8, 16, 2};
+  options.expectDescribe = "copy through 3x16 B, 2x40 B, 3x100 B, 2x1000 B slots";
   runExchange(3, options);
 }
 
@@ -216,6 +222,7 @@ TEST_F(ShmTransferTest, TinyLanesKeepOrderAcrossLanesAndWrapAround) {
 TEST_F(ShmTransferTest, HeaderOnlySmallLaneCarriesInlineMessages) {
   ExchangeOptions options;
   options.cmaThreshold = "0";
+  options.packedSlots = "0";
   options.smallSlots = "3";
   options.smallSlotBytes = "0";
   options.sizes = {0, 32, 1, 33, 31, 4096, 4097, 2, 32};
@@ -227,6 +234,7 @@ TEST_F(ShmTransferTest, HeaderOnlySmallLaneCarriesInlineMessages) {
 TEST_F(ShmTransferTest, SmallLanesCanBeSwitchedOff) {
   ExchangeOptions options;
   options.cmaThreshold = "0";
+  options.packedSlots = "0";
   options.smallSlots = "0";
   options.mediumSlots = "0";
   options.expectDescribe = "shm, copy through 8x256 KiB slots";
