@@ -169,6 +169,7 @@ class Logger {
   void reset() {
     std::lock_guard lock(mutex_);
     closeFileLocked();
+    detail::levelCeiling.store(static_cast<int>(Level::Trace), std::memory_order_relaxed);
     ready_.store(false, std::memory_order_release);
   }
 
@@ -185,6 +186,7 @@ class Logger {
       if (ready_.load(std::memory_order_relaxed)) return;
       initLocked(notes);
       ready_.store(true, std::memory_order_release);
+      detail::levelCeiling.store(level_.load(std::memory_order_relaxed), std::memory_order_relaxed);
     }
     for (const auto& note : notes) write(Level::Warn, Env, note);
     if (level_.load(std::memory_order_relaxed) == static_cast<int>(Level::Version)) {
@@ -250,7 +252,10 @@ std::string versionText() {
                      HCL_NCCL_VERSION_CODE % 100);
 }
 
-bool enabled(Level level, Subsys subsys) { return gLogger.enabled(level, subsys); }
+namespace detail {
+constinit std::atomic<int> levelCeiling{static_cast<int>(Level::Trace)};
+bool enabledAfterCeiling(Level level, Subsys subsys) { return gLogger.enabled(level, subsys); }
+}  // namespace detail
 void write(Level level, Subsys subsys, std::string_view message) { gLogger.write(level, subsys, message); }
 Level currentLevel() { return gLogger.level(); }
 void reset() { gLogger.reset(); }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -30,8 +31,19 @@ enum Subsys : uint32_t {
   All = ~0u,
 };
 
+namespace detail {
+// The highest level a line may be written at: TRACE until the settings have
+// been read, then their level. Keeps the check of a disabled level (the
+// trace line of every call) inline.
+extern std::atomic<int> levelCeiling;
+bool enabledAfterCeiling(Level level, Subsys subsys);
+}  // namespace detail
+
 // WARN and VERSION lines ignore the subsystem filter; INFO and TRACE obey it.
-bool enabled(Level level, Subsys subsys);
+inline bool enabled(Level level, Subsys subsys) {
+  if (static_cast<int>(level) > detail::levelCeiling.load(std::memory_order_relaxed)) return false;
+  return detail::enabledAfterCeiling(level, subsys);
+}
 // Writes one line unconditionally (callers check enabled() first), as
 // "<host>:<pid>:<tid> [<rank>] HCL <LEVEL> <SUBSYS> <message>" with one write().
 void write(Level level, Subsys subsys, std::string_view message);

@@ -184,6 +184,22 @@ TEST_F(LogTest, LevelsAndNcclAlias) {
   EXPECT_FALSE(log::enabled(log::Level::Version, log::Init));
 }
 
+// A disabled level is refused inline, below the settings' level: after a
+// reset, the first check must still read the new settings.
+TEST_F(LogTest, ALevelRaisedByAResetHoldsFromTheFirstCheck) {
+  ::setenv("HCL_DEBUG", "WARN", 1);
+  log::reset();
+  EXPECT_FALSE(log::enabled(log::Level::Trace, log::Coll));
+  ::setenv("HCL_DEBUG", "TRACE", 1);
+  ::setenv("HCL_DEBUG_SUBSYS", "COLL", 1);
+  log::reset();
+  EXPECT_TRUE(log::enabled(log::Level::Trace, log::Coll));
+  log::trace(log::Coll, "traced");
+  const auto got = logged();
+  ASSERT_EQ(got.size(), 1u) << test::readFile(logPath_);
+  EXPECT_NE(got[0].find("HCL TRACE COLL traced"), std::string::npos) << got[0];
+}
+
 TEST_F(LogTest, VersionLevelPrintsTheVersionAndNothingElse) {
   ::setenv("HCL_DEBUG", "VERSION", 1);
   log::reset();

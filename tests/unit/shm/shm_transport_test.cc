@@ -213,7 +213,8 @@ TEST_F(ShmTransferTest, TinyLanesKeepOrderAcrossLanesAndWrapAround) {
   options.mediumSlotBytes = "100";
   options.slots = "2";
   options.slotBytes = "1000";
-  options.sizes = {0, 101, 1, 40, 5000, 16, 41, 17, 32, 100, 15, 33, 999, 7, 1000, 1001, 39, 12345, 99, 8, 16, 2};
+  options.sizes = {0,  101, 1,    40,   5000, 16, 41, 17, 32, 100, 15, 33, 999, 7, 1000,
+                   1001, 39, 12345, 99, 8,    16, 2,  4,  5,  12,  24, 31, 3,   9};
   options.expectDescribe = "copy through 3x16 B, 2x40 B, 3x100 B, 2x1000 B slots";
   runExchange(3, options);
 }
