@@ -77,10 +77,7 @@ class Communicator {
   const Planner& planner() const { return planner_; }
   // The planner's schedule for `args`, reused across calls of one shape.
   // Only the holder of the execution gate calls it.
-  ScheduleLease schedule(const CollArgs& args) { return schedules_.get(planner_, args); }
-  std::shared_ptr<const PreparedSchedule> sharedSchedule(const CollArgs& args) {
-    return schedules_.share(planner_, args);
-  }
+  std::shared_ptr<const PreparedSchedule> schedule(const CollArgs& args) { return schedules_.get(planner_, args); }
   // Runs of recent collectives, to run again (core/kept_runs.h). Only the
   // holder of the execution gate uses them.
   KeptRuns& keptRuns() { return *keptRuns_; }

@@ -30,7 +30,8 @@ PeerBuffer describeOwnBuffer(const void* p, size_t bytes) {
 
 }  // namespace
 
-ScheduleRun::ScheduleRun(Communicator& comm, ScheduleLease prepared, RunBuffers buffers, ReduceSpec spec)
+ScheduleRun::ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSchedule> prepared, RunBuffers buffers,
+                         ReduceSpec spec)
     : comm_(comm),
       prepared_(std::move(prepared)),
       schedule_(prepared_->schedule),
@@ -399,7 +400,7 @@ Status stepWork(Communicator& comm, const char* callName, Work& work, ProgressWa
   Status withCall = s.withContext(callName);
   comm.fail(withCall);
   // Still under the execution gate: a run ends where it began, since it
-  // returns its schedule's lease (core/schedule_cache.h).
+  // gives back the communicator's scratch.
   work.abandon();
   *done = true;
   return withCall;

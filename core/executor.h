@@ -47,9 +47,10 @@ class OpRun {
 // One schedule bound to host buffers on one communicator.
 class ScheduleRun final : public OpRun {
  public:
-  ScheduleRun(Communicator& comm, ScheduleLease prepared, RunBuffers buffers, ReduceSpec spec);
+  ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSchedule> prepared, RunBuffers buffers,
+              ReduceSpec spec);
   ScheduleRun(Communicator& comm, Schedule schedule, RunBuffers buffers, ReduceSpec spec)
-      : ScheduleRun(comm, ScheduleLease(prepareSchedule(std::move(schedule))), std::move(buffers), spec) {}
+      : ScheduleRun(comm, prepareSchedule(std::move(schedule)), std::move(buffers), spec) {}
   ~ScheduleRun() override;
   ScheduleRun(const ScheduleRun&) = delete;
   ScheduleRun& operator=(const ScheduleRun&) = delete;
@@ -104,7 +105,7 @@ class ScheduleRun final : public OpRun {
   static constexpr int kPollsPerWait = 8;
 
   Communicator& comm_;
-  ScheduleLease prepared_;
+  std::shared_ptr<const PreparedSchedule> prepared_;
   const Schedule& schedule_;
   RunBuffers buffers_;
   ReduceSpec spec_;

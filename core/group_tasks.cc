@@ -153,12 +153,12 @@ Status makeCollectiveRun(Communicator& comm, const PendingOp& op, RunSlot& out) 
     return {};
   }
   const CollArgs args = collArgsFor(comm, op);
-  std::shared_ptr<const PreparedSchedule> schedule = comm.sharedSchedule(args);
+  std::shared_ptr<const PreparedSchedule> schedule = comm.schedule(args);
   if (ScheduleRun* run = kept.keep(comm, shape, schedule, op.send, op.recv, spec)) {
     out.borrow(*run);
     return {};
   }
-  out.emplaceSchedule(comm, ScheduleLease(std::move(schedule)), RunBuffers{op.send, op.recv, {}}, spec);
+  out.emplaceSchedule(comm, std::move(schedule), RunBuffers{op.send, op.recv, {}}, spec);
   return {};
 }
 

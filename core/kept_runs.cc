@@ -32,7 +32,7 @@ ScheduleRun* KeptRuns::keep(Communicator& comm, RunShape shape,
   }
   Kept& k = kept_[victim];
   k.run.reset();
-  k.run.emplace(comm, ScheduleLease(prepared), RunBuffers{send, recv, {}}, spec);
+  k.run.emplace(comm, prepared, RunBuffers{send, recv, {}}, spec);
   k.shape = shape;
   k.lastUse = ++uses_;
   last_ = victim;

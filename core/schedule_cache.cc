@@ -62,33 +62,16 @@ size_t ScheduleCache::KeyHash::operator()(const Key& k) const {
   return mix(h, std::hash<const void*>{}(k.topology));
 }
 
-ScheduleLease::ScheduleLease(ScheduleLease&& other) noexcept
-    : schedule_(other.schedule_),
-      lender_(std::exchange(other.lender_, nullptr)),
-      owned_(std::move(other.owned_)) {}
-
-ScheduleLease::~ScheduleLease() {
-  if (lender_) --lender_->leases_;
-}
-
-const std::shared_ptr<const PreparedSchedule>* ScheduleCache::lookup(
-    const Planner& planner, const CollArgs& args, std::shared_ptr<const PreparedSchedule>& uncached) {
+std::shared_ptr<const PreparedSchedule> ScheduleCache::get(const Planner& planner, const CollArgs& args) {
   const Key key{args.kind, args.type,  args.loadIsIdentity, args.rankDependentLoad, args.inPlace,
                 args.root, args.count, args.chunkBytes,     args.topology};
   if (!last_ || !(key == lastKey_)) {
     auto it = entries_.find(key);
     if (it == entries_.end()) {
       auto prepared = prepareSchedule(planner.plan(args));
-      if (prepared->schedule.steps.size() > kMaxCachedSteps) {
-        uncached = std::move(prepared);
-        return nullptr;
-      }
+      if (prepared->schedule.steps.size() > kMaxCachedSteps) return prepared;
       if (totalSteps_ + prepared->schedule.steps.size() > kMaxTotalSteps) {
-        // Full: start afresh, unless a schedule is still on lease.
-        if (leases_ > 0) {
-          uncached = std::move(prepared);
-          return nullptr;
-        }
+        // Full: start afresh. Schedules that runs still hold stay with them.
         entries_.clear();
         last_ = nullptr;
         totalSteps_ = 0;
@@ -99,21 +82,7 @@ const std::shared_ptr<const PreparedSchedule>* ScheduleCache::lookup(
     lastKey_ = key;
     last_ = &it->second;
   }
-  return last_;
-}
-
-ScheduleLease ScheduleCache::get(const Planner& planner, const CollArgs& args) {
-  std::shared_ptr<const PreparedSchedule> uncached;
-  const auto* entry = lookup(planner, args, uncached);
-  if (!entry) return ScheduleLease(std::move(uncached));
-  ++leases_;
-  return ScheduleLease(entry->get(), this);
-}
-
-std::shared_ptr<const PreparedSchedule> ScheduleCache::share(const Planner& planner, const CollArgs& args) {
-  std::shared_ptr<const PreparedSchedule> uncached;
-  const auto* entry = lookup(planner, args, uncached);
-  return entry ? *entry : uncached;
+  return *last_;
 }
 
 }  // namespace hcl
