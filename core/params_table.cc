@@ -70,7 +70,7 @@ constexpr std::array kParams = {
               nullptr},
     ParamSpec{"HCL_SHM_PACKED_SLOTS", Int, "512",
               "Slots per shared-memory FIFO for messages of at most 16 bytes, two per cache line (0: none)", nullptr},
-    ParamSpec{"HCL_SHM_SMALL_SLOTS", Int, "256",
+    ParamSpec{"HCL_SHM_SMALL_SLOTS", Int, "2048",
               "Slots per shared-memory FIFO for messages of at most HCL_SHM_SMALL_SLOT_BYTES (0: none)", nullptr},
     ParamSpec{"HCL_SHM_SMALL_SLOT_BYTES", Int, "256", "Bytes per small-message shared-memory FIFO slot", nullptr},
     ParamSpec{"HCL_SHM_MEDIUM_SLOTS", Int, "128",

@@ -136,7 +136,7 @@ Geometry geometryOf(const SegmentHeader& header);
 // "64 KiB", "4 MiB", "1000 B"
 std::string formatBytes(uint64_t bytes);
 
-// "8x256 KiB", or with the other lanes "512x16 B, 256x256 B, 128x4 KiB, 8x256 KiB".
+// "8x256 KiB", or with the other lanes "512x16 B, 2048x256 B, 128x4 KiB, 8x256 KiB".
 std::string describeLanes(const Geometry& geometry);
 
 // "/hcl-<hex of secret[0..8)>-<commTag hex>-<low>-<high>"

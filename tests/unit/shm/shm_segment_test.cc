@@ -39,7 +39,7 @@ TEST_F(ShmTest, PackedSlotsHoldSixteenBytesTwoPerCacheLine) {
   shm::Geometry geometry;
   ASSERT_TRUE(shm::geometryFromParams(geometry).ok());
   EXPECT_EQ(geometry.lane[shm::kPackedLane].slotBytes, 16u);
-  EXPECT_EQ(shm::describeLanes(geometry), "512x16 B, 256x256 B, 128x4 KiB, 8x256 KiB");
+  EXPECT_EQ(shm::describeLanes(geometry), "512x16 B, 2048x256 B, 128x4 KiB, 8x256 KiB");
 }
 
 }  // namespace

@@ -146,7 +146,7 @@ TEST_F(ShmTransferTest, TwoProcessesExchangeAllSizesWithDefaultThreshold) { runE
 TEST_F(ShmTransferTest, TwoProcessesExchangeAllSizesCopyingThroughSlots) {
   ExchangeOptions options;
   options.cmaThreshold = "0";
-  options.expectDescribe = "copy through 512x16 B, 256x256 B, 128x4 KiB, 8x256 KiB slots";
+  options.expectDescribe = "copy through 512x16 B, 2048x256 B, 128x4 KiB, 8x256 KiB slots";
   runExchange(2, options);
 }
 
