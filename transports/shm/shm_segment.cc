@@ -171,8 +171,8 @@ Status Segment::create(const std::string& name, const Geometry& geometry, int lo
         fmt::format("rank {}: {} of shm segment {} ({} bytes) for rank {} failed: {}{}", low, what,
                     name, total, high, errnoText(err),
                     err == ENOSPC || err == ENOMEM
-                        ? " (enlarge /dev/shm, lower HCL_SHM_SLOTS/HCL_SHM_SLOT_BYTES or "
-                          "HCL_SHM_MEDIUM_SLOTS/HCL_SHM_MEDIUM_SLOT_BYTES, or set HCL_SHM_DISABLE=1)"
+                        ? " (enlarge /dev/shm, lower HCL_SHM_SLOTS, HCL_SHM_MEDIUM_SLOTS or HCL_SHM_SMALL_SLOTS "
+                          "or their _SLOT_BYTES, or set HCL_SHM_DISABLE=1)"
                         : ""));
   };
   if (::ftruncate(fd.get(), static_cast<off_t>(total)) != 0) return fail("ftruncate", errno);

@@ -5,9 +5,11 @@
 // A message goes through the first lane (packed, small, medium) whose slot
 // it fits, else through the bulk lane. Both sides pick the lane by the message's
 // size, so each lane keeps the order of the messages it carries. The many
-// slots of the small lanes let a sender run far ahead of a receiver that
-// shares its core, so each runs many calls per time slice; deepening the
-// bulk lane instead would cost megabytes per pair (docs/performance.md).
+// slots of the small lanes let a sender run far ahead of its receiver: where
+// they share a core, each runs many calls per time slice, and on cores of
+// their own a stream of 64-256 B messages runs up to twice as fast with
+// 2048 small slots as with 256. Deepening the bulk lane instead would cost
+// megabytes per pair (docs/performance.md).
 // The packed lane holds two messages of up to 16 bytes per cache line, so a
 // receiver behind its sender takes two of them with one miss.
 #pragma once

@@ -1,6 +1,7 @@
 // Where a segment's slots lie, in this process only.
 #include "transports/shm/shm_segment.h"
 
+#include <gmock/gmock.h>
 #include <sys/mman.h>
 
 #include <cstdint>
@@ -9,6 +10,8 @@
 
 namespace hcl::test {
 namespace {
+
+using ::testing::HasSubstr;
 
 uintptr_t addressOf(const uint8_t* p) { return reinterpret_cast<uintptr_t>(p); }
 
@@ -40,6 +43,24 @@ TEST_F(ShmTest, PackedSlotsHoldSixteenBytesTwoPerCacheLine) {
   ASSERT_TRUE(shm::geometryFromParams(geometry).ok());
   EXPECT_EQ(geometry.lane[shm::kPackedLane].slotBytes, 16u);
   EXPECT_EQ(shm::describeLanes(geometry), "512x16 B, 2048x256 B, 128x4 KiB, 8x256 KiB");
+}
+
+// A segment larger than /dev/shm fails when its pages are reserved, with
+// the settings that shrink it named, and leaves no file behind.
+TEST_F(ShmTest, ASegmentLargerThanDevShmFailsNamingTheSettingsThatShrinkIt) {
+  shm::Geometry geometry;
+  ASSERT_TRUE(shm::geometryFromParams(geometry).ok());
+  geometry.lane[shm::kBulkLane] = {4096, uint64_t{1} << 30};  // 4 TiB per FIFO
+  const std::string name = shm::segmentName(id_.secret, id_.commTag, 0, 1);
+  std::shared_ptr<shm::Segment> segment;
+  const Status s = shm::Segment::create(name, geometry, 0, 1, segment);
+  EXPECT_EQ(s.code(), hclSystemError);
+  EXPECT_THAT(s.message(), HasSubstr("posix_fallocate"));
+  for (const char* setting : {"HCL_SHM_SLOTS", "HCL_SHM_MEDIUM_SLOTS", "HCL_SHM_SMALL_SLOTS", "HCL_SHM_DISABLE=1"}) {
+    EXPECT_THAT(s.message(), HasSubstr(setting));
+  }
+  EXPECT_EQ(segment, nullptr);
+  EXPECT_TRUE(segmentsInDevShm(id_).empty());
 }
 
 }  // namespace
