@@ -175,8 +175,9 @@ Status ScheduleRun::fuseReduceAndWrite(const Step& reduce, const Step& write, bo
   void* out = writeTo->mapPeer(*to, toAt, write.bytes);
   const void* in = out ? readFrom->mapPeer(*from, fromAt, reduce.bytes) : nullptr;
   if (!in) return {};
-  streamingSumToBoth(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(out), static_cast<const float*>(in),
-                     static_cast<const float*>(resolve(reduce.b)), reduce.count);
+  sumToOwnAndPeer(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(out), static_cast<const float*>(in),
+                  static_cast<const float*>(resolve(reduce.b)), reduce.count,
+                  sumStoresFor(std::max(schedule_.sendBytes, schedule_.recvBytes), comm_.nranks()));
   *fused = true;
   HCL_TRY(readFrom->checkMappedAccess());
   return writeTo == readFrom ? Status{} : writeTo->checkMappedAccess();

@@ -288,7 +288,7 @@ class ShmConnection final : public Connection {
   // Keeps the first lines of the next slot's payload requested while its
   // header is polled: they then arrive with the header's line instead of one
   // cross-core round trip after it (128 B to 16 KiB messages, about 0.1 us;
-  // docs/performance.md). The hardware prefetcher follows on from there.
+  // docs/performance-history.md). The hardware prefetcher follows on from there.
   static void prefetchPayload(const LaneState& lane, uint64_t bytes) {
     constexpr uint64_t kPrefetchBytes = 4096;
     const uint8_t* payload = lane.recvSlot() + kSlotHeaderBytes;

@@ -9,7 +9,7 @@
 // they share a core, each runs many calls per time slice, and on cores of
 // their own a stream of 64-256 B messages runs up to twice as fast with
 // 2048 small slots as with 256. Deepening the bulk lane instead would cost
-// megabytes per pair (docs/performance.md).
+// megabytes per pair (docs/performance-history.md).
 // The packed lane holds two messages of up to 16 bytes per cache line, so a
 // receiver behind its sender takes two of them with one miss.
 #pragma once

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/streaming_copy.h"
@@ -54,23 +55,34 @@ struct Floats {
 float inputA(size_t i) { return static_cast<float>(i) * 0.5f; }
 float inputB(size_t i) { return 1.0f / static_cast<float>(i + 1); }
 
-// Both kernels at every alignment of either destination (16-byte and
-// 64-byte stores, and the element loops around them).
+// Every way of storing the two results, at every alignment of either
+// destination (16-byte and 64-byte stores, and the element loops around
+// them).
 TEST(StreamingSums, WriteTheSumToBothDestinationsAtAnyAlignment) {
+  enum class Kernel { Cached, PeerStreamed, BothStreamed, CachedAndStreamed };
   for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{17}, size_t{1001}, size_t{1} << 16}) {
     for (size_t off1 : {0, 1, 3, 4, 16}) {
       for (size_t off2 : {0, 2, 4, 16}) {
-        for (bool streamedBoth : {true, false}) {
+        for (Kernel kernel : {Kernel::Cached, Kernel::PeerStreamed, Kernel::BothStreamed, Kernel::CachedAndStreamed}) {
           Floats d1(count, off1), d2(count, off2);
           std::vector<float> a(count), b(count);
           for (size_t i = 0; i < count; ++i) {
             a[i] = inputA(i);
             b[i] = inputB(i);
           }
-          if (streamedBoth) {
-            hcl::streamingSumToBoth(d1.at, d2.at, a.data(), b.data(), count);
-          } else {
-            hcl::sumToCachedAndStreamed(d1.at, d2.at, a.data(), b.data(), count);
+          switch (kernel) {
+            case Kernel::Cached:
+              hcl::sumToOwnAndPeer(d1.at, d2.at, a.data(), b.data(), count, hcl::SumStores::Cached);
+              break;
+            case Kernel::PeerStreamed:
+              hcl::sumToOwnAndPeer(d1.at, d2.at, a.data(), b.data(), count, hcl::SumStores::PeerStreamed);
+              break;
+            case Kernel::BothStreamed:
+              hcl::sumToOwnAndPeer(d1.at, d2.at, a.data(), b.data(), count, hcl::SumStores::BothStreamed);
+              break;
+            case Kernel::CachedAndStreamed:
+              hcl::sumToCachedAndStreamed(d1.at, d2.at, a.data(), b.data(), count);
+              break;
           }
           for (size_t i = 0; i < count; ++i) {
             ASSERT_EQ(d1.at[i], a[i] + b[i]) << i << " of " << count;
@@ -84,23 +96,51 @@ TEST(StreamingSums, WriteTheSumToBothDestinationsAtAnyAlignment) {
   }
 }
 
-// The window all-reduce streams the result over its own input (in place).
-TEST(StreamingSums, CachedAndStreamedMayOverwriteItsInput) {
-  for (size_t count : {size_t{5}, size_t{1000}, size_t{1} << 15}) {
-    for (size_t off : {0, 1, 16}) {
-      Floats cached(count, 0), inout(count, off);
-      std::vector<float> a(count);
-      for (size_t i = 0; i < count; ++i) {
-        a[i] = inputA(i);
-        inout.at[i] = inputB(i);
-      }
-      hcl::sumToCachedAndStreamed(cached.at, inout.at, a.data(), inout.at, count);
-      for (size_t i = 0; i < count; ++i) {
-        ASSERT_EQ(inout.at[i], inputA(i) + inputB(i)) << i;
-        ASSERT_EQ(cached.at[i], inputA(i) + inputB(i)) << i;
+// In place, the result overwrites the input it is summed from: an in-place
+// allreduce's own output, and the window all-reduce streaming the result
+// over its own input.
+TEST(StreamingSums, ResultMayOverwriteItsInput) {
+  using Sum = std::function<void(float* other, float* inout, const float* a, size_t count)>;
+  const std::vector<Sum> sums = {
+      [](float* o, float* io, const float* a, size_t n) { hcl::sumToOwnAndPeer(io, o, a, io, n, hcl::SumStores::Cached); },
+      [](float* o, float* io, const float* a, size_t n) {
+        hcl::sumToOwnAndPeer(io, o, a, io, n, hcl::SumStores::PeerStreamed);
+      },
+      [](float* o, float* io, const float* a, size_t n) {
+        hcl::sumToOwnAndPeer(io, o, a, io, n, hcl::SumStores::BothStreamed);
+      },
+      [](float* o, float* io, const float* a, size_t n) { hcl::sumToCachedAndStreamed(o, io, a, io, n); },
+  };
+  for (size_t k = 0; k < sums.size(); ++k) {
+    for (size_t count : {size_t{5}, size_t{1000}, size_t{1} << 15}) {
+      for (size_t off : {0, 1, 16}) {
+        Floats other(count, 0), inout(count, off);
+        std::vector<float> a(count);
+        for (size_t i = 0; i < count; ++i) {
+          a[i] = inputA(i);
+          inout.at[i] = inputB(i);
+        }
+        sums[k](other.at, inout.at, a.data(), count);
+        for (size_t i = 0; i < count; ++i) {
+          ASSERT_EQ(inout.at[i], inputA(i) + inputB(i)) << "kernel " << k << ", " << i;
+          ASSERT_EQ(other.at[i], inputA(i) + inputB(i)) << "kernel " << k << ", " << i;
+        }
       }
     }
   }
+}
+
+// Results that the next call would still find in cache stay there; where
+// every rank's outputs together leave the cache anyway, both bypass it.
+TEST(StreamingSums, StoresFollowTheCallSize) {
+  EXPECT_EQ(hcl::sumStoresFor(4096, 2), hcl::SumStores::Cached);
+  EXPECT_EQ(hcl::sumStoresFor(size_t{1} << 20, 2), hcl::SumStores::Cached);
+  EXPECT_EQ(hcl::sumStoresFor(size_t{2} << 20, 2), hcl::SumStores::BothStreamed);
+  EXPECT_EQ(hcl::sumStoresFor(size_t{4} << 20, 2), hcl::SumStores::PeerStreamed);
+  EXPECT_EQ(hcl::sumStoresFor(size_t{32} << 20, 2), hcl::SumStores::PeerStreamed);
+  EXPECT_EQ(hcl::sumStoresFor(size_t{64} << 20, 2), hcl::SumStores::BothStreamed);
+  EXPECT_EQ(hcl::sumStoresFor(size_t{32} << 20, 4), hcl::SumStores::BothStreamed);
+  EXPECT_EQ(hcl::sumStoresFor(size_t{1} << 30, 1), hcl::SumStores::BothStreamed);
 }
 
 }  // namespace
