@@ -221,6 +221,7 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   }
   avoidSpinningWhenOversubscribed(*comm);
   comm->setSharedCpus(anyHostOversubscribed(comm->peers()));
+  comm->setCpuFamily(hostCpuFamily());
   std::vector<const Connection*> linksInUse;
   for (int p = 0; p < nranks; ++p) linksInUse.push_back(p == rank ? nullptr : comm->connection(p));
   bool peerAccess = false;

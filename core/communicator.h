@@ -84,6 +84,7 @@ class Communicator {
   void setPlanTable(std::shared_ptr<const PlanTable> table) { planner_.setTable(std::move(table)); }
   void setPeerAccess(bool on) { planner_.setPeerAccess(on); }
   void setSharedCpus(bool on) { planner_.setSharedCpus(on); }
+  void setCpuFamily(CpuFamily f) { planner_.setCpuFamily(f); }
   // Busy-poll time of waits on this communicator (Backoff).
   void setSpinUs(int64_t us) { settings_.spinUs = us; }
   RedOpTable& redOps() { return redOps_; }

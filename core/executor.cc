@@ -138,6 +138,21 @@ Status ScheduleRun::runPeerStep(const Step& st, Device& dev) {
   return c->checkMappedAccess();
 }
 
+Status ScheduleRun::checkPeerSizes(int peer) const {
+  const AddressEntry* entries = addresses_.get();
+  if (entries == nullptr) {
+    return internalError(fmt::format("rank {}: {} schedule checks rank {}'s sizes before any exchange", comm_.rank(),
+                                     schedule_.algorithm, peer));
+  }
+  const AddressEntry& theirs = entries[static_cast<size_t>(peer)];
+  const AddressEntry& ours = entries[static_cast<size_t>(comm_.rank())];
+  if (theirs.send.bytes == ours.send.bytes && theirs.recv.bytes == ours.recv.bytes) return {};
+  return invalidUsage(fmt::format("rank {}: rank {}'s call covers {} send and {} receive bytes, this rank's {} and {} "
+                                  "(do the ranks agree on the count and data type?)",
+                                  comm_.rank(), peer, theirs.send.bytes, theirs.recv.bytes, ours.send.bytes,
+                                  ours.recv.bytes));
+}
+
 Status ScheduleRun::peerOperand(const Step& reduce, const void** operand, bool* mapped) {
   const PeerBuffer* from = nullptr;
   uint64_t at = 0;
@@ -268,6 +283,9 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
         }
         break;
       }
+      case Step::Kind::CheckPeerSizes:
+        HCL_TRY(checkPeerSizes(st.peer));
+        break;
       case Step::Kind::Reduce:
         HCL_TRY(cpuDevice().reduce(resolve(st.dst), st.dstForm, resolve(st.a), st.aForm, resolve(st.b), st.bForm,
                            st.count, spec_));

@@ -90,6 +90,7 @@ class ScheduleRun final : public OpRun {
   // checkMappedAccess once it has been read), else read into the step's
   // bounce buffer first.
   Status peerOperand(const Step& reduce, const void** operand, bool* mapped);
+  Status checkPeerSizes(int peer) const;
   // A ReducePeer whose float sum of Native operands `next` takes as is from
   // its destination: what the fused kernels do in one pass.
   bool fusableSum(const Step& reduce, const Step& next) const;

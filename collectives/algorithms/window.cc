@@ -68,6 +68,8 @@ Schedule windowAllReduce(const CollArgs& a) {
   // we staged for it). Each window pair is rewritten only after the peer's
   // message that it finished reading the previous use.
   openPeers(b, r, peers);
+  // Each rank reads only its peers' windows, laid out from its own count.
+  for (int q : peers) b.checkPeerSizes(q);
   const size_t rounds = (largest + S - 1) / S;
   std::vector<uint32_t> staged = stage(0);
   for (size_t g = 0; g < rounds; ++g) {

@@ -158,7 +158,7 @@ std::vector<const AlgorithmEntry*> Planner::allowed(CollKind kind) {
   // messages would have none.
   const auto universal = [](const AlgorithmEntry* e) {
     return e->maxBytes == 0 && e->minBytes == 0 && e->minTotalBytes == 0 && e->minShardBytes == 0 &&
-           !e->needsPeerAccess;
+           e->byFamily.empty() && !e->needsPeerAccess;
   };
   if (std::none_of(kept.begin(), kept.end(), universal)) {
     const AlgorithmEntry* fallback = *std::find_if(candidates.begin(), candidates.end(), universal);
@@ -176,7 +176,15 @@ bool Planner::usable(const AlgorithmEntry& e, size_t bytes, int nranks, bool pee
   // maxBytes is a hard limit.
   const bool named = std::find(named_.begin(), named_.end(), &e) != named_.end();
   const size_t ranks = static_cast<size_t>(std::max(nranks, 1));
-  const bool bigEnough = bytes >= e.minBytes && bytes >= (e.minTotalBytes + ranks - 1) / ranks &&
+  size_t minBytes = e.minBytes, minTotalBytes = e.minTotalBytes;
+  bool familyAdmits = true;
+  for (const FamilyAdmission& f : e.byFamily) {
+    if (f.family != cpuFamily_) continue;
+    minBytes = f.minBytes;
+    minTotalBytes = f.minTotalBytes;
+    familyAdmits = f.withSharedCpus || !sharedCpus_;
+  }
+  const bool bigEnough = familyAdmits && bytes >= minBytes && bytes >= (minTotalBytes + ranks - 1) / ranks &&
                          bytes / ranks >= e.minShardBytes && (!sharedCpus_ || bytes >= e.minBytesSharedCpus);
   return (e.maxBytes == 0 || bytes <= e.maxBytes) && (bigEnough || named) && (peerAccess || !e.needsPeerAccess) &&
          (e.maxRanks == 0 || nranks <= e.maxRanks || named) && (!e.needsOwnCpu || !sharedCpus_ || named);

@@ -12,10 +12,20 @@
 #include "collectives/plan/link_model.h"
 #include "collectives/plan/plan_table.h"
 #include "collectives/plan/schedule.h"
+#include "core/host_cpus.h"
 
 namespace hcl {
 
 using ScheduleGenerator = Schedule (*)(const CollArgs&);
+
+// Where an algorithm starts to pay on one CPU family, where that was
+// measured to differ from its entry's own minBytes and minTotalBytes.
+struct FamilyAdmission {
+  CpuFamily family = CpuFamily::Other;
+  size_t minBytes = 0;
+  size_t minTotalBytes = 0;
+  bool withSharedCpus = true;  // false: not where ranks share CPUs
+};
 
 struct AlgorithmEntry {
   CollKind kind;
@@ -37,6 +47,8 @@ struct AlgorithmEntry {
   bool needsOwnCpu = false;
   // And, where ranks share CPUs, only from this size.
   size_t minBytesSharedCpus = 0;
+  // On the families listed, these replace minBytes and minTotalBytes.
+  std::span<const FamilyAdmission> byFamily = {};
 };
 
 // Every registered algorithm (collectives/algorithms/registry.cc).
@@ -73,6 +85,8 @@ class Planner {
   // Some host has more ranks than CPUs for them (core/host_cpus.h); every
   // rank derives it from the same peer table, so all choose alike.
   void setSharedCpus(bool on) { sharedCpus_ = on; }
+  // The host's CPU family (hostCpuFamily()), for entries measured per family.
+  void setCpuFamily(CpuFamily f) { cpuFamily_ = f; }
   const PlanTable* table() const { return table_.get(); }
 
  private:
@@ -88,6 +102,7 @@ class Planner {
   std::string spec_;
   bool peerAccess_ = false;
   bool sharedCpus_ = false;
+  CpuFamily cpuFamily_ = CpuFamily::Other;
   std::vector<const AlgorithmEntry*> named_;  // listed (not excluded) in the override
   std::vector<const AlgorithmEntry*> lastResort_;
   // Decided once per communicator, so a bad override warns once.

@@ -106,6 +106,13 @@ void ScheduleBuilder::writePeer(int peer, BufferRef peerDst, BufferRef src, size
   peerCopy(Step::Kind::WritePeer, peer, peerDst, src, bytes, false);
 }
 
+void ScheduleBuilder::checkPeerSizes(int peer) {
+  Step st;
+  st.kind = Step::Kind::CheckPeerSizes;
+  st.peer = peer;
+  push(st);
+}
+
 void ScheduleBuilder::reducePeer(int peer, BufferRef dst, Form dstForm, BufferRef peerA, Form aForm, BufferRef b,
                                  Form bForm, size_t count, size_t peerBytes, BufferRef via) {
   const size_t before = s_.steps.size();

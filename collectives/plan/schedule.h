@@ -69,6 +69,11 @@ struct Step {
     // `count` elements: straight from the peer's memory where it is mapped,
     // else read into `via` (ours) first.
     ReducePeer,
+    // `peer`'s exchanged entry must cover as many send and receive bytes as
+    // ours: for schedules whose reads stay within every rank's own layout,
+    // where ranks that disagree on the count would otherwise finish with
+    // wrong data instead of an error.
+    CheckPeerSizes,
   };
   Kind kind = Kind::Wait;
   int32_t peer = -1;
@@ -114,6 +119,8 @@ class ScheduleBuilder {
   void writePeer(int peer, BufferRef peerDst, BufferRef src, size_t bytes);
   void reducePeer(int peer, BufferRef dst, Form dstForm, BufferRef peerA, Form aForm, BufferRef b, Form bForm,
                   size_t count, size_t peerBytes, BufferRef via);
+  // After exchangeAddresses with `peer` has completed.
+  void checkPeerSizes(int peer);
   // Steps added from now on, other than messages, run only when `only` holds.
   void only(Only o) { only_ = o; }
 

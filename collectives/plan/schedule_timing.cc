@@ -82,6 +82,8 @@ class Replay {
           recvs_[pairIndex(static_cast<size_t>(s.peer), r)].push_back({s.transfer, st.clock, s.bytes});
           match(static_cast<size_t>(s.peer), r);
           break;
+        case Step::Kind::CheckPeerSizes:
+          break;
         case Step::Kind::Wait:
           if (st.doneAt[s.transfer] < 0) return moved;
           st.clock = std::max(st.clock, st.doneAt[s.transfer]);

@@ -628,12 +628,20 @@ TEST(Abort, FromAnotherThreadWithAnOperationInFlight) {
 // into peers' buffers (shared memory between processes): every rank gets an
 // error, and none writes past another's buffer (a guard after each rank's
 // receive buffer must keep its pattern). Both malloc buffers and
-// hclMemAlloc ones, which peers map.
-class MismatchedCount : public ::testing::TestWithParam<bool> {};
+// hclMemAlloc ones, which peers map; and each algorithm of that size forced,
+// since which one is the default depends on the CPU.
+struct MismatchCase {
+  bool memAlloc;
+  const char* algo;  // HCL_ALGO, or "" for the default
+  const char* name;
+};
+
+class MismatchedCount : public ::testing::TestWithParam<MismatchCase> {};
 
 TEST_P(MismatchedCount, EveryRankFailsAndNoBufferIsOverrun) {
   SKIP_UNDER_TSAN();
-  const bool memAlloc = GetParam();
+  const bool memAlloc = GetParam().memAlloc;
+  if (*GetParam().algo) setenv("HCL_ALGO", GetParam().algo, 1);
   auto results = onRankProcesses(2, "3000", [&](int rank, hclComm_t comm) {
         const size_t count = rank == 1 ? 2 << 20 : 1 << 20;  // rank 1 asks for twice as much
         const size_t guard = 1 << 20, bytes = (count + guard) * sizeof(float);
@@ -660,11 +668,15 @@ TEST_P(MismatchedCount, EveryRankFailsAndNoBufferIsOverrun) {
         }
         return 0;
       });
+  unsetenv("HCL_ALGO");
   EXPECT_EQ(hcltest::describeFailures(results), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Buffers, MismatchedCount, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "hclMemAlloc" : "malloc"; });
+INSTANTIATE_TEST_SUITE_P(Buffers, MismatchedCount,
+                         ::testing::Values(MismatchCase{false, "", "malloc"}, MismatchCase{true, "", "hclMemAlloc"},
+                                           MismatchCase{false, "allreduce:window", "malloc_window"},
+                                           MismatchCase{false, "allreduce:direct", "malloc_direct"}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // A send into the shared-memory queue of a peer that is gone would never
 // be read: it fails, although the queue has room.

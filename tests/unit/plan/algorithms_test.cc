@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <numeric>
 
 #include "collectives/plan/plan.h"
@@ -269,9 +270,84 @@ TEST(Planner, WindowThresholdScalesWithRanks) {
   EXPECT_EQ(choose(size_t{16} << 20, 16), "window");
 }
 
+// On AMD EPYC the window pays from 1 MiB where every rank has a CPU of its
+// own, and never where ranks share CPUs; other families keep the thresholds
+// above.
+TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
+  const auto choose = [](hcl::CpuFamily family, bool sharedCpus, size_t bytes, int nranks) {
+    hcl::Planner planner;
+    planner.setPeerAccess(true);
+    planner.setCpuFamily(family);
+    planner.setSharedCpus(sharedCpus);
+    return planner.plan(floatArgs(CollKind::AllReduce, nranks, bytes)).algorithm;
+  };
+  using hcl::CpuFamily;
+  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{512} << 10, 2), "direct");
+  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{1} << 20, 2), "window");
+  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{1} << 20, 4), "window");
+  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{1} << 20, 4), "direct");
+  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{256} << 20, 4), "direct");
+  EXPECT_EQ(choose(CpuFamily::Other, false, size_t{1} << 20, 2), "direct");
+  EXPECT_EQ(choose(CpuFamily::Other, true, size_t{16} << 20, 4), "window");
+  EXPECT_EQ(choose(CpuFamily::Other, true, size_t{8} << 20, 4), "direct");
+
+  // Named in HCL_ALGO, the window runs at any size on any family.
+  hcl::Planner named("allreduce:window");
+  named.setPeerAccess(true);
+  named.setCpuFamily(CpuFamily::Amd);
+  named.setSharedCpus(true);
+  EXPECT_EQ(named.plan(floatArgs(CollKind::AllReduce, 4, size_t{1} << 20)).algorithm, "window");
+}
+
+// The family is read off this machine's CPU.
+TEST(Planner, HostCpuFamilyMatchesTheCpuVendor) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  if (!cpuinfo) GTEST_SKIP() << "no /proc/cpuinfo to compare with";
+  std::string line;
+  bool amd = false, found = false;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("vendor_id", 0) == 0) {
+      found = true;
+      amd = line.find("AuthenticAMD") != std::string::npos;
+      break;
+    }
+  }
+  if (!found) GTEST_SKIP() << "/proc/cpuinfo names no vendor_id (not x86)";
+  EXPECT_EQ(hcl::hostCpuFamily(), amd ? hcl::CpuFamily::Amd : hcl::CpuFamily::Other);
+  EXPECT_STREQ(hcl::toString(hcl::hostCpuFamily()), amd ? "amd" : "other");
+}
+
 }  // namespace
 
 namespace {
+
+// Each rank reads its peers' windows at offsets from its own count, which
+// stay inside the windows whatever the peers' counts: ranks that disagree
+// must fail at the start instead of finishing with wrong data.
+TEST(WindowAllReduce, RanksThatDisagreeOnTheCountFail) {
+  hcl::Planner planner("allreduce:window");
+  planner.setPeerAccess(true);
+  const size_t counts[] = {size_t{1} << 16, size_t{1} << 17};  // rank 1 asks for twice as much
+  std::vector<std::vector<float>> in(2), out(2);
+  std::vector<hcltest::SimRank> ranks(2);
+  for (size_t r = 0; r < 2; ++r) {
+    CollArgs a = floatArgs(CollKind::AllReduce, 2, counts[r] * sizeof(float), 64 * 1024);
+    a.rank = static_cast<int>(r);
+    in[r].assign(counts[r], 1.0f);
+    out[r].assign(counts[r], 0.0f);
+    ranks[r].schedule = planner.plan(a);
+    ASSERT_EQ(ranks[r].schedule.algorithm, "window");
+    ranks[r].send = in[r].data();
+    ranks[r].recv = out[r].data();
+    ranks[r].sendBytes = ranks[r].recvBytes = counts[r] * sizeof(float);
+    ranks[r].spec.type = hclFloat32;
+    ranks[r].spec.kind = hcl::ReduceKind::Sum;
+    ranks[r].spec.nranks = 2;
+  }
+  // Not a deadlock later on: rank 0 would have finished its shorter call.
+  const std::string error = hcltest::simulate(ranks);
+  EXPECT_NE(error.find("sizes differ"), std::string::npos) << error;
+}
 
 // Peers map a rank's windows; they must fit in the scratch a communicator
 // keeps between calls (16 MiB), whatever the rank count.

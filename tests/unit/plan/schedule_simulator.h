@@ -178,6 +178,17 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
                         step.count, ranks[r].spec);
             break;
           }
+          case Step::Kind::CheckPeerSizes: {
+            // The exchanged entry carries the peer's sizes, as the executor's does.
+            const size_t p = static_cast<size_t>(step.peer);
+            if (st[r].addresses[kWordsPerEntry * p + kSendWord] == 0) {
+              return "rank " + std::to_string(r) + " checks rank " + std::to_string(p) + "'s sizes before the exchange";
+            }
+            if (ranks[p].sendBytes != ranks[r].sendBytes || ranks[p].recvBytes != ranks[r].recvBytes) {
+              return "rank " + std::to_string(r) + ": rank " + std::to_string(p) + "'s sizes differ";
+            }
+            break;
+          }
           case Step::Kind::Wait:
             break;
         }

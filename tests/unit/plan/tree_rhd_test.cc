@@ -162,7 +162,8 @@ std::string checkBufferUse(const hcl::Schedule& s, size_t sendBytes, size_t recv
                   std::to_string(st.count) + " elements";
         }
         break;
-      case Step::Kind::Wait: break;
+      case Step::Kind::Wait:
+      case Step::Kind::CheckPeerSizes: break;
     }
     if (error.empty() && hcl::usesTransfer(st.kind) && st.transfer >= s.transfers) {
       error = "step " + std::to_string(i) + " names transfer " + std::to_string(st.transfer) + " of " +
