@@ -7,6 +7,8 @@
 
 #include <cstddef>
 
+#include "core/host_cpus.h"
+
 namespace hcl {
 
 // memcpy for non-overlapping buffers; ends with a store fence, so a release
@@ -16,10 +18,11 @@ void streamingCopy(void* dst, const void* src, size_t bytes);
 // Which results of a fused sum bypass the cache.
 enum class SumStores { Cached, PeerStreamed, BothStreamed };
 
-// What pays for a call of `callBytes` on `nranks` ranks: streaming saves
-// the read for ownership and keeps the cache for the inputs, but where the
-// results would still be in cache at the next call it costs.
-SumStores sumStoresFor(size_t callBytes, int nranks);
+// What pays for a call of `callBytes` on `nranks` ranks on a CPU of
+// `family`: streaming saves the read for ownership and keeps the cache for
+// the inputs, but where the results would still be in cache at the next call
+// it costs. Where that turns depends on the caches, measured per family.
+SumStores sumStoresFor(size_t callBytes, int nranks, CpuFamily family);
 
 // own[i] = peer[i] = a[i] + b[i] over float32, stored as `stores` says (ends
 // with a store fence where anything streamed): a 2-rank allreduce's result

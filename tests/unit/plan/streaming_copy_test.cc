@@ -132,15 +132,40 @@ TEST(StreamingSums, ResultMayOverwriteItsInput) {
 
 // Results that the next call would still find in cache stay there; where
 // every rank's outputs together leave the cache anyway, both bypass it.
+// Where that turns was measured per CPU family.
 TEST(StreamingSums, StoresFollowTheCallSize) {
-  EXPECT_EQ(hcl::sumStoresFor(4096, 2), hcl::SumStores::Cached);
-  EXPECT_EQ(hcl::sumStoresFor(size_t{1} << 20, 2), hcl::SumStores::Cached);
-  EXPECT_EQ(hcl::sumStoresFor(size_t{2} << 20, 2), hcl::SumStores::BothStreamed);
-  EXPECT_EQ(hcl::sumStoresFor(size_t{4} << 20, 2), hcl::SumStores::PeerStreamed);
-  EXPECT_EQ(hcl::sumStoresFor(size_t{32} << 20, 2), hcl::SumStores::PeerStreamed);
-  EXPECT_EQ(hcl::sumStoresFor(size_t{64} << 20, 2), hcl::SumStores::BothStreamed);
-  EXPECT_EQ(hcl::sumStoresFor(size_t{32} << 20, 4), hcl::SumStores::BothStreamed);
-  EXPECT_EQ(hcl::sumStoresFor(size_t{1} << 30, 1), hcl::SumStores::BothStreamed);
+  using hcl::CpuFamily;
+  using hcl::SumStores;
+  constexpr size_t MiB = size_t{1} << 20;
+  struct Case {
+    CpuFamily family;
+    size_t bytes;
+    int nranks;
+    SumStores want;
+  };
+  const Case cases[] = {
+      {CpuFamily::Other, 4096, 2, SumStores::Cached},
+      {CpuFamily::Other, 1 * MiB, 2, SumStores::Cached},
+      {CpuFamily::Other, 2 * MiB, 2, SumStores::BothStreamed},
+      {CpuFamily::Other, 4 * MiB, 2, SumStores::PeerStreamed},
+      {CpuFamily::Other, 32 * MiB, 2, SumStores::PeerStreamed},
+      {CpuFamily::Other, 64 * MiB, 2, SumStores::BothStreamed},
+      {CpuFamily::Other, 32 * MiB, 4, SumStores::BothStreamed},
+      {CpuFamily::Other, 1024 * MiB, 1, SumStores::BothStreamed},
+      // AMD EPYC: cached up to 4 MiB, the peer's streamed at 8 MiB, both
+      // once the call's buffers on the host reach the 32 MiB L3.
+      {CpuFamily::Amd, 4096, 2, SumStores::Cached},
+      {CpuFamily::Amd, 2 * MiB, 2, SumStores::Cached},
+      {CpuFamily::Amd, 4 * MiB, 2, SumStores::Cached},
+      {CpuFamily::Amd, 8 * MiB, 2, SumStores::PeerStreamed},
+      {CpuFamily::Amd, 16 * MiB, 2, SumStores::BothStreamed},
+      {CpuFamily::Amd, 8 * MiB, 4, SumStores::BothStreamed},
+      {CpuFamily::Amd, 256 * MiB, 2, SumStores::BothStreamed},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(hcl::sumStoresFor(c.bytes, c.nranks, c.family), c.want)
+        << hcl::toString(c.family) << ", " << c.bytes << " bytes, " << c.nranks << " ranks";
+  }
 }
 
 }  // namespace
