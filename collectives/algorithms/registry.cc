@@ -48,14 +48,15 @@ constexpr int kFlatMaxRanks = 8;
 // on 4 ranks, 16 MiB.
 constexpr size_t kWindowFrom = 16u << 20;
 constexpr size_t kWindowFromTotal = 64u << 20;
-// On AMD EPYC (Zen 4) the window is ahead from 1 MiB where every rank has a
-// CPU of its own (2 ranks: 0.75x direct's time at 2 MiB, 0.46-0.57x at
-// 8-64 MiB; 1.5-2.5x behind at 32-512 KiB), and behind at every size where
-// ranks share CPUs (4 ranks on 2 cores: 1.35x direct's time at 4-64 MiB,
-// 2-2.5x at 256 KiB-2 MiB), where its two messages per slice and peer each
-// wait for a rank that may not be running (docs/performance.md).
+// On AMD EPYC (Zen 4) the window is ahead from 2 MiB where every rank has a
+// CPU of its own (2 ranks: 0.75-0.91x direct's time at 2 MiB, 0.46-0.57x
+// at 8-64 MiB; level at 1 MiB, 1.5-2.5x behind at 32-512 KiB), and behind
+// at every size where ranks share CPUs (4 ranks on 2 cores: 1.35x direct's
+// time at 4-64 MiB, 2-2.5x at 256 KiB-2 MiB), where its two messages per
+// slice and peer each wait for a rank that may not be running
+// (docs/performance.md).
 constexpr FamilyAdmission kWindowOnAmd[] = {
-    {.family = CpuFamily::Amd, .minBytes = 1u << 20, .minTotalBytes = 0, .withSharedCpus = false}};
+    {.family = CpuFamily::Amd, .minBytes = 2u << 20, .minTotalBytes = 0, .withSharedCpus = false}};
 
 std::span<const AlgorithmEntry> algorithmTable() {
   static const AlgorithmEntry table[] = {

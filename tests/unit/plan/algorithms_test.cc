@@ -270,7 +270,7 @@ TEST(Planner, WindowThresholdScalesWithRanks) {
   EXPECT_EQ(choose(size_t{16} << 20, 16), "window");
 }
 
-// On AMD EPYC the window pays from 1 MiB where every rank has a CPU of its
+// On AMD EPYC the window pays from 2 MiB where every rank has a CPU of its
 // own, and never where ranks share CPUs; other families keep the thresholds
 // above.
 TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
@@ -282,10 +282,10 @@ TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
     return planner.plan(floatArgs(CollKind::AllReduce, nranks, bytes)).algorithm;
   };
   using hcl::CpuFamily;
-  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{512} << 10, 2), "direct");
-  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{1} << 20, 2), "window");
-  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{1} << 20, 4), "window");
-  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{1} << 20, 4), "direct");
+  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{1} << 20, 2), "direct");
+  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{2} << 20, 2), "window");
+  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{2} << 20, 4), "window");
+  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{2} << 20, 4), "direct");
   EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{256} << 20, 4), "direct");
   EXPECT_EQ(choose(CpuFamily::Other, false, size_t{1} << 20, 2), "direct");
   EXPECT_EQ(choose(CpuFamily::Other, true, size_t{16} << 20, 4), "window");
