@@ -13,6 +13,7 @@
 #include "core/comm_plan.h"
 #include "core/host_identity.h"
 #include "core/link_probe.h"
+#include "core/cpu_family.h"
 #include "core/host_cpus.h"
 #include "core/log.h"
 #include "core/no_throw.h"

@@ -32,22 +32,6 @@ struct HostCpus {
 
 }  // namespace
 
-const char* toString(CpuFamily f) {
-  switch (f) {
-    case CpuFamily::Amd: return "amd";
-    case CpuFamily::Other: break;
-  }
-  return "other";
-}
-
-CpuFamily hostCpuFamily() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_is("amd")) return CpuFamily::Amd;
-#endif
-  return CpuFamily::Other;
-}
-
 std::vector<uint64_t> currentCpuMask() {
   // Large enough for any machine HCL runs on; the kernel fails the call
   // (EINVAL) only where the set is smaller than its own CPU count.

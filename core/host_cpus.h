@@ -24,15 +24,6 @@ bool hostOversubscribed(const std::vector<PeerInfo>& peers, const std::string& h
 // hostOversubscribed for any host of the communicator.
 bool anyHostOversubscribed(const std::vector<PeerInfo>& peers);
 
-// The CPU family where a size at which an algorithm starts to pay was
-// measured to differ between families (collectives/algorithms/registry.cc).
-enum class CpuFamily : uint8_t { Other, Amd };
-const char* toString(CpuFamily f);
-
-// This host's family. Peer access, and with it every algorithm that uses
-// it, comes only with one host, so every rank that asks gets the same answer.
-CpuFamily hostCpuFamily();
-
 // Where ranks share CPUs, messages on one host below this size are copied
 // through the shared-memory FIFO, which the sender leaves at once, instead
 // of the single copy, whose sender waits for a reader that may not be

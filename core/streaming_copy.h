@@ -7,7 +7,7 @@
 
 #include <cstddef>
 
-#include "core/host_cpus.h"
+#include "core/cpu_family.h"
 
 namespace hcl {
 

@@ -33,6 +33,10 @@ constexpr size_t kDirectReduceFrom = 128 * 1024;
 // pull pays from smaller blocks (sizes here are per rank; measured on
 // 2 ranks: 1.1-1.4x the message-based algorithms from 8 KiB).
 constexpr size_t kDirectCopyFrom = 8 * 1024;
+// On AMD EPYC (Zen 4, 2 ranks) the message-based algorithms are 2-3x faster
+// at 8 KiB blocks (all-gather 0.84 against 2.87 us, all-to-all 0.90 against
+// 2.71) and the pull pays from 16 KiB (all-gather 3.9 against 5.5 us).
+constexpr FamilyAdmission kDirectCopyOnAmd[] = {{.family = CpuFamily::Amd, .minBytes = 16 * 1024}};
 // One round of n-1 messages for tiny messages on a few ranks, where each
 // rank has a CPU of its own. Ranks that share CPUs yield while they wait, and
 // a round that needs every peer to have run costs more than log2(n) rounds
@@ -48,15 +52,14 @@ constexpr int kFlatMaxRanks = 8;
 // on 4 ranks, 16 MiB.
 constexpr size_t kWindowFrom = 16u << 20;
 constexpr size_t kWindowFromTotal = 64u << 20;
-// On AMD EPYC (Zen 4) the window is ahead from 2 MiB where every rank has a
-// CPU of its own (2 ranks: 0.75-0.91x direct's time at 2 MiB, 0.46-0.57x
-// at 8-64 MiB; level at 1 MiB, 1.5-2.5x behind at 32-512 KiB), and behind
-// at every size where ranks share CPUs (4 ranks on 2 cores: 1.35x direct's
-// time at 4-64 MiB, 2-2.5x at 256 KiB-2 MiB), where its two messages per
-// slice and peer each wait for a rank that may not be running
-// (docs/performance.md).
+// On AMD EPYC (Zen 4) the window is ahead from 4 MiB where every rank has a
+// CPU of its own (2 ranks, against direct with its 512 KiB slices there:
+// 0.53-0.64x direct's time at 4-16 MiB; level at 1-2 MiB), and behind at
+// every size where ranks share CPUs (4 ranks on 2 cores: 1.35x direct's time
+// at 4-64 MiB, 2-2.5x at 256 KiB-2 MiB), where its two messages per slice
+// and peer each wait for a rank that may not be running (docs/performance.md).
 constexpr FamilyAdmission kWindowOnAmd[] = {
-    {.family = CpuFamily::Amd, .minBytes = 2u << 20, .minTotalBytes = 0, .withSharedCpus = false}};
+    {.family = CpuFamily::Amd, .minBytes = 4u << 20, .minTotalBytes = 0, .withSharedCpus = false}};
 
 std::span<const AlgorithmEntry> algorithmTable() {
   static const AlgorithmEntry table[] = {
@@ -73,7 +76,8 @@ std::span<const AlgorithmEntry> algorithmTable() {
       {CollKind::ReduceScatter, "ring", ringReduceScatter, 0},
       {CollKind::ReduceScatter, "rhd", rhdReduceScatter, 0},
       {CollKind::ReduceScatter, "hier", hierReduceScatter, 0},
-      {CollKind::AllGather, "direct", directAllGather, 0, kDirectCopyFrom, true},
+      {.kind = CollKind::AllGather, .name = "direct", .generate = directAllGather, .maxBytes = 0,
+       .minBytes = kDirectCopyFrom, .needsPeerAccess = true, .byFamily = kDirectCopyOnAmd},
       {CollKind::AllGather, "ring", ringAllGather, 0},
       {CollKind::AllGather, "rhd", rhdAllGather, 0},
       {CollKind::AllGather, "hier", hierAllGather, 0},
@@ -87,7 +91,8 @@ std::span<const AlgorithmEntry> algorithmTable() {
       {CollKind::Reduce, "ring", ringReduce, 0},
       {CollKind::Reduce, "tree", treeReduce, 0},
       {CollKind::Reduce, "hier", hierReduce, 0},
-      {CollKind::AlltoAll, "direct", directAlltoAll, 0, kDirectCopyFrom, true},
+      {.kind = CollKind::AlltoAll, .name = "direct", .generate = directAlltoAll, .maxBytes = 0,
+       .minBytes = kDirectCopyFrom, .needsPeerAccess = true, .byFamily = kDirectCopyOnAmd},
       {CollKind::AlltoAll, "pairwise", pairwiseAlltoAll, 0},
       {CollKind::Gather, "direct", directGather, 0},
       {CollKind::Scatter, "direct", directScatter, 0},

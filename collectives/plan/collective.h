@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "collectives/plan/topology.h"
+#include "core/cpu_family.h"
 #include "core/datatype.h"
 
 namespace hcl {
@@ -48,6 +49,8 @@ struct CollArgs {
   size_t chunkBytes = 512 * 1024;  // pipeline slice
   // Rank groups for hierarchical algorithms; null or empty means flat.
   const Topology* topology = nullptr;
+  // The host's, set by the planner: some sizes were measured per family.
+  CpuFamily cpuFamily = CpuFamily::Other;
 };
 
 // The bytes of this rank's send and receive buffers a call covers (0 for a

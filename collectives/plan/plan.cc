@@ -253,12 +253,10 @@ const char* Planner::algorithmFor(const CollArgs& args) const {
 Schedule Planner::plan(const CollArgs& args) const {
   const AlgorithmEntry* e = choose(args);
   if (!e) return Schedule{};
-  if (args.topology == nullptr && table_ && !table_->topology.flat()) {
-    CollArgs withTopology = args;
-    withTopology.topology = &table_->topology;
-    return e->generate(withTopology);
-  }
-  return e->generate(args);
+  CollArgs a = args;
+  a.cpuFamily = cpuFamily_;
+  if (a.topology == nullptr && table_ && !table_->topology.flat()) a.topology = &table_->topology;
+  return e->generate(a);
 }
 
 }  // namespace hcl

@@ -12,7 +12,7 @@
 #include "collectives/plan/link_model.h"
 #include "collectives/plan/plan_table.h"
 #include "collectives/plan/schedule.h"
-#include "core/host_cpus.h"
+#include "core/cpu_family.h"
 
 namespace hcl {
 

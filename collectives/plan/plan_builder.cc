@@ -18,7 +18,7 @@ constexpr CollKind kPlannedKinds[] = {CollKind::AllReduce,     CollKind::Broadca
                                       CollKind::AlltoAll,      CollKind::Gather,    CollKind::Scatter};
 
 ScheduleEstimate priceAlgorithm(const AlgorithmEntry& e, const LinkGraph& graph, const Topology& topology,
-                                size_t bytes, size_t chunkBytes) {
+                                size_t bytes, size_t chunkBytes, CpuFamily family) {
   std::vector<Schedule> schedules;
   schedules.reserve(static_cast<size_t>(graph.nranks));
   for (int r = 0; r < graph.nranks; ++r) {
@@ -30,6 +30,7 @@ ScheduleEstimate priceAlgorithm(const AlgorithmEntry& e, const LinkGraph& graph,
     a.count = std::max<size_t>(1, bytes / 4);
     a.chunkBytes = chunkBytes;
     a.topology = topology.flat() ? nullptr : &topology;
+    a.cpuFamily = family;
     schedules.push_back(e.generate(a));
   }
   return estimateSchedules(schedules, graph);
@@ -61,7 +62,7 @@ PlanTable Planner::buildTable(const LinkGraph& graph, const Topology& topology, 
       const bool chosenRuns = chosenAlgorithmRuns(kind, bytes, graph.nranks, peerAccess_);
       for (const AlgorithmEntry* e : allowed_[static_cast<size_t>(kind)]) {
         if (!usable(*e, bytes, graph.nranks, peerAccess_) || (chosenRuns && lastResort(*e))) continue;
-        const ScheduleEstimate est = priceAlgorithm(*e, graph, table.topology, bytes, chunkBytes);
+        const ScheduleEstimate est = priceAlgorithm(*e, graph, table.topology, bytes, chunkBytes, cpuFamily_);
         candidates += fmt::format("{}{} {}", candidates.empty() ? "" : ", ", e->name,
                                   est.valid ? fmt::format("{:.1f} us", est.us) : std::string("invalid"));
         if (!est.valid) continue;

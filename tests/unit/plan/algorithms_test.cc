@@ -218,12 +218,16 @@ TEST(Planner, DirectStartsWhereTheShardPays) {
   EXPECT_STREQ(hcl::Planner("").algorithmFor(CollKind::AllReduce, 1 << 20, 2), "ring");
 }
 
-// The direct algorithms reduce their shard in slices of at most 128 KiB, so
-// each stays in cache; a smaller HCL_CHUNK_BYTES still makes them smaller.
+// The direct algorithms reduce their shard in slices of at most 128 KiB
+// (512 KiB on AMD EPYC), so each stays in cache; a smaller HCL_CHUNK_BYTES
+// still makes them smaller.
 TEST(DirectSchedules, ShardSlicesAreCacheSized) {
   hcl::Planner planner("allreduce:direct");
   planner.setPeerAccess(true);
-  const auto largestPeerReduce = [&](size_t chunkBytes) {
+  hcl::Planner amd("allreduce:direct");
+  amd.setPeerAccess(true);
+  amd.setCpuFamily(hcl::CpuFamily::Amd);
+  const auto largestPeerReduce = [](const hcl::Planner& planner, size_t chunkBytes) {
     const hcl::Schedule s = planner.plan(floatArgs(CollKind::AllReduce, 2, size_t{16} << 20, chunkBytes));
     EXPECT_EQ(s.algorithm, "direct");
     size_t largest = 0;
@@ -232,8 +236,10 @@ TEST(DirectSchedules, ShardSlicesAreCacheSized) {
     }
     return largest;
   };
-  EXPECT_EQ(largestPeerReduce(512 * 1024), 128u * 1024 / sizeof(float));
-  EXPECT_EQ(largestPeerReduce(64 * 1024), 64u * 1024 / sizeof(float));
+  EXPECT_EQ(largestPeerReduce(planner, 1024 * 1024), 128u * 1024 / sizeof(float));
+  EXPECT_EQ(largestPeerReduce(planner, 64 * 1024), 64u * 1024 / sizeof(float));
+  EXPECT_EQ(largestPeerReduce(amd, 1024 * 1024), 512u * 1024 / sizeof(float));
+  EXPECT_EQ(largestPeerReduce(amd, 64 * 1024), 64u * 1024 / sizeof(float));
 }
 
 // All-gather copies its own block past the cache only where the whole
@@ -270,7 +276,7 @@ TEST(Planner, WindowThresholdScalesWithRanks) {
   EXPECT_EQ(choose(size_t{16} << 20, 16), "window");
 }
 
-// On AMD EPYC the window pays from 2 MiB where every rank has a CPU of its
+// On AMD EPYC the window pays from 4 MiB where every rank has a CPU of its
 // own, and never where ranks share CPUs; other families keep the thresholds
 // above.
 TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
@@ -282,14 +288,26 @@ TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
     return planner.plan(floatArgs(CollKind::AllReduce, nranks, bytes)).algorithm;
   };
   using hcl::CpuFamily;
-  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{1} << 20, 2), "direct");
-  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{2} << 20, 2), "window");
-  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{2} << 20, 4), "window");
-  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{2} << 20, 4), "direct");
+  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{2} << 20, 2), "direct");
+  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{4} << 20, 2), "window");
+  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{4} << 20, 4), "window");
+  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{4} << 20, 4), "direct");
   EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{256} << 20, 4), "direct");
   EXPECT_EQ(choose(CpuFamily::Other, false, size_t{1} << 20, 2), "direct");
   EXPECT_EQ(choose(CpuFamily::Other, true, size_t{16} << 20, 4), "window");
   EXPECT_EQ(choose(CpuFamily::Other, true, size_t{8} << 20, 4), "direct");
+
+  // All-gather and all-to-all pull blocks from 8 KiB, on AMD from 16 KiB.
+  for (CollKind kind : {CollKind::AllGather, CollKind::AlltoAll}) {
+    for (CpuFamily family : {CpuFamily::Other, CpuFamily::Amd}) {
+      hcl::Planner planner;
+      planner.setPeerAccess(true);
+      planner.setCpuFamily(family);
+      const std::string at8K = planner.algorithmFor(kind, 8 * 1024, 2);
+      EXPECT_EQ(at8K == "direct", family == CpuFamily::Other) << hcl::collKindName(kind) << " " << at8K;
+      EXPECT_STREQ(planner.algorithmFor(kind, 16 * 1024, 2), "direct") << hcl::collKindName(kind);
+    }
+  }
 
   // Named in HCL_ALGO, the window runs at any size on any family.
   hcl::Planner named("allreduce:window");
