@@ -33,9 +33,10 @@ constexpr size_t kDirectReduceFrom = 128 * 1024;
 // pull pays from smaller blocks (sizes here are per rank; measured on
 // 2 ranks: 1.1-1.4x the message-based algorithms from 8 KiB).
 constexpr size_t kDirectCopyFrom = 8 * 1024;
-// On AMD EPYC (Zen 4, 2 ranks) the message-based algorithms are 2-3x faster
-// at 8 KiB blocks (all-gather 0.84 against 2.87 us, all-to-all 0.90 against
-// 2.71) and the pull pays from 16 KiB (all-gather 3.9 against 5.5 us).
+// On AMD EPYC (Zen 4, 2 ranks) the message-based algorithms are twice as
+// fast at 8 KiB blocks (all-gather 1.55 against 3.18 us, all-to-all 1.60
+// against 3.15), and the pull pays from 16 KiB (all-gather 3.9 against
+// 5.5 us; all-to-all level, 3.9 against 3.5).
 constexpr FamilyAdmission kDirectCopyOnAmd[] = {{.family = CpuFamily::Amd, .minBytes = 16 * 1024}};
 // One round of n-1 messages for tiny messages on a few ranks, where each
 // rank has a CPU of its own. Ranks that share CPUs yield while they wait, and
