@@ -11,10 +11,10 @@
 #include <cstring>
 
 #include "core/comm_plan.h"
-#include "core/host_identity.h"
-#include "core/link_probe.h"
 #include "core/cpu_family.h"
 #include "core/host_cpus.h"
+#include "core/host_identity.h"
+#include "core/link_probe.h"
 #include "core/log.h"
 #include "core/no_throw.h"
 #include "core/params.h"
@@ -223,6 +223,8 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   avoidSpinningWhenOversubscribed(*comm);
   comm->setSharedCpus(anyHostOversubscribed(comm->peers()));
   comm->setCpuFamily(hostCpuFamily());
+  log::info(log::Tuning, "rank {}: CPU family {} (thresholds measured per family apply to peer access)", rank,
+            toString(comm->cpuFamily()));
   std::vector<const Connection*> linksInUse;
   for (int p = 0; p < nranks; ++p) linksInUse.push_back(p == rank ? nullptr : comm->connection(p));
   bool peerAccess = false;
