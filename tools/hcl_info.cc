@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/cpu_family.h"
 #include "core/features.h"
 #include "core/params.h"
 #include "hcl.h"
@@ -72,6 +73,8 @@ void printInfo() {
 
   fmt::print("Features\n");
   for (const std::string& feature : hcl::hclBuildFeatures()) fmt::print("  {}\n", feature);
+  fmt::print("  cpu family: {} (sizes measured per family apply where ranks reach peers' buffers)\n",
+             hcl::toString(hcl::hostCpuFamily()));
 
   const std::string conf = hcl::paramConfigFilePath();
   struct stat st {};
