@@ -84,11 +84,8 @@ class Communicator {
   void setPlanTable(std::shared_ptr<const PlanTable> table) { planner_.setTable(std::move(table)); }
   void setPeerAccess(bool on) { planner_.setPeerAccess(on); }
   void setSharedCpus(bool on) { planner_.setSharedCpus(on); }
-  void setCpuFamily(CpuFamily f) {
-    cpuFamily_ = f;
-    planner_.setCpuFamily(f);
-  }
-  CpuFamily cpuFamily() const { return cpuFamily_; }
+  void setCpuFamily(CpuFamily f) { planner_.setCpuFamily(f); }
+  CpuFamily cpuFamily() const { return planner_.cpuFamily(); }
   // Busy-poll time of waits on this communicator (Backoff).
   void setSpinUs(int64_t us) { settings_.spinUs = us; }
   RedOpTable& redOps() { return redOps_; }
@@ -172,7 +169,6 @@ class Communicator {
   std::mutex streamStagingMutex_;
   std::map<const void*, std::unique_ptr<StagingArea>> streamStaging_;
   Planner planner_;
-  CpuFamily cpuFamily_ = CpuFamily::Other;
   ScheduleCache schedules_;
   RedOpTable redOps_;
   Registrations registrations_;

@@ -139,13 +139,9 @@ Status ScheduleRun::runPeerStep(const Step& st, Device& dev) {
 }
 
 Status ScheduleRun::checkPeerSizes(int peer) const {
-  const AddressEntry* entries = addresses_.get();
-  if (entries == nullptr) {
-    return internalError(fmt::format("rank {}: {} schedule checks rank {}'s sizes before any exchange", comm_.rank(),
-                                     schedule_.algorithm, peer));
-  }
-  const AddressEntry& theirs = entries[static_cast<size_t>(peer)];
-  const AddressEntry& ours = entries[static_cast<size_t>(comm_.rank())];
+  // The step makes the schedule a direct one, so the entries exist.
+  const AddressEntry& theirs = addresses_[static_cast<size_t>(peer)];
+  const AddressEntry& ours = addresses_[static_cast<size_t>(comm_.rank())];
   if (theirs.send.bytes == ours.send.bytes && theirs.recv.bytes == ours.recv.bytes) return {};
   return invalidUsage(fmt::format("rank {}: rank {}'s call covers {} send and {} receive bytes, this rank's {} and {} "
                                   "(do the ranks agree on the count and data type?)",

@@ -41,7 +41,7 @@ std::shared_ptr<const PreparedSchedule> prepareSchedule(Schedule schedule) {
   p->transferPeer.assign(schedule.transfers, -1);
   for (const Step& st : schedule.steps) {
     p->direct = p->direct || st.kind == Step::Kind::ReadPeer || st.kind == Step::Kind::WritePeer ||
-                st.kind == Step::Kind::ReducePeer ||
+                st.kind == Step::Kind::ReducePeer || st.kind == Step::Kind::CheckPeerSizes ||
                 st.a.id == BufferId::Addresses || st.dst.id == BufferId::Addresses;
     if (st.kind == Step::Kind::Send || st.kind == Step::Kind::Recv) {
       p->transferPeer[st.transfer] = st.peer;

@@ -87,6 +87,7 @@ class Planner {
   void setSharedCpus(bool on) { sharedCpus_ = on; }
   // The host's CPU family (hostCpuFamily()), for entries measured per family.
   void setCpuFamily(CpuFamily f) { cpuFamily_ = f; }
+  CpuFamily cpuFamily() const { return cpuFamily_; }
   const PlanTable* table() const { return table_.get(); }
 
  private:

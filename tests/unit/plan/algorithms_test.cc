@@ -280,12 +280,15 @@ TEST(Planner, WindowThresholdScalesWithRanks) {
 // own, and never where ranks share CPUs; other families keep the thresholds
 // above.
 TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
-  const auto choose = [](hcl::CpuFamily family, bool sharedCpus, size_t bytes, int nranks) {
+  const auto plannerFor = [](hcl::CpuFamily family, bool sharedCpus) {
     hcl::Planner planner;
     planner.setPeerAccess(true);
     planner.setCpuFamily(family);
     planner.setSharedCpus(sharedCpus);
-    return planner.plan(floatArgs(CollKind::AllReduce, nranks, bytes)).algorithm;
+    return planner;
+  };
+  const auto choose = [&](hcl::CpuFamily family, bool sharedCpus, size_t bytes, int nranks) {
+    return plannerFor(family, sharedCpus).plan(floatArgs(CollKind::AllReduce, nranks, bytes)).algorithm;
   };
   using hcl::CpuFamily;
   EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{2} << 20, 2), "direct");
@@ -300,9 +303,7 @@ TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
   // All-gather and all-to-all pull blocks from 8 KiB, on AMD from 16 KiB.
   for (CollKind kind : {CollKind::AllGather, CollKind::AlltoAll}) {
     for (CpuFamily family : {CpuFamily::Other, CpuFamily::Amd}) {
-      hcl::Planner planner;
-      planner.setPeerAccess(true);
-      planner.setCpuFamily(family);
+      const hcl::Planner planner = plannerFor(family, false);
       const std::string at8K = planner.algorithmFor(kind, 8 * 1024, 2);
       EXPECT_EQ(at8K == "direct", family == CpuFamily::Other) << hcl::collKindName(kind) << " " << at8K;
       EXPECT_STREQ(planner.algorithmFor(kind, 16 * 1024, 2), "direct") << hcl::collKindName(kind);
