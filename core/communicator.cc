@@ -98,12 +98,16 @@ Status Communicator::failureQuoted() const {
   return {failure_.code(), "communicator has failed (first error: " + failure_.message() + ")"};
 }
 
-std::byte* Communicator::acquireScratch(size_t bytes) {
+std::byte* Communicator::acquireScratch(size_t bytes, size_t turns) {
   // Large scratch is where schedules stage data for peers to map; small
   // scratch stays on the heap (a memfd each would cost file descriptors).
   constexpr size_t kShareFrom = 256 * 1024;
-  if (bytes > scratch_.size()) scratch_ = ShareableBuffer(bytes, bytes >= kShareFrom);
-  return scratch_.data();
+  constexpr size_t kPage = 4096;
+  const size_t region = turns > 1 ? (bytes + kPage - 1) / kPage * kPage : bytes;
+  const size_t total = region * std::max<size_t>(turns, 1);
+  if (total > scratch_.size()) scratch_ = ShareableBuffer(total, bytes >= kShareFrom);
+  if (turns <= 1) return scratch_.data();
+  return scratch_.data() + region * (scratchTurn_++ % turns);
 }
 
 void Communicator::releaseScratch() {

@@ -130,7 +130,9 @@ class Communicator {
   // Scratch memory for the operation in flight (one at a time per
   // communicator, under the execution gate). Small buffers are kept for the
   // next operation so the latency path does not allocate or fault pages.
-  std::byte* acquireScratch(size_t bytes);
+  // With `turns` > 1, successive calls get successive regions of `bytes`
+  // each (Schedule::scratchTurns).
+  std::byte* acquireScratch(size_t bytes, size_t turns = 1);
   void releaseScratch();
 
   // Per-call serial number of splits, so every child gets a distinct tag.
@@ -189,6 +191,7 @@ class Communicator {
   uint64_t shrinkSerial_ = 0;
   RescuePort rescuePort_;
   ShareableBuffer scratch_;  // peers map it in algorithms that stage data there
+  size_t scratchTurn_ = 0;   // the next region, where schedules rotate their scratch
   std::unique_ptr<KeptRuns> keptRuns_;  // last: its runs use the members above
 };
 

@@ -37,7 +37,7 @@ ScheduleRun::ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSched
       schedule_(prepared_->schedule),
       buffers_(std::move(buffers)),
       spec_(spec) {
-  if (schedule_.scratchBytes > 0) scratch_ = comm_.acquireScratch(schedule_.scratchBytes);
+  if (schedule_.scratchBytes > 0) scratch_ = comm_.acquireScratch(schedule_.scratchBytes, schedule_.scratchTurns);
   if (schedule_.transfers > kInlineTransfers) {
     heapTransfers_ = std::make_unique<Transfer[]>(schedule_.transfers);
     transfers_ = heapTransfers_.get();
@@ -195,15 +195,27 @@ Status ScheduleRun::fuseReduceAndWrite(const Step& reduce, const Step& write, bo
 }
 
 Status ScheduleRun::fuseReduceAndCopy(const Step& reduce, const Step& copy, bool* fused) {
-  // A float sum into scratch that the schedule then copies, past the cache,
-  // into our buffer: one pass stores both.
+  // A float sum into scratch that the schedule then copies into our buffer:
+  // one pass stores both.
   *fused = false;
-  if (copy.kind != Step::Kind::Copy || !copy.streamDst || !fusableSum(reduce, copy)) return {};
+  if (copy.kind != Step::Kind::Copy || !fusableSum(reduce, copy)) return {};
   const void* in = nullptr;
   bool mapped = false;
+  auto* out = static_cast<float*>(resolve(copy.dst));
+  const auto* own = static_cast<const float*>(resolve(reduce.b));
+  // One pass reads each input element before storing that element, so the
+  // copy may land on an input only exactly.
+  const size_t bytes = copy.bytes;
+  const auto apart = [&](const void* p) {
+    const auto* q = static_cast<const std::byte*>(p);
+    const auto* o = reinterpret_cast<const std::byte*>(out);
+    return p == out || q + bytes <= o || o + bytes <= q;
+  };
+  if (!apart(own)) return {};
   HCL_TRY(peerOperand(reduce, &in, &mapped));
-  sumToCachedAndStreamed(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(resolve(copy.dst)),
-                         static_cast<const float*>(in), static_cast<const float*>(resolve(reduce.b)), reduce.count);
+  if (!apart(in)) return {};
+  sumToKeptAndOut(static_cast<float*>(resolve(reduce.dst)), out, static_cast<const float*>(in), own, reduce.count,
+                  copy.streamDst);
   *fused = true;
   return mapped ? comm_.connection(reduce.peer)->checkMappedAccess() : Status{};
 }

@@ -69,7 +69,7 @@ class ScheduleRun final : public OpRun {
     buffers_.recv = recv;
     spec_ = spec;
     // Other runs may have grown the communicator's scratch since.
-    if (schedule_.scratchBytes > 0) scratch_ = comm_.acquireScratch(schedule_.scratchBytes);
+    if (schedule_.scratchBytes > 0) scratch_ = comm_.acquireScratch(schedule_.scratchBytes, schedule_.scratchTurns);
     std::uninitialized_default_construct_n(transfers_, schedule_.transfers);
     allShared_ = -1;
     pc_ = 0;

@@ -1,6 +1,5 @@
 #include "core/streaming_copy.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -138,45 +137,6 @@ void streamingCopy(void* dst, const void* src, size_t bytes) {
 #endif
 }
 
-namespace {
-
-// AMD EPYC (Zen 4, 1 MiB L2 per core, 32 MiB L3), 2 ranks, hclMemAlloc
-// buffers, the bench's time per call: both cached is 1.4-2x faster than
-// either streaming up to 4 MiB; streaming the peer's copy alone is 1.4-1.5x
-// faster than the others at 8 MiB; from 16 MiB, where the call's buffers on
-// the host fill the L3, streaming both is 10-18% ahead of the peer's alone
-// and 1.2-1.4x ahead of both cached. 4 ranks on 2 cores: level (within 6%)
-// at every size from 1 to 32 MiB.
-SumStores amdSumStores(size_t callBytes, size_t hostBytes) {
-  constexpr size_t kCachedUpTo = 4u << 20;
-  constexpr size_t kStreamBothFromHostBytes = 32u << 20;
-  if (hostBytes >= kStreamBothFromHostBytes) return SumStores::BothStreamed;
-  if (callBytes <= kCachedUpTo) return SumStores::Cached;
-  return SumStores::PeerStreamed;
-}
-
-}  // namespace
-
-SumStores sumStoresFor(size_t callBytes, int nranks, CpuFamily family) {
-  const size_t hostBytes = callBytes * static_cast<size_t>(std::max(nranks, 1));
-  if (family == CpuFamily::Amd) return amdSumStores(callBytes, hostBytes);
-  // Intel Xeon, 2 ranks, hclMemAlloc buffers, the bench's time per call
-  // against both results streamed: both cached is 1.4-2.2x faster up to 1 MiB, where
-  // everything stays in the cores' caches; streaming only the peer's copy is
-  // 8-10% faster from 3 to 32 MiB, where the host's large last-level cache
-  // still holds our own; from 64 MiB (all outputs 128 MiB) streaming both is
-  // 35% faster. At 2 MiB, where the inputs alone fill a core's 2 MiB L2,
-  // streaming both was 8% ahead (at 1.5 and 3 MiB, level and 8% behind).
-  constexpr size_t kCachedUpTo = 1u << 20;
-  constexpr size_t kStreamBothFrom = 2u << 20;
-  constexpr size_t kStreamPeerFrom = 3u << 20;
-  constexpr size_t kStreamBothFromHostBytes = 128u << 20;
-  if (hostBytes >= kStreamBothFromHostBytes) return SumStores::BothStreamed;
-  if (callBytes <= kCachedUpTo) return SumStores::Cached;
-  if (callBytes >= kStreamBothFrom && callBytes < kStreamPeerFrom) return SumStores::BothStreamed;
-  return SumStores::PeerStreamed;
-}
-
 void sumToOwnAndPeer(float* own, float* peer, const float* a, const float* b, size_t count, SumStores stores) {
   switch (stores) {
     case SumStores::Cached: return sumTwice<false, false>(own, peer, a, b, count);
@@ -185,8 +145,9 @@ void sumToOwnAndPeer(float* own, float* peer, const float* a, const float* b, si
   }
 }
 
-void sumToCachedAndStreamed(float* cached, float* streamed, const float* a, const float* b, size_t count) {
-  sumTwice<false, true>(cached, streamed, a, b, count);
+void sumToKeptAndOut(float* kept, float* out, const float* a, const float* b, size_t count, bool streamOut) {
+  if (streamOut) return sumTwice<false, true>(kept, out, a, b, count);
+  sumTwice<false, false>(kept, out, a, b, count);
 }
 
 }  // namespace hcl

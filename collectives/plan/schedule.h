@@ -92,6 +92,11 @@ struct Schedule {
   std::vector<Step> steps;
   uint32_t transfers = 0;
   size_t scratchBytes = 0;
+  // Calls take their scratch from this many regions in turn, so a call's
+  // stores land on lines its peers last read calls ago, which they no
+  // longer cache: storing into a line another core holds waits for its
+  // invalidation (see window.cc).
+  size_t scratchTurns = 1;
   // Of this rank's own send and receive buffers, the bytes the call covers:
   // peers' steps must stay within them.
   size_t sendBytes = 0, recvBytes = 0;

@@ -383,6 +383,39 @@ TEST(WindowAllReduce, WindowsStayWithinKeptScratch) {
   }
 }
 
+// Small windows rotate through scratch regions from call to call (peers no
+// longer cache the lines a call stores into), within a bound; results that
+// the next call still finds in cache are stored through it, larger ones past
+// it.
+TEST(WindowAllReduce, SmallWindowsRotateAndCachedResultsStayCached) {
+  hcl::Planner planner("allreduce:window");
+  planner.setPeerAccess(true);
+  planner.setCpuFamily(hcl::CpuFamily::Amd);
+  const auto intoRecvStreamed = [](const hcl::Schedule& s) {
+    int streamed = 0, cached = 0;
+    for (const hcl::Step& st : s.steps) {
+      const bool intoRecv = (st.kind == hcl::Step::Kind::Copy || st.kind == hcl::Step::Kind::ReadPeer) &&
+                            st.dst.id == hcl::BufferId::Recv && st.only == hcl::Only::Private;
+      if (intoRecv) ++(st.streamDst ? streamed : cached);
+    }
+    return std::pair{streamed, cached};
+  };
+  for (size_t bytes : {size_t{256} << 10, size_t{1} << 20, size_t{4} << 20}) {
+    const hcl::Schedule s = planner.plan(floatArgs(CollKind::AllReduce, 2, bytes));
+    ASSERT_EQ(s.algorithm, "window") << bytes;
+    EXPECT_LE(s.scratchTurns * s.scratchBytes, std::max<size_t>(4u << 20, s.scratchBytes)) << bytes;
+    const auto [streamed, cached] = intoRecvStreamed(s);
+    EXPECT_EQ(streamed, 0) << bytes;
+    EXPECT_GT(cached, 0) << bytes;
+  }
+  EXPECT_GT(planner.plan(floatArgs(CollKind::AllReduce, 2, size_t{256} << 10)).scratchTurns, 1u);
+  const hcl::Schedule big = planner.plan(floatArgs(CollKind::AllReduce, 2, size_t{64} << 20));
+  EXPECT_EQ(big.scratchTurns, 1u);
+  const auto [streamed, cached] = intoRecvStreamed(big);
+  EXPECT_GT(streamed, 0);
+  EXPECT_EQ(cached, 0);
+}
+
 }  // namespace
 
 namespace {

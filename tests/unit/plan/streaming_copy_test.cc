@@ -59,11 +59,12 @@ float inputB(size_t i) { return 1.0f / static_cast<float>(i + 1); }
 // destination (16-byte and 64-byte stores, and the element loops around
 // them).
 TEST(StreamingSums, WriteTheSumToBothDestinationsAtAnyAlignment) {
-  enum class Kernel { Cached, PeerStreamed, BothStreamed, CachedAndStreamed };
+  enum class Kernel { Cached, PeerStreamed, BothStreamed, KeptAndStreamed, KeptAndCached };
   for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{17}, size_t{1001}, size_t{1} << 16}) {
     for (size_t off1 : {0, 1, 3, 4, 16}) {
       for (size_t off2 : {0, 2, 4, 16}) {
-        for (Kernel kernel : {Kernel::Cached, Kernel::PeerStreamed, Kernel::BothStreamed, Kernel::CachedAndStreamed}) {
+        for (Kernel kernel : {Kernel::Cached, Kernel::PeerStreamed, Kernel::BothStreamed, Kernel::KeptAndStreamed,
+                              Kernel::KeptAndCached}) {
           Floats d1(count, off1), d2(count, off2);
           std::vector<float> a(count), b(count);
           for (size_t i = 0; i < count; ++i) {
@@ -80,8 +81,11 @@ TEST(StreamingSums, WriteTheSumToBothDestinationsAtAnyAlignment) {
             case Kernel::BothStreamed:
               hcl::sumToOwnAndPeer(d1.at, d2.at, a.data(), b.data(), count, hcl::SumStores::BothStreamed);
               break;
-            case Kernel::CachedAndStreamed:
-              hcl::sumToCachedAndStreamed(d1.at, d2.at, a.data(), b.data(), count);
+            case Kernel::KeptAndStreamed:
+              hcl::sumToKeptAndOut(d1.at, d2.at, a.data(), b.data(), count, true);
+              break;
+            case Kernel::KeptAndCached:
+              hcl::sumToKeptAndOut(d1.at, d2.at, a.data(), b.data(), count, false);
               break;
           }
           for (size_t i = 0; i < count; ++i) {
@@ -97,7 +101,7 @@ TEST(StreamingSums, WriteTheSumToBothDestinationsAtAnyAlignment) {
 }
 
 // In place, the result overwrites the input it is summed from: an in-place
-// allreduce's own output, and the window all-reduce streaming the result
+// allreduce's own output, and the window all-reduce storing the result
 // over its own input.
 TEST(StreamingSums, ResultMayOverwriteItsInput) {
   using Sum = std::function<void(float* other, float* inout, const float* a, size_t count)>;
@@ -109,7 +113,8 @@ TEST(StreamingSums, ResultMayOverwriteItsInput) {
       [](float* o, float* io, const float* a, size_t n) {
         hcl::sumToOwnAndPeer(io, o, a, io, n, hcl::SumStores::BothStreamed);
       },
-      [](float* o, float* io, const float* a, size_t n) { hcl::sumToCachedAndStreamed(o, io, a, io, n); },
+      [](float* o, float* io, const float* a, size_t n) { hcl::sumToKeptAndOut(o, io, a, io, n, true); },
+      [](float* o, float* io, const float* a, size_t n) { hcl::sumToKeptAndOut(o, io, a, io, n, false); },
   };
   for (size_t k = 0; k < sums.size(); ++k) {
     for (size_t count : {size_t{5}, size_t{1000}, size_t{1} << 15}) {
