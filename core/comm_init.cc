@@ -113,6 +113,7 @@ CommSettings settingsFromParams(const hclConfig_t* config) {
   s.stageChunkBytes = static_cast<size_t>(std::max<int64_t>(4096, paramInt("HCL_STAGE_CHUNK_BYTES")));
   s.stageSlots = static_cast<int>(std::clamp<int64_t>(paramInt("HCL_STAGE_SLOTS"), 2, 16));
   s.blocking = paramBool("HCL_COMM_BLOCKING");
+  s.windowStaging = static_cast<int>(paramInt("HCL_WINDOW_STAGING"));
   if (const char* name = configCommName(config)) s.name = name;
   if (config) {
     if (config->size >= offsetof(hclConfig_t, blocking) + sizeof(int) && config->blocking != HCL_CONFIG_UNDEF_INT) {

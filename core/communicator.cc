@@ -18,6 +18,9 @@ Communicator::Communicator(int rank, int nranks, const uint8_t secret[16], uint6
       settings_(std::move(settings)),
       device_(settings_.device ? settings_.device : &cpuDevice()),
       planner_(settings_.algoOverride),
+      stagingChoice_(settings_.windowStaging < 0    ? StagingChoice::Mode::Measure
+                     : settings_.windowStaging == 0 ? StagingChoice::Mode::Never
+                                                    : StagingChoice::Mode::Always),
       keptRuns_(std::make_unique<KeptRuns>()) {
   std::memcpy(secret_, secret, sizeof secret_);
 }

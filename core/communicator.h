@@ -19,6 +19,7 @@
 #include "core/shared_allocations.h"
 #include "core/status.h"
 #include "core/staging.h"
+#include "core/staging_choice.h"
 #include "core/ipc_area.h"
 #include "core/execution_gate.h"
 #include "core/issue_order.h"
@@ -39,6 +40,8 @@ struct CommSettings {
   Device* device = nullptr;  // null: the CPU
   size_t stageChunkBytes = 1 << 20;
   int stageSlots = 3;
+  // HCL_WINDOW_STAGING: -1 measures which way runs faster (core/staging_choice.h).
+  int windowStaging = -1;
   // config.blocking / HCL_COMM_BLOCKING: false makes inits return
   // hclInProgress and finish in the background.
   bool blocking = true;
@@ -133,6 +136,8 @@ class Communicator {
   // With `turns` > 1, successive calls get successive regions of `bytes`
   // each (Schedule::scratchTurns).
   std::byte* acquireScratch(size_t bytes, size_t turns = 1);
+  // Whether runs that may stage through scratch should (HCL_WINDOW_STAGING).
+  StagingChoice& stagingChoice() { return stagingChoice_; }
   void releaseScratch();
 
   // Per-call serial number of splits, so every child gets a distinct tag.
@@ -192,6 +197,7 @@ class Communicator {
   RescuePort rescuePort_;
   ShareableBuffer scratch_;  // peers map it in algorithms that stage data there
   size_t scratchTurn_ = 0;   // the next region, where schedules rotate their scratch
+  StagingChoice stagingChoice_;
   std::unique_ptr<KeptRuns> keptRuns_;  // last: its runs use the members above
 };
 

@@ -52,6 +52,10 @@ ScheduleRun::ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSched
     self.send = describeOwnBuffer(buffers_.send, schedule_.sendBytes);
     self.recv = describeOwnBuffer(buffers_.recv, schedule_.recvBytes);
     self.scratch = describeOwnBuffer(scratch_, schedule_.scratchBytes);
+    if (prepared_->stages) {
+      if (comm_.stagingChoice().propose(shape())) self.flags |= kProposeStaging;
+      started_ = std::chrono::steady_clock::now();
+    }
   }
 }
 
@@ -222,15 +226,19 @@ Status ScheduleRun::fuseReduceAndCopy(const Step& reduce, const Step& copy, bool
 
 bool ScheduleRun::runs(const Step& st) {
   if (st.only == Only::Always) return true;
-  if (allShared_ < 0) {
+  if (staged_ < 0) {
     // Every rank sees the same exchanged entries, so all decide alike.
-    bool all = addresses_ != nullptr;
-    auto shareable = [](const AddressEntry& e) { return e.send.allocSerial != 0 && e.recv.allocSerial != 0; };
-    if (all) all = shareable(addresses_[static_cast<size_t>(comm_.rank())]);
-    for (int p : prepared_->peers) all = all && shareable(addresses_[static_cast<size_t>(p)]);
-    allShared_ = all ? 1 : 0;
+    bool shareable = addresses_ != nullptr;
+    auto both = [](const AddressEntry& e) { return e.send.allocSerial != 0 && e.recv.allocSerial != 0; };
+    if (shareable) shareable = both(addresses_[static_cast<size_t>(comm_.rank())]);
+    for (int p : prepared_->peers) shareable = shareable && both(addresses_[static_cast<size_t>(p)]);
+    // The first rank's proposal decides (core/staging_choice.h).
+    int first = comm_.rank();
+    for (int p : prepared_->peers) first = std::min(first, p);
+    chose_ = prepared_->stages && !shareable;
+    staged_ = chose_ && (addresses_[static_cast<size_t>(first)].flags & kProposeStaging) != 0 ? 1 : 0;
   }
-  return (st.only == Only::Shared) == (allShared_ == 1);
+  return (st.only == Only::Staged) == (staged_ == 1);
 }
 
 Status ScheduleRun::pollConnections(bool* progressed) {
@@ -342,6 +350,11 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
   }
   *done = true;
   finished_ = true;
+  if (chose_) {
+    const auto took = std::chrono::steady_clock::now() - started_;
+    comm_.stagingChoice().record(shape(), staged_ == 1,
+                                 std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
+  }
   // A kept run lets go of the scratch between calls, as a destroyed one does.
   if (scratch_) {
     comm_.releaseScratch();

@@ -3,6 +3,7 @@
 // communicators) at once.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -16,16 +17,19 @@
 #include "core/function_ref.h"
 #include "core/issue_order.h"
 #include "core/schedule_cache.h"
+#include "core/staging_choice.h"
 
 namespace hcl {
 
 // One rank's entry of a run's Addresses table: how peers reach its buffers.
 struct AddressEntry {
   PeerBuffer send, recv, scratch;
+  uint64_t flags = 0;  // kProposeStaging
 };
 static_assert(sizeof(AddressEntry) == kAddressEntryBytes);
 static_assert(offsetof(AddressEntry, send) == kAddressSendOffset && offsetof(AddressEntry, recv) == kAddressRecvOffset &&
-              offsetof(AddressEntry, scratch) == kAddressScratchOffset);
+              offsetof(AddressEntry, scratch) == kAddressScratchOffset &&
+              offsetof(AddressEntry, flags) == kAddressFlagsOffset);
 
 struct RunBuffers {
   const void* send = nullptr;
@@ -71,7 +75,7 @@ class ScheduleRun final : public OpRun {
     // Other runs may have grown the communicator's scratch since.
     if (schedule_.scratchBytes > 0) scratch_ = comm_.acquireScratch(schedule_.scratchBytes, schedule_.scratchTurns);
     std::uninitialized_default_construct_n(transfers_, schedule_.transfers);
-    allShared_ = -1;
+    staged_ = -1;
     pc_ = 0;
     finished_ = false;
   }
@@ -99,8 +103,9 @@ class ScheduleRun final : public OpRun {
   Status fuseReduceAndWrite(const Step& reduce, const Step& write, bool* fused);
   // The same for a ReducePeer and a streamed Copy of its result.
   Status fuseReduceAndCopy(const Step& reduce, const Step& copy, bool* fused);
-  // Whether a step conditional on shareable buffers runs.
+  // Whether a step conditional on how the run moves data runs.
   bool runs(const Step& st);
+  StagingChoice::Shape shape() const { return {schedule_.tag, schedule_.sendBytes, schedule_.recvBytes}; }
 
   // Polls of a Wait step per advance where waits busy-poll (advance()).
   static constexpr int kPollsPerWait = 8;
@@ -112,7 +117,9 @@ class ScheduleRun final : public OpRun {
   ReduceSpec spec_;
   std::byte* scratch_ = nullptr;  // the communicator's, until this run finishes
   std::unique_ptr<AddressEntry[]> addresses_;  // per rank, for direct access
-  int allShared_ = -1;  // every exchanged buffer shareable (-1: not yet known)
+  int staged_ = -1;        // the run stages (Only::Staged; -1: not yet known)
+  bool chose_ = false;     // ... and it could have gone either way
+  std::chrono::steady_clock::time_point started_{};  // where it could
   // Most schedules have a handful of transfers (the flat small-message
   // round has 2(n-1)); those live in the run itself, with no allocation.
   // Only the schedule's own count is constructed there: clearing all of

@@ -88,6 +88,10 @@ constexpr std::array kParams = {
     ParamSpec{"HCL_CHUNK_BYTES", Int, "524288", "Pipeline slice size of ring algorithms in bytes",
               nullptr, 4096, int64_t{1} << 30},
     ParamSpec{"HCL_ALGO", String, "", "Collective algorithm override", "NCCL_ALGO"},
+    ParamSpec{"HCL_WINDOW_STAGING", Int, "-1",
+              "Window all-reduce on malloc buffers: 1 stages through shared scratch, 0 goes straight between "
+              "the buffers (process_vm_readv/writev), -1 measures both per call size and keeps the faster",
+              nullptr, -1, 1},
     ParamSpec{"HCL_SPIN_US", Int, "50", "Busy-poll time in microseconds before backing off",
               nullptr, 0, 10'000'000},
     ParamSpec{"HCL_DEVICE", String, "auto",

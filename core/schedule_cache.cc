@@ -43,6 +43,7 @@ std::shared_ptr<const PreparedSchedule> prepareSchedule(Schedule schedule) {
     p->direct = p->direct || st.kind == Step::Kind::ReadPeer || st.kind == Step::Kind::WritePeer ||
                 st.kind == Step::Kind::ReducePeer || st.kind == Step::Kind::CheckPeerSizes ||
                 st.a.id == BufferId::Addresses || st.dst.id == BufferId::Addresses;
+    p->stages = p->stages || st.only == Only::Staged;
     if (st.kind == Step::Kind::Send || st.kind == Step::Kind::Recv) {
       p->transferPeer[st.transfer] = st.peer;
       if (std::find(p->peers.begin(), p->peers.end(), st.peer) == p->peers.end()) p->peers.push_back(st.peer);

@@ -19,6 +19,7 @@ struct PreparedSchedule {
   std::vector<int> transferPeer;  // per transfer: the peer it talks to
   std::vector<int> peers;         // every peer the schedule talks to, once
   bool direct = false;            // reads or writes peers' buffers
+  bool stages = false;            // has Only::Staged steps: may go either way
 };
 
 std::shared_ptr<const PreparedSchedule> prepareSchedule(Schedule schedule);

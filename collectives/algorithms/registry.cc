@@ -53,14 +53,18 @@ constexpr int kFlatMaxRanks = 8;
 // on 4 ranks, 16 MiB.
 constexpr size_t kWindowFrom = 16u << 20;
 constexpr size_t kWindowFromTotal = 64u << 20;
-// On AMD EPYC (Zen 4) the window is ahead from 4 MiB where every rank has a
-// CPU of its own (2 ranks, against direct with its 512 KiB slices there:
-// 0.53-0.64x direct's time at 4-16 MiB; level at 1-2 MiB), and behind at
-// every size where ranks share CPUs (4 ranks on 2 cores: 1.35x direct's time
-// at 4-64 MiB, 2-2.5x at 256 KiB-2 MiB), where its two messages per slice
-// and peer each wait for a rank that may not be running (docs/performance.md).
+// On AMD EPYC (Zen 4) the window is ahead from 256 KiB where every rank has
+// a CPU of its own (2 ranks, malloc buffers: 18-19 GB/s against direct's
+// 10.4-10.7 at 256-512 KiB, level at 128 KiB), once its results stay in
+// cache below 8 MiB and small windows rotate (window.cc). Runs measure
+// whether staging still pays, as it does not while the host runs the two
+// vCPUs apart, and go straight between the buffers instead
+// (core/staging_choice.h). It is behind at every size where ranks share
+// CPUs (4 ranks on 2 cores: 1.35x direct's time at 4-64 MiB, 2-2.5x at
+// 256 KiB-2 MiB), where its two messages per slice and peer each wait for a
+// rank that may not be running (docs/performance.md).
 constexpr FamilyAdmission kWindowOnAmd[] = {
-    {.family = CpuFamily::Amd, .minBytes = 4u << 20, .minTotalBytes = 0, .withSharedCpus = false}};
+    {.family = CpuFamily::Amd, .minBytes = 256u << 10, .minTotalBytes = 0, .withSharedCpus = false}};
 
 std::span<const AlgorithmEntry> algorithmTable() {
   static const AlgorithmEntry table[] = {

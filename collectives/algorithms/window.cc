@@ -68,7 +68,7 @@ Schedule windowAllReduce(const CollArgs& a) {
   };
   // Our input for every peer's slice g, into the window they read.
   const auto stage = [&](size_t g) {
-    b.only(Only::Private);
+    b.only(Only::Staged);
     for (int q : peers) {
       const Shard theirs = sliceOf(q, g);
       b.copy(scratchAt(w.in(r, q, g)), sendAt(theirs.begin * es), theirs.len * es);
@@ -91,14 +91,14 @@ Schedule windowAllReduce(const CollArgs& a) {
     const Shard mine = sliceOf(r, g);
     const size_t off = mine.begin * es, bytes = mine.len * es;
     if (mine.len > 0) {
-      b.only(Only::Private);
+      b.only(Only::Staged);
       reduceAcrossPeers(
           b, peers, sendAt(off), [&](int q) { return peerScratchAt(w.in(q, r, g)); }, es, mine.len,
           scratchAt(w.out(g)), true, scratchAt(w.tmp()), scratchAt(w.acc()));
       b.copy(recvAt(off), scratchAt(w.out(g)), bytes, pastCache);
       // With every buffer shareable: the direct algorithm, straight between
       // the peers' buffers.
-      b.only(Only::Shared);
+      b.only(Only::Direct);
       reduceAcrossPeers(
           b, peers, sendAt(off), [&](int) { return peerSendAt(off); }, es, mine.len, recvAt(off), !a.inPlace,
           scratchAt(w.tmp()), scratchAt(w.acc()));
@@ -108,7 +108,7 @@ Schedule windowAllReduce(const CollArgs& a) {
     const std::vector<uint32_t> reduced = signalPeers(b, peers, peers);
     if (g + 1 < rounds) staged = stage(g + 1);  // while the peers finish slice g
     b.waitAll(reduced);
-    b.only(Only::Private);
+    b.only(Only::Staged);
     for (int q : peers) {
       const Shard theirs = sliceOf(q, g);
       if (theirs.len == 0) continue;

@@ -4,12 +4,17 @@
 // owner reduces its shard slice reading the peers' windows and leaves the
 // result in its own window, and every rank copies the results into its
 // output. Two empty messages per slice and peer order the windows' reuse.
-// Per slice a rank copies its data twice (stage in, copy out) in user space
-// with every store that is not read again bypassing the cache, where the
-// kernel's process_vm_readv/writev would also pin every page.
+// Per slice a rank copies its data twice (stage in, copy out) in user space,
+// where the kernel's process_vm_readv/writev would also pin every page;
+// results that are not read again before they leave the cache bypass it.
 //
-// When every buffer of the call is shareable (hclMemAlloc), the same
-// schedule runs the direct algorithm's steps instead (Only::Shared).
+// The same schedule also holds the direct algorithm's steps, straight
+// between the peers' buffers (Only::Direct): those run when every buffer of
+// the call is shareable (hclMemAlloc), and on malloc buffers when a rank
+// finds them faster for calls of this shape. That happens where stores into
+// lines another core has read are slow (ranks on different core complexes,
+// or a virtual machine whose CPUs the host moves apart), which staging pays
+// for on every line.
 #pragma once
 
 #include "collectives/plan/collective.h"

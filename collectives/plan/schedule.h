@@ -16,10 +16,14 @@
 // entry of the Addresses table holds {send, recv, scratch}, and
 // exchangeAddresses() swaps entries with a peer.
 //
-// A step may be conditional on whether every buffer the run exchanged is
-// shareable (hclMemAlloc: peers map it and load and store it directly) or
-// not. Every rank decides from the same exchanged entries, so all take the
-// same branch. Messages are never conditional.
+// A step may be conditional on how the run moves data: straight between the
+// ranks' buffers (Only::Direct), or staged through the ranks' shared scratch
+// (Only::Staged). A run stages where some exchanged buffer is not shareable
+// (hclMemAlloc buffers are: peers map them and load and store them
+// directly) and every rank's entry proposes staging; each rank proposes
+// what was faster in its recent calls of that shape (core/staging_choice.h).
+// Every rank decides from the same exchanged entries, so all take the same
+// branch. Messages are never conditional.
 #pragma once
 
 #include <cstddef>
@@ -38,9 +42,12 @@ namespace hcl {
 enum class BufferId : uint8_t { Send, Recv, Scratch, User, Addresses };
 
 // An Addresses entry: three of the executor's PeerBuffer (40 bytes each),
-// whose first word is the address and last the bytes peers may reach.
-constexpr size_t kAddressEntryBytes = 120;
-constexpr size_t kAddressSendOffset = 0, kAddressRecvOffset = 40, kAddressScratchOffset = 80;
+// whose first word is the address and last the bytes peers may reach, and a
+// word of flags (kProposeStaging).
+constexpr size_t kAddressEntryBytes = 128;
+constexpr size_t kAddressSendOffset = 0, kAddressRecvOffset = 40, kAddressScratchOffset = 80,
+                 kAddressFlagsOffset = 120;
+constexpr uint64_t kProposeStaging = 1;
 
 struct BufferRef {
   BufferId id = BufferId::Send;
@@ -51,8 +58,8 @@ struct BufferRef {
 // When a step runs (see the top of this file).
 enum class Only : uint8_t {
   Always,
-  Shared,   // every exchanged send and receive buffer is shareable
-  Private,  // at least one is not
+  Direct,  // the run goes straight between the ranks' buffers
+  Staged,  // the run stages through shared scratch (see the top of this file)
 };
 
 struct Step {

@@ -69,7 +69,7 @@ class Replay {
     while (st.pc < steps.size()) {
       const Step& s = steps[st.pc];
       // Plans are priced for buffers from malloc, the common case.
-      if (s.only == Only::Shared) {
+      if (s.only == Only::Direct) {
         ++st.pc;
         continue;
       }

@@ -17,6 +17,7 @@ struct Config {
   bool shared = false;  // buffers from hclMemAlloc, which shm peers map
   const char* algo = nullptr;  // HCL_ALGO
   bool mapPeers = true;        // HCL_SHM_MAP
+  bool staging = true;         // HCL_WINDOW_STAGING=0 when false: the window's direct steps on malloc buffers
 };
 
 class Collectives : public ::testing::TestWithParam<Config> {};
@@ -35,6 +36,7 @@ TEST_P(Collectives, EveryCollectiveEveryType) {
   }
   if (c.algo) env.push_back({"HCL_ALGO", c.algo});
   if (!c.mapPeers) env.push_back({"HCL_SHM_MAP", "0"});
+  if (!c.staging) env.push_back({"HCL_WINDOW_STAGING", "0"});
   auto results = hcltest::runProcesses(
       c.nranks,
       [&](int rank) {
@@ -57,12 +59,14 @@ INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
                                            Config{2, false, false, "allreduce:window"},
                                            Config{3, false, false, "allreduce:window"},
                                            Config{2, false, true, "allreduce:window"},
-                                           Config{3, false, false, "allreduce:window", false}),
+                                           Config{3, false, false, "allreduce:window", false},
+                                           Config{2, false, false, "allreduce:window", true, false},
+                                           Config{3, false, false, "allreduce:window", true, false}),
                          [](const auto& info) {
                            const Config& c = info.param;
                            return std::to_string(c.nranks) + "ranks_" + (c.tcp ? "tcp" : "shm") +
                                   (c.shared ? "_memalloc" : "") + (c.algo ? "_window" : "") +
-                                  (c.mapPeers ? "" : "_unmapped");
+                                  (c.mapPeers ? "" : "_unmapped") + (c.staging ? "" : "_unstaged");
                          });
 
 }  // namespace

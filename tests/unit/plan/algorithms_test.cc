@@ -291,8 +291,10 @@ TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
     return plannerFor(family, sharedCpus).plan(floatArgs(CollKind::AllReduce, nranks, bytes)).algorithm;
   };
   using hcl::CpuFamily;
-  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{2} << 20, 2), "direct");
+  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{128} << 10, 2), "direct");
+  EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{256} << 10, 2), "window");
   EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{4} << 20, 2), "window");
+  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{256} << 10, 4), "direct");
   EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{4} << 20, 4), "window");
   EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{4} << 20, 4), "direct");
   EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{256} << 20, 4), "direct");
@@ -395,7 +397,7 @@ TEST(WindowAllReduce, SmallWindowsRotateAndCachedResultsStayCached) {
     int streamed = 0, cached = 0;
     for (const hcl::Step& st : s.steps) {
       const bool intoRecv = (st.kind == hcl::Step::Kind::Copy || st.kind == hcl::Step::Kind::ReadPeer) &&
-                            st.dst.id == hcl::BufferId::Recv && st.only == hcl::Only::Private;
+                            st.dst.id == hcl::BufferId::Recv && st.only == hcl::Only::Staged;
       if (intoRecv) ++(st.streamDst ? streamed : cached);
     }
     return std::pair{streamed, cached};

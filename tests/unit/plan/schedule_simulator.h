@@ -2,6 +2,7 @@
 // real reduction kernels: a transport-free check of the algorithms.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -23,6 +24,12 @@ struct SimRank {
   // Whether the send and receive buffers count as shareable (hclMemAlloc),
   // for steps conditional on it.
   bool shareable = false;
+  // What this rank proposes for runs that may stage (the first rank's
+  // proposal decides, as in the executor).
+  bool proposeStaging = true;
+  // Set by simulate(): whether the run took its Only::Staged steps (-1:
+  // it had no conditional step).
+  int tookStaged = -1;
 };
 
 // Returns "" on success or a description of the deadlock / mismatch.
@@ -45,10 +52,10 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
     // Per rank, as the schedule learnt them: the executor's AddressEntry
     // (an address and, in the next word, a shareable serial per buffer).
     std::vector<uint64_t> addresses;
-    int allShared = -1;
+    int staged = -1;
   };
   constexpr size_t kSendWord = hcl::kAddressSendOffset / 8, kRecvWord = hcl::kAddressRecvOffset / 8,
-                   kScratchWord = hcl::kAddressScratchOffset / 8;
+                   kScratchWord = hcl::kAddressScratchOffset / 8, kFlagsWord = hcl::kAddressFlagsOffset / 8;
   std::vector<std::vector<std::deque<Msg>>> wire(n, std::vector<std::deque<Msg>>(n));  // [src][dst]
   std::vector<std::vector<std::deque<uint32_t>>> posted(n, std::vector<std::deque<uint32_t>>(n));  // [dst][src]
   std::vector<State> st(n);
@@ -63,20 +70,25 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
     own[kRecvWord] = reinterpret_cast<uintptr_t>(ranks[r].recv);
     own[kScratchWord] = reinterpret_cast<uintptr_t>(st[r].scratch.data());
     own[kSendWord + 1] = own[kRecvWord + 1] = ranks[r].shareable ? 1 : 0;
+    own[kFlagsWord] = ranks[r].proposeStaging ? hcl::kProposeStaging : 0;
   }
-  // As the executor decides: every exchanged entry's send and recv shareable.
+  // As the executor decides: stage unless every exchanged entry's send and
+  // recv are shareable, and only where the first rank proposes it.
   auto runs = [&](size_t r, const Step& step) {
     if (step.only == hcl::Only::Always) return true;
-    if (st[r].allShared < 0) {
+    if (st[r].staged < 0) {
       bool all = true;
+      size_t first = n;
       for (size_t p = 0; p < n; ++p) {
         const uint64_t* e = &st[r].addresses[kWordsPerEntry * p];
         if (e[kSendWord] == 0 && e[kRecvWord] == 0 && p != r) continue;  // no entry from p
+        first = std::min(first, p);
         all = all && e[kSendWord + 1] != 0 && e[kRecvWord + 1] != 0;
       }
-      st[r].allShared = all ? 1 : 0;
+      const bool proposed = (st[r].addresses[kWordsPerEntry * first + kFlagsWord] & hcl::kProposeStaging) != 0;
+      st[r].staged = !all && proposed ? 1 : 0;
     }
-    return (step.only == hcl::Only::Shared) == (st[r].allShared == 1);
+    return (step.only == hcl::Only::Staged) == (st[r].staged == 1);
   };
   auto resolve = [&](size_t r, const hcl::BufferRef& ref) -> std::byte* {
     switch (ref.id) {
@@ -201,7 +213,10 @@ inline std::string simulate(std::vector<SimRank>& ranks) {
     const std::string d = deliver();
     if (d == "size mismatch") return d;
     if (!d.empty()) progressed = true;
-    if (allDone) return "";
+    if (allDone) {
+      for (size_t r = 0; r < n; ++r) ranks[r].tookStaged = st[r].staged;
+      return "";
+    }
     if (!progressed) return "deadlock: no rank can make progress";
   }
 }

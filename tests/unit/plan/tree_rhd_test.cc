@@ -185,13 +185,14 @@ struct Call {
   bool inPlace;
   Numeric num;
   bool shareable = false;  // buffers as from hclMemAlloc
+  bool staged = true;      // the first rank proposes staging (Only::Staged)
 };
 
 std::string describe(const Call& c) {
   return std::string(hcl::collKindName(c.kind)) + " " + c.algorithm + " nranks " + std::to_string(c.nranks) +
          " count " + std::to_string(c.count) + " chunk " + std::to_string(c.chunkBytes) + " root " +
          std::to_string(c.root) + (c.inPlace ? " in-place " : " out-of-place ") + c.num.name +
-         (c.shareable ? " shareable" : "");
+         (c.shareable ? " shareable" : "") + (c.staged ? "" : " unstaged");
 }
 
 // One rank's buffers, laid out the way NCCL defines in place for the
@@ -317,9 +318,21 @@ std::string simulateCall(const Call& c, std::vector<RankIo>& io) {
     }
     const std::string misuse = checkBufferUse(s, x.sendBytes, x.recvBytes, c.num.type, c.nranks);
     if (!misuse.empty()) return "rank " + std::to_string(r) + ": " + misuse;
-    ranks[static_cast<size_t>(r)] = {std::move(s), x.send, x.recv, spec, x.sendBytes, x.recvBytes, c.shareable};
+    ranks[static_cast<size_t>(r)] = {std::move(s), x.send, x.recv, spec, x.sendBytes, x.recvBytes, c.shareable,
+                                     c.staged || r != 0};
   }
-  return hcltest::simulate(ranks);
+  const std::string outcome = hcltest::simulate(ranks);
+  if (!outcome.empty() || c.algorithm != std::string("window")) return outcome;
+  // Every rank took the branch the first rank proposed, or the direct one
+  // where every buffer is shareable.
+  const int want = c.staged && !c.shareable ? 1 : 0;
+  for (const hcltest::SimRank& rank : ranks) {
+    const auto& steps = rank.schedule.steps;
+    const bool branches =
+        std::any_of(steps.begin(), steps.end(), [](const hcl::Step& st) { return st.only != hcl::Only::Always; });
+    if (branches && rank.tookStaged != want) return "a rank took staged=" + std::to_string(rank.tookStaged);
+  }
+  return "";
 }
 
 // The code element i of rank r's output must hold; nullopt where the output
@@ -367,7 +380,8 @@ bool isReduction(CollKind k) { return k != CollKind::Broadcast && k != CollKind:
 
 // Every size, placement, root and data type of one collective.
 // Only sizes up to `maxBytes` per rank's vector, for algorithms limited to them.
-void runEveryCase(CollKind kind, const char* algorithm, int n, bool shareable = false, size_t maxBytes = SIZE_MAX) {
+void runEveryCase(CollKind kind, const char* algorithm, int n, bool shareable = false, size_t maxBytes = SIZE_MAX,
+                  bool staged = true) {
   const std::vector<int> roots = isRooted(kind) ? rootsFor(n) : std::vector<int>{0};
   const std::span<const Numeric> numerics = isReduction(kind) ? std::span<const Numeric>(kReductions)
                                                               : std::span<const Numeric>(kMovements);
@@ -376,7 +390,7 @@ void runEveryCase(CollKind kind, const char* algorithm, int n, bool shareable = 
       for (int root : roots) {
         for (const Numeric& num : numerics) {
           if (size.count * hcl::dataTypeSize(num.type) > maxBytes) continue;
-          const Call c{kind, algorithm, n, size.count, size.chunkBytes, root, inPlace, num, shareable};
+          const Call c{kind, algorithm, n, size.count, size.chunkBytes, root, inPlace, num, shareable, staged};
           const size_t count = size.count;
           SCOPED_TRACE(describe(c));
           switch (kind) {
@@ -423,9 +437,14 @@ TEST_P(TreeRhd, RhdReduceScatter) { runEveryCase(CollKind::ReduceScatter, "rhd",
 TEST_P(TreeRhd, RhdAllGather) { runEveryCase(CollKind::AllGather, "rhd", GetParam()); }
 TEST_P(TreeRhd, DirectAllReduce) { runEveryCase(CollKind::AllReduce, "direct", GetParam()); }
 // Staged through the shared windows (malloc buffers), and with every buffer
-// shareable, where the same schedule runs the direct steps.
+// shareable, where the same schedule runs the direct steps. Those also run
+// on malloc buffers where the first rank proposes not to stage; the others'
+// proposals do not count.
 TEST_P(TreeRhd, WindowAllReduce) { runEveryCase(CollKind::AllReduce, "window", GetParam()); }
 TEST_P(TreeRhd, WindowAllReduceShareable) { runEveryCase(CollKind::AllReduce, "window", GetParam(), true); }
+TEST_P(TreeRhd, WindowAllReduceUnstaged) {
+  runEveryCase(CollKind::AllReduce, "window", GetParam(), false, SIZE_MAX, false);
+}
 TEST_P(TreeRhd, FlatAllReduce) { runEveryCase(CollKind::AllReduce, "flat", GetParam(), false, 1024); }
 TEST_P(TreeRhd, DirectReduceScatter) { runEveryCase(CollKind::ReduceScatter, "direct", GetParam()); }
 TEST_P(TreeRhd, DirectReduce) { runEveryCase(CollKind::Reduce, "direct", GetParam()); }

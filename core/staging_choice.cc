@@ -1,0 +1,63 @@
+#include "core/staging_choice.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace hcl {
+
+int64_t StagingChoice::Way::estimate() const {
+  const size_t n = std::min<size_t>(samples, recent.size());
+  std::array<int64_t, 3> sorted = recent;
+  std::sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(n));
+  return sorted[n / 2];  // of two, the slower
+}
+
+size_t StagingChoice::ShapeHash::operator()(const Shape& s) const {
+  const size_t h = std::hash<uint64_t>{}(s.sendBytes * 0x9e3779b97f4a7c15ull ^ s.recvBytes);
+  return h ^ (static_cast<size_t>(s.tag) << 1);
+}
+
+bool StagingChoice::stagingLeads(const Entry& e) {
+  // Staging is what the planner chose; it leads until the other way has
+  // been measured faster.
+  if (e.staged.samples == 0 || e.direct.samples == 0) return true;
+  return e.staged.estimate() <= e.direct.estimate();
+}
+
+StagingChoice::Entry& StagingChoice::entry(const Shape& shape) {
+  if (entries_.size() >= kMaxShapes && entries_.find(shape) == entries_.end()) entries_.clear();
+  return entries_[shape];
+}
+
+bool StagingChoice::propose(const Shape& shape) {
+  if (mode_ != Mode::Measure) return mode_ == Mode::Always;
+  Entry& e = entry(shape);
+  const bool lead = stagingLeads(e);
+  if (++e.sinceTry < e.interval) return lead;
+  e.sinceTry = 0;
+  return !lead;
+}
+
+void StagingChoice::record(const Shape& shape, bool staged, int64_t nanoseconds) {
+  if (mode_ != Mode::Measure) return;
+  Entry& e = entry(shape);
+  const bool lead = stagingLeads(e);
+  Way& way = staged ? e.staged : e.direct;
+  const Way& other = staged ? e.direct : e.staged;
+  if (staged != lead) {
+    // A try of the way behind: one that beat the leader brings the next try
+    // closer (the estimate needs a second such call to turn), one that lost
+    // puts it further off.
+    const bool beat = other.samples > 0 && nanoseconds < other.estimate();
+    e.interval = beat ? kFirstInterval : std::min(e.interval * 2, kMaxInterval);
+  }
+  way.recent[way.samples % way.recent.size()] = nanoseconds;
+  ++way.samples;
+  if (stagingLeads(e) != lead) {
+    // The way that lost may win back soon (the ranks' CPUs moved).
+    e.interval = kFirstInterval;
+    e.sinceTry = 0;
+  }
+}
+
+}  // namespace hcl

@@ -1,0 +1,63 @@
+// Whether a run that can either stage its data through shared scratch or
+// move it straight between the ranks' buffers (Only::Staged, Only::Direct in
+// collectives/plan/schedule.h) should stage. Which is faster depends on where
+// the ranks run: a store into a line another core has read waits for that
+// copy's invalidation, cheap within a core complex and several times dearer
+// across them (or where a virtual machine's host moves its CPUs apart), and
+// staging pays it on every line. So each communicator measures: per call
+// shape, each way keeps its last few call times, the faster one is
+// proposed, and the other is tried again now and then, less often each time
+// it loses, so that a change is noticed within a few calls. The first rank's
+// proposal decides for all (every rank reads it from the exchanged
+// addresses), so the ranks' tries need not line up. Used under the
+// communicator's execution gate.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+
+namespace hcl {
+
+class StagingChoice {
+ public:
+  enum class Mode { Measure, Always, Never };
+  explicit StagingChoice(Mode mode = Mode::Measure) : mode_(mode) {}
+
+  struct Shape {
+    uint32_t tag = 0;  // the collective
+    uint64_t sendBytes = 0, recvBytes = 0;
+    bool operator==(const Shape&) const = default;
+  };
+  // Whether this rank proposes staging for its next call of `shape`.
+  bool propose(const Shape& shape);
+  // How long a call of `shape` took, and which way it went.
+  void record(const Shape& shape, bool staged, int64_t nanoseconds);
+
+  // Calls between two tries of the way that lost, at first and at most.
+  static constexpr uint32_t kFirstInterval = 8, kMaxInterval = 256;
+
+ private:
+  struct Way {
+    std::array<int64_t, 3> recent{};
+    uint64_t samples = 0;
+    int64_t estimate() const;  // median of the recent samples
+  };
+  struct Entry {
+    Way staged, direct;
+    uint32_t sinceTry = 0;
+    uint32_t interval = kFirstInterval;
+  };
+  struct ShapeHash {
+    size_t operator()(const Shape& s) const;
+  };
+  static bool stagingLeads(const Entry& e);
+  Entry& entry(const Shape& shape);
+
+  static constexpr size_t kMaxShapes = 64;
+  Mode mode_;
+  std::unordered_map<Shape, Entry, ShapeHash> entries_;
+};
+
+}  // namespace hcl

@@ -1,0 +1,108 @@
+// The per-shape choice between staging through shared scratch and going
+// straight between buffers (core/staging_choice.h), fed with call times.
+#include "core/staging_choice.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <vector>
+
+namespace {
+
+using hcl::StagingChoice;
+
+const StagingChoice::Shape kShape{1, 1u << 20, 1u << 20};
+
+// Runs `calls` calls, each taking the time `cost` gives for the way
+// proposed; returns the ways, true for staged.
+std::vector<bool> runCalls(StagingChoice& choice, int calls, const std::function<int64_t(bool staged)>& cost) {
+  std::vector<bool> ways;
+  for (int i = 0; i < calls; ++i) {
+    const bool staged = choice.propose(kShape);
+    choice.record(kShape, staged, cost(staged));
+    ways.push_back(staged);
+  }
+  return ways;
+}
+
+size_t countDirect(const std::vector<bool>& ways, size_t from, size_t to) {
+  size_t n = 0;
+  for (size_t i = from; i < to && i < ways.size(); ++i) n += ways[i] ? 0 : 1;
+  return n;
+}
+
+TEST(StagingChoice, ForcedModesAlwaysProposeTheSame) {
+  StagingChoice always(StagingChoice::Mode::Always), never(StagingChoice::Mode::Never);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_TRUE(always.propose(kShape));
+    EXPECT_FALSE(never.propose(kShape));
+    always.record(kShape, true, 1'000'000);
+    never.record(kShape, false, 1'000'000);
+  }
+}
+
+// Staging is what the planner chose: it leads until the other way has been
+// measured faster, and the other way is tried less and less often.
+TEST(StagingChoice, FasterStagingKeepsTheLeadWithFewerTries) {
+  StagingChoice choice;
+  const auto ways = runCalls(choice, 2000, [](bool staged) { return staged ? 100 : 300; });
+  for (size_t i = 0; i < StagingChoice::kFirstInterval - 1; ++i) EXPECT_TRUE(ways[i]) << i;
+  EXPECT_FALSE(ways[StagingChoice::kFirstInterval - 1]);
+  // Tries at 8, 16, 32, ... calls apart, then every kMaxInterval.
+  EXPECT_LE(countDirect(ways, 0, 2000), 12u);
+  EXPECT_EQ(countDirect(ways, 1000, 1000 + StagingChoice::kMaxInterval), 1u);
+}
+
+// When staging slows (the host moved the ranks' CPUs apart), the choice
+// turns within a few calls, and turns back soon after staging is fast again.
+TEST(StagingChoice, FollowsAChangeEitherWay) {
+  StagingChoice choice;
+  bool slowStaging = false;
+  const auto cost = [&](bool staged) -> int64_t { return staged ? (slowStaging ? 1000 : 100) : 200; };
+  runCalls(choice, 600, cost);
+  slowStaging = true;
+  const auto slow = runCalls(choice, 600, cost);
+  EXPECT_LE(600 - countDirect(slow, 0, 600), 12u) << "staged calls while staging was slow";
+  // Two slow calls turn it; from there only the tries stage.
+  EXPECT_GE(countDirect(slow, 2, 20), 16u);
+  slowStaging = false;
+  const auto fast = runCalls(choice, 600, cost);
+  // The next try of staging comes within kMaxInterval calls; two fast ones
+  // turn the choice.
+  EXPECT_LE(countDirect(fast, 0, 600), size_t{StagingChoice::kMaxInterval} + 2 * StagingChoice::kFirstInterval);
+  EXPECT_EQ(countDirect(fast, 400, 600), 1u);
+}
+
+// One slow call (a page fault, a preempted rank) does not turn the choice.
+TEST(StagingChoice, OneSlowCallDoesNotTurnIt) {
+  StagingChoice choice;
+  int call = 0;
+  const auto ways = runCalls(choice, 200, [&](bool staged) -> int64_t {
+    ++call;
+    if (staged) return call == 100 ? 100'000 : 100;
+    return 300;
+  });
+  EXPECT_TRUE(ways[100]);
+  EXPECT_TRUE(ways[101]);
+  EXPECT_TRUE(ways[102]);
+}
+
+TEST(StagingChoice, ShapesAreMeasuredApart) {
+  StagingChoice choice;
+  const StagingChoice::Shape other{1, 4096, 4096};
+  for (int i = 0; i < 50; ++i) {
+    const bool a = choice.propose(kShape);
+    choice.record(kShape, a, a ? 1000 : 100);  // staging slower here
+    const bool b = choice.propose(other);
+    choice.record(other, b, b ? 100 : 1000);  // and faster here
+  }
+  int stagedA = 0, stagedB = 0;
+  for (int i = 0; i < 5; ++i) {
+    stagedA += choice.propose(kShape) ? 1 : 0;
+    stagedB += choice.propose(other) ? 1 : 0;
+  }
+  EXPECT_LE(stagedA, 1);
+  EXPECT_GE(stagedB, 4);
+}
+
+}  // namespace
