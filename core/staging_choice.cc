@@ -18,15 +18,18 @@ size_t StagingChoice::ShapeHash::operator()(const Shape& s) const {
 }
 
 bool StagingChoice::stagingLeads(const Entry& e) {
-  // Staging is what the planner chose; it leads until the other way has
-  // been measured faster.
-  if (e.staged.samples == 0 || e.direct.samples == 0) return true;
+  if (e.staged.samples == 0 || e.direct.samples == 0) return e.stagedFirst;
   return e.staged.estimate() <= e.direct.estimate();
 }
 
 StagingChoice::Entry& StagingChoice::entry(const Shape& shape) {
-  if (entries_.size() >= kMaxShapes && entries_.find(shape) == entries_.end()) entries_.clear();
-  return entries_[shape];
+  auto it = entries_.find(shape);
+  if (it != entries_.end()) return it->second;
+  if (entries_.size() >= kMaxShapes) entries_.clear();
+  Entry& e = entries_[shape];
+  // Staging is what the planner chose, unless it was slower last time.
+  e.stagedFirst = lastLead_;
+  return e;
 }
 
 bool StagingChoice::propose(const Shape& shape) {
@@ -44,6 +47,10 @@ void StagingChoice::record(const Shape& shape, bool staged, int64_t nanoseconds)
   const bool lead = stagingLeads(e);
   Way& way = staged ? e.staged : e.direct;
   const Way& other = staged ? e.direct : e.staged;
+  if (!way.warm) {
+    way.warm = true;
+    return;
+  }
   if (staged != lead) {
     // A try of the way behind: one that beat the leader brings the next try
     // closer (the estimate needs a second such call to turn), one that lost
@@ -53,7 +60,8 @@ void StagingChoice::record(const Shape& shape, bool staged, int64_t nanoseconds)
   }
   way.recent[way.samples % way.recent.size()] = nanoseconds;
   ++way.samples;
-  if (stagingLeads(e) != lead) {
+  lastLead_ = stagingLeads(e);
+  if (lastLead_ != lead) {
     // The way that lost may win back soon (the ranks' CPUs moved).
     e.interval = kFirstInterval;
     e.sinceTry = 0;

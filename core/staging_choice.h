@@ -7,7 +7,9 @@
 // staging pays it on every line. So each communicator measures: per call
 // shape, each way keeps its last few call times, the faster one is
 // proposed, and the other is tried again now and then, less often each time
-// it loses, so that a change is noticed within a few calls. The first rank's
+// it loses, so that a change is noticed within a few calls. A shape not
+// measured yet starts with the way the last measured one led with (what
+// makes staging slow holds for every size). The first rank's
 // proposal decides for all (every rank reads it from the exchanged
 // addresses), so the ranks' tries need not line up. Used under the
 // communicator's execution gate.
@@ -35,19 +37,23 @@ class StagingChoice {
   // How long a call of `shape` took, and which way it went.
   void record(const Shape& shape, bool staged, int64_t nanoseconds);
 
-  // Calls between two tries of the way that lost, at first and at most.
-  static constexpr uint32_t kFirstInterval = 8, kMaxInterval = 256;
+  // Calls before the first try of the other way in a shape (the first
+  // call pays for faulting the memory in); then between two tries of the
+  // way that lost, after the lead changed and at most.
+  static constexpr uint32_t kFirstTry = 3, kFirstInterval = 8, kMaxInterval = 256;
 
  private:
   struct Way {
     std::array<int64_t, 3> recent{};
     uint64_t samples = 0;
+    bool warm = false;  // its first call, which faults its memory in, is not a sample
     int64_t estimate() const;  // median of the recent samples
   };
   struct Entry {
     Way staged, direct;
+    bool stagedFirst = true;  // which way leads until both are measured
     uint32_t sinceTry = 0;
-    uint32_t interval = kFirstInterval;
+    uint32_t interval = kFirstTry;
   };
   struct ShapeHash {
     size_t operator()(const Shape& s) const;
@@ -57,6 +63,7 @@ class StagingChoice {
 
   static constexpr size_t kMaxShapes = 64;
   Mode mode_;
+  bool lastLead_ = true;  // staging led in the last call measured
   std::unordered_map<Shape, Entry, ShapeHash> entries_;
 };
 
