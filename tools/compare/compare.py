@@ -152,7 +152,9 @@ def main(argv):
     sweeps = {p: [] for p in order}
     errors = {}
     iperf = []
+    round_trips = []
     for run in range(1, a.runs + 1):
+        round_trips.append(runners.run_line_round_trip(build))
         for peer in order:
             print(f"# run {run}/{a.runs}: {peer}", file=sys.stderr, flush=True)
             sw = runners.run_bound(programs[bounds[peer]], plan) if peer in bounds else \
@@ -197,6 +199,11 @@ def main(argv):
         lines.append("- copy-bound: two processes that only move what a 2-rank allreduce on malloc buffers must move "
                      "between them (each reads the peer's input half with process_vm_readv and writes that half "
                      "into the peer's output with process_vm_writev), no reduction; as busbw (size / time)")
+    measured = [x for x in round_trips if x is not None]
+    if measured:
+        lines.append("- cache-line round trip between CPUs 0 and 1 before each run (hcl_line_handoff_bench): "
+                     + ", ".join(f"{x:.0f}" for x in measured) + " ns; where it jumps several times over, stores "
+                     "into lines the other CPU holds slow down as much (performance.md)")
     if iperf_gbps is not None:
         lines.append(f"- iperf3 loopback, one stream: {iperf_gbps:.2f} GB/s "
                      f"(median of {len(iperf)}: {', '.join(f'{x:.2f}' for x in iperf)})")
@@ -208,11 +215,11 @@ def main(argv):
     if a.markdown:
         Path(a.markdown).write_text(text)
     if a.json:
-        write_json(a.json, a, info, command, order, sweeps, iperf, errors)
+        write_json(a.json, a, info, command, order, sweeps, iperf, round_trips, errors)
     return 0
 
 
-def write_json(path, a, info, command, order, sweeps, iperf, errors):
+def write_json(path, a, info, command, order, sweeps, iperf, round_trips, errors):
     results = {}
     for peer in order:
         for coll in a.colls:
@@ -226,7 +233,7 @@ def write_json(path, a, info, command, order, sweeps, iperf, errors):
                 for s, m in meds.items()]
     missing = {p: m for p in order for sw in sweeps[p] for m in [sw.missing] if m}
     doc = {"format": "hcl-compare/1", "machine": info, "command": command, "ranks": a.ranks, "runs": a.runs,
-           "iperf3_gbps": iperf, "results": results, "errors": errors, "missing": missing}
+           "iperf3_gbps": iperf, "line_round_trip_ns": round_trips, "results": results, "errors": errors, "missing": missing}
     Path(path).write_text(json.dumps(doc, indent=1) + "\n")
 
 

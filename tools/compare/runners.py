@@ -4,6 +4,7 @@ before, plus an error text, never a hang."""
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -252,6 +253,22 @@ def run_bound(exe, plan):
         return Sweep()
     args = [str(exe)] + plan.peer_args()[2:]
     return _sweep(*launch([(args, dict(os.environ))], plan.timeout))
+
+
+def run_line_round_trip(build, timeout=60):
+    """Cache-line round trip between CPUs 0 and 1 in ns, from the build's
+    hcl_line_handoff_bench, or None where it is missing or fails. Stores
+    into lines the other CPU holds (the window all-reduce, vader's FIFOs)
+    slow down several times over when it jumps."""
+    exe = Path(build) / "tools" / "hcl_line_handoff_bench"
+    if not exe.exists():
+        return None
+    try:
+        r = subprocess.run([str(exe), "0", "1"], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    m = re.search(r"cache-line round trip: ([0-9.]+) ns", r.stdout)
+    return float(m.group(1)) if m else None
 
 
 def run_iperf3(seconds=3, timeout=60, attempts=3):
