@@ -206,7 +206,7 @@ Status ScheduleRun::fuseReduceAndCopy(const Step& reduce, const Step& copy, bool
   const void* in = nullptr;
   bool mapped = false;
   auto* out = static_cast<float*>(resolve(copy.dst));
-  const auto* own = static_cast<const float*>(resolve(reduce.b));
+  const auto* local = static_cast<const float*>(resolve(reduce.b));
   // One pass reads each input element before storing that element, so the
   // copy may land on an input only exactly.
   const size_t bytes = copy.bytes;
@@ -215,10 +215,10 @@ Status ScheduleRun::fuseReduceAndCopy(const Step& reduce, const Step& copy, bool
     const auto* o = reinterpret_cast<const std::byte*>(out);
     return p == out || q + bytes <= o || o + bytes <= q;
   };
-  if (!apart(own)) return {};
+  if (!apart(local)) return {};
   HCL_TRY(peerOperand(reduce, &in, &mapped));
   if (!apart(in)) return {};
-  sumToKeptAndOut(static_cast<float*>(resolve(reduce.dst)), out, static_cast<const float*>(in), own, reduce.count,
+  sumToKeptAndOut(static_cast<float*>(resolve(reduce.dst)), out, static_cast<const float*>(in), local, reduce.count,
                   copy.streamDst);
   *fused = true;
   return mapped ? comm_.connection(reduce.peer)->checkMappedAccess() : Status{};
@@ -235,7 +235,7 @@ bool ScheduleRun::runs(const Step& st) {
     // The first rank's proposal decides (core/staging_choice.h).
     int first = comm_.rank();
     for (int p : prepared_->peers) first = std::min(first, p);
-    chose_ = prepared_->stages && !shareable;
+    chose_ = prepared_->stages && addresses_ && !shareable;
     staged_ = chose_ && (addresses_[static_cast<size_t>(first)].flags & kProposeStaging) != 0 ? 1 : 0;
   }
   return (st.only == Only::Staged) == (staged_ == 1);
