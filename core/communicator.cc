@@ -101,21 +101,29 @@ Status Communicator::failureQuoted() const {
   return {failure_.code(), "communicator has failed (first error: " + failure_.message() + ")"};
 }
 
-std::byte* Communicator::acquireScratch(size_t bytes, size_t turns) {
+std::byte* Communicator::acquireScratch(size_t bytes, size_t turns, bool* fresh) {
   // Large scratch is where schedules stage data for peers to map; small
   // scratch stays on the heap (a memfd each would cost file descriptors).
   constexpr size_t kShareFrom = 256 * 1024;
   constexpr size_t kPage = 4096;
   const size_t region = turns > 1 ? (bytes + kPage - 1) / kPage * kPage : bytes;
   const size_t total = region * std::max<size_t>(turns, 1);
-  if (total > scratch_.size()) scratch_ = ShareableBuffer(total, bytes >= kShareFrom);
-  if (turns <= 1) return scratch_.data();
-  return scratch_.data() + region * (scratchTurn_++ % turns);
+  if (total > scratch_.size()) {
+    scratch_ = ShareableBuffer(total, bytes >= kShareFrom);
+    scratchTouched_ = 0;
+  }
+  const size_t at = turns > 1 ? region * (scratchTurn_++ % turns) : 0;
+  if (fresh) *fresh = at + bytes > scratchTouched_;
+  scratchTouched_ = std::max(scratchTouched_, at + bytes);
+  return scratch_.data() + at;
 }
 
 void Communicator::releaseScratch() {
   constexpr size_t kKeep = 16u << 20;
-  if (scratch_.size() > kKeep) scratch_ = ShareableBuffer();
+  if (scratch_.size() > kKeep) {
+    scratch_ = ShareableBuffer();
+    scratchTouched_ = 0;
+  }
 }
 
 std::string Communicator::describeLinks() const {

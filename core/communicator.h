@@ -134,8 +134,9 @@ class Communicator {
   // communicator, under the execution gate). Small buffers are kept for the
   // next operation so the latency path does not allocate or fault pages.
   // With `turns` > 1, successive calls get successive regions of `bytes`
-  // each (Schedule::scratchTurns).
-  std::byte* acquireScratch(size_t bytes, size_t turns = 1);
+  // each (Schedule::scratchTurns). `fresh`: the bytes handed out were not
+  // handed out before, so the call faults them in (and peers map them).
+  std::byte* acquireScratch(size_t bytes, size_t turns = 1, bool* fresh = nullptr);
   // Whether runs that may stage through scratch should (HCL_WINDOW_STAGING).
   StagingChoice& stagingChoice() { return stagingChoice_; }
   void releaseScratch();
@@ -196,7 +197,8 @@ class Communicator {
   uint64_t shrinkSerial_ = 0;
   RescuePort rescuePort_;
   ShareableBuffer scratch_;  // peers map it in algorithms that stage data there
-  size_t scratchTurn_ = 0;   // the next region, where schedules rotate their scratch
+  size_t scratchTurn_ = 0;     // the next region, where schedules rotate their scratch
+  size_t scratchTouched_ = 0;  // bytes of it handed out since it was allocated
   StagingChoice stagingChoice_;
   std::unique_ptr<KeptRuns> keptRuns_;  // last: its runs use the members above
 };

@@ -37,7 +37,9 @@ ScheduleRun::ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSched
       schedule_(prepared_->schedule),
       buffers_(std::move(buffers)),
       spec_(spec) {
-  if (schedule_.scratchBytes > 0) scratch_ = comm_.acquireScratch(schedule_.scratchBytes, schedule_.scratchTurns);
+  if (schedule_.scratchBytes > 0) {
+    scratch_ = comm_.acquireScratch(schedule_.scratchBytes, schedule_.scratchTurns, &freshScratch_);
+  }
   if (schedule_.transfers > kInlineTransfers) {
     heapTransfers_ = std::make_unique<Transfer[]>(schedule_.transfers);
     transfers_ = heapTransfers_.get();
@@ -350,10 +352,16 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
   }
   *done = true;
   finished_ = true;
-  if (chose_) {
+  if (chose_ && !freshScratch_) {
+    // A call that faulted its scratch in says nothing about the next.
     const auto took = std::chrono::steady_clock::now() - started_;
-    comm_.stagingChoice().record(shape(), staged_ == 1,
-                                 std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
+    StagingChoice& choice = comm_.stagingChoice();
+    if (choice.record(shape(), staged_ == 1, std::chrono::duration_cast<std::chrono::nanoseconds>(took).count())) {
+      const bool staging = choice.leadsWithStaging(shape());
+      log::info(log::Tuning, "rank {}: {} ({} bytes): now {} (staged {:.1f} us, direct {:.1f} us)", comm_.rank(),
+                schedule_.algorithm, schedule_.sendBytes, staging ? "stages" : "goes straight between the buffers",
+                choice.estimateNanos(shape(), true) / 1e3, choice.estimateNanos(shape(), false) / 1e3);
+    }
   }
   // A kept run lets go of the scratch between calls, as a destroyed one does.
   if (scratch_) {

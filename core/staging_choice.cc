@@ -41,15 +41,22 @@ bool StagingChoice::propose(const Shape& shape) {
   return !lead;
 }
 
-void StagingChoice::record(const Shape& shape, bool staged, int64_t nanoseconds) {
-  if (mode_ != Mode::Measure) return;
+bool StagingChoice::leadsWithStaging(const Shape& shape) { return stagingLeads(entry(shape)); }
+
+int64_t StagingChoice::estimateNanos(const Shape& shape, bool staged) {
+  const Way& way = staged ? entry(shape).staged : entry(shape).direct;
+  return way.samples == 0 ? 0 : way.estimate();
+}
+
+bool StagingChoice::record(const Shape& shape, bool staged, int64_t nanoseconds) {
+  if (mode_ != Mode::Measure) return false;
   Entry& e = entry(shape);
   const bool lead = stagingLeads(e);
   Way& way = staged ? e.staged : e.direct;
   const Way& other = staged ? e.direct : e.staged;
   if (!way.warm) {
     way.warm = true;
-    return;
+    return false;
   }
   if (staged != lead) {
     // A try of the way behind: one that beat the leader brings the next try
@@ -61,11 +68,11 @@ void StagingChoice::record(const Shape& shape, bool staged, int64_t nanoseconds)
   way.recent[way.samples % way.recent.size()] = nanoseconds;
   ++way.samples;
   lastLead_ = stagingLeads(e);
-  if (lastLead_ != lead) {
-    // The way that lost may win back soon (the ranks' CPUs moved).
-    e.interval = kFirstInterval;
-    e.sinceTry = 0;
-  }
+  if (lastLead_ == lead) return false;
+  // The way that lost may win back soon (the ranks' CPUs moved).
+  e.interval = kFirstInterval;
+  e.sinceTry = 0;
+  return true;
 }
 
 }  // namespace hcl

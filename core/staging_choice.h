@@ -34,8 +34,12 @@ class StagingChoice {
   };
   // Whether this rank proposes staging for its next call of `shape`.
   bool propose(const Shape& shape);
-  // How long a call of `shape` took, and which way it went.
-  void record(const Shape& shape, bool staged, int64_t nanoseconds);
+  // How long a call of `shape` took, and which way it went. True where
+  // that turned which way leads (leadsWithStaging() says which now).
+  bool record(const Shape& shape, bool staged, int64_t nanoseconds);
+  bool leadsWithStaging(const Shape& shape);
+  // The estimates of both ways for `shape`, 0 where not measured yet.
+  int64_t estimateNanos(const Shape& shape, bool staged);
 
   // Calls before the first try of the other way in a shape (the first
   // call pays for faulting the memory in); then between two tries of the

@@ -14,12 +14,15 @@ using hcl::StagingChoice;
 const StagingChoice::Shape kShape{1, 1u << 20, 1u << 20};
 
 // Runs `calls` calls, each taking the time `cost` gives for the way
-// proposed; returns the ways, true for staged.
-std::vector<bool> runCalls(StagingChoice& choice, int calls, const std::function<int64_t(bool staged)>& cost) {
+// proposed; returns the ways, true for staged, and counts in `turns` the
+// calls after which the lead changed.
+std::vector<bool> runCalls(StagingChoice& choice, int calls, const std::function<int64_t(bool staged)>& cost,
+                           int* turns = nullptr) {
   std::vector<bool> ways;
   for (int i = 0; i < calls; ++i) {
     const bool staged = choice.propose(kShape);
-    choice.record(kShape, staged, cost(staged));
+    const bool turned = choice.record(kShape, staged, cost(staged));
+    if (turns) *turns += turned ? 1 : 0;
     ways.push_back(staged);
   }
   return ways;
@@ -60,14 +63,23 @@ TEST(StagingChoice, FollowsAChangeEitherWay) {
   StagingChoice choice;
   bool slowStaging = false;
   const auto cost = [&](bool staged) -> int64_t { return staged ? (slowStaging ? 1000 : 100) : 200; };
-  runCalls(choice, 600, cost);
+  int turns = 0;
+  runCalls(choice, 600, cost, &turns);
+  EXPECT_EQ(turns, 0);
+  EXPECT_TRUE(choice.leadsWithStaging(kShape));
   slowStaging = true;
-  const auto slow = runCalls(choice, 600, cost);
+  const auto slow = runCalls(choice, 600, cost, &turns);
+  EXPECT_EQ(turns, 1);
+  EXPECT_FALSE(choice.leadsWithStaging(kShape));
+  EXPECT_EQ(choice.estimateNanos(kShape, false), 200);
   EXPECT_LE(600 - countDirect(slow, 0, 600), 12u) << "staged calls while staging was slow";
   // Two slow calls turn it; from there only the tries stage.
   EXPECT_GE(countDirect(slow, 2, 20), 16u);
   slowStaging = false;
-  const auto fast = runCalls(choice, 600, cost);
+  const auto fast = runCalls(choice, 600, cost, &turns);
+  EXPECT_EQ(turns, 2);
+  EXPECT_TRUE(choice.leadsWithStaging(kShape));
+  EXPECT_EQ(choice.estimateNanos(kShape, true), 100);
   // The next try of staging comes within kMaxInterval calls; two fast ones
   // turn the choice.
   EXPECT_LE(countDirect(fast, 0, 600), size_t{StagingChoice::kMaxInterval} + 2 * StagingChoice::kFirstInterval);
