@@ -7,7 +7,9 @@
 // staging pays it on every line. So each communicator measures: per call
 // shape, each way keeps its last few call times, the faster one is
 // proposed, and the other is tried again now and then, less often each time
-// it loses, so that a change is noticed within a few calls. A shape not
+// it loses, so that a change is noticed within a few calls. Calls that
+// fault memory in (the first of each way, ones on fresh scratch) are not
+// samples. A shape not
 // measured yet starts with the way the last measured one led with (what
 // makes staging slow holds for every size). The first rank's
 // proposal decides for all (every rank reads it from the exchanged
