@@ -120,7 +120,7 @@ class ScheduleRun final : public OpRun {
   int staged_ = -1;        // the run stages (Only::Staged; -1: not yet known)
   bool chose_ = false;     // ... and it could have gone either way
   bool freshScratch_ = false;  // its scratch was not handed out before
-  std::chrono::steady_clock::time_point started_{};  // where it could
+  std::chrono::steady_clock::time_point started_{};  // when it began, where it could go either way
   // Most schedules have a handful of transfers (the flat small-message
   // round has 2(n-1)); those live in the run itself, with no allocation.
   // Only the schedule's own count is constructed there: clearing all of
