@@ -9,10 +9,9 @@
 // proposed, and the other is tried again now and then, less often each time
 // it loses, so that a change is noticed within a few calls. Calls that
 // fault memory in (the first of each way, ones on fresh scratch) are not
-// samples. A shape not
-// measured yet starts with the way the last measured one led with (what
-// makes staging slow holds for every size). The first rank's
-// proposal decides for all (every rank reads it from the exchanged
+// samples. A shape not measured yet starts with the way the last measured
+// one led with (what makes staging slow holds for every size). The first
+// rank's proposal decides for all (every rank reads it from the exchanged
 // addresses), so the ranks' tries need not line up. Used under the
 // communicator's execution gate.
 #pragma once
@@ -40,7 +39,7 @@ class StagingChoice {
   // that turned which way leads (leadsWithStaging() says which now).
   bool record(const Shape& shape, bool staged, int64_t nanoseconds);
   bool leadsWithStaging(const Shape& shape);
-  // The estimates of both ways for `shape`, 0 where not measured yet.
+  // The estimate of one way for `shape`, 0 where not measured yet.
   int64_t estimateNanos(const Shape& shape, bool staged);
 
   // Calls before the first try of the other way in a shape (the first

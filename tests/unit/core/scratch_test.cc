@@ -1,0 +1,44 @@
+// A communicator's scratch: regions handed out in turn, and which of them
+// a call faults in for the first time (Communicator::acquireScratch).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <set>
+
+#include "core/communicator.h"
+
+namespace {
+
+
+TEST(Scratch, TurnsHandOutSuccessiveRegionsFreshOnlyOnce) {
+  auto comm = std::make_unique<hcl::Communicator>(0, 1, std::array<uint8_t, 16>{}.data(), 1, hcl::CommSettings{});
+  constexpr size_t kBytes = 300 * 1024, kTurns = 4;
+  std::set<std::byte*> regions;
+  for (size_t call = 0; call < 2 * kTurns; ++call) {
+    bool fresh = false;
+    std::byte* at = comm->acquireScratch(kBytes, kTurns, &fresh);
+    EXPECT_EQ(fresh, call < kTurns) << call;
+    regions.insert(at);
+    comm->releaseScratch();
+  }
+  ASSERT_EQ(regions.size(), kTurns);
+  // The regions do not overlap.
+  std::byte* previous = nullptr;
+  for (std::byte* at : regions) {
+    if (previous) EXPECT_GE(static_cast<size_t>(at - previous), kBytes);
+    previous = at;
+  }
+  // One turn: the same region every call, fresh the first time only.
+  bool fresh = false;
+  std::byte* once = comm->acquireScratch(kBytes, 1, &fresh);
+  EXPECT_FALSE(fresh);  // within what the turns handed out
+  EXPECT_EQ(comm->acquireScratch(kBytes, 1, &fresh), once);
+  EXPECT_FALSE(fresh);
+  // Growing past the buffer starts afresh.
+  comm->acquireScratch(kTurns * kBytes * 2, 1, &fresh);
+  EXPECT_TRUE(fresh);
+}
+
+}  // namespace
