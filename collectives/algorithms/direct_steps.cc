@@ -29,6 +29,12 @@ std::vector<uint32_t> signalPeers(ScheduleBuilder& b, const std::vector<int>& no
   return recvs;
 }
 
+size_t windowTurns(size_t windowBytes) {
+  constexpr size_t kRotateWithin = 4u << 20;
+  constexpr size_t kMaxTurns = 8;
+  return std::clamp<size_t>(kRotateWithin / std::max<size_t>(windowBytes, 1), 1, kMaxTurns);
+}
+
 size_t sliceElements(const CollArgs& a) {
   const size_t widest = std::max(dataTypeSize(a.type), accumulatorSize(a.type));
   return std::max<size_t>(1, a.chunkBytes / widest);

@@ -37,6 +37,21 @@ void openPeers(ScheduleBuilder& b, int self, const std::vector<int>& peers);
 // buffers"; the run ends only when every awaited rank has said it too.
 std::vector<uint32_t> signalPeers(ScheduleBuilder& b, const std::vector<int>& notify, const std::vector<int>& await);
 
+// The windows that a rank's peers map (window.cc, window_copy.cc) stay
+// well below what a communicator keeps of its scratch between calls, so
+// peers map them once.
+constexpr size_t kMaxWindowBytes = 8u << 20;
+
+// How many scratch regions calls with windows of `windowBytes` take in
+// turn (Schedule::scratchTurns). A store into a line that another core
+// still caches waits for that copy's invalidation: on AMD EPYC (Zen 4)
+// copying 512 KiB into a shared buffer the other core read just before
+// took 52 us, into one it read four such buffers earlier 14 us. Small
+// windows therefore rotate, up to 4 MiB together, where the peers' reads of
+// the calls in between have pushed the lines out of their caches; larger
+// ones already touch enough between two uses.
+size_t windowTurns(size_t windowBytes);
+
 // Elements per slice: chunkBytes of the wider of the type and its accumulator.
 size_t sliceElements(const CollArgs& a);
 // The same for the direct algorithms' shard reductions: at most 128 KiB.

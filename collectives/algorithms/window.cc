@@ -12,20 +12,6 @@ namespace {
 
 using namespace direct;
 
-// The windows of a rank together stay well below what a communicator keeps
-// of its scratch between calls, so peers map them once.
-constexpr size_t kMaxWindowBytes = 8u << 20;
-
-// A store into a line that another core still caches waits for that copy's
-// invalidation: on AMD EPYC (Zen 4) copying 512 KiB into a shared buffer
-// the other core read just before took 52 us, into one it read four such
-// buffers earlier 14 us. Small windows therefore rotate through scratch
-// regions from call to call, up to this many bytes together, where the
-// peers' reads of the calls in between have pushed the lines out of their
-// caches; larger ones already touch enough between two uses.
-constexpr size_t kRotateWithin = 4u << 20;
-constexpr size_t kMaxTurns = 8;
-
 // A rank's scratch: [in: two slices per peer | out: two slices | tmp | acc].
 // Slices alternate between the two of each pair, so a rank stages slice
 // g+1 while its peers still read slice g. Peers compute offsets in it, so
@@ -58,7 +44,7 @@ Schedule windowAllReduce(const CollArgs& a) {
   const size_t S = std::max<size_t>(1, std::min({sliceElements(a), largest, fits}));
   const Window w{roundUp(S * width, kAlign), n};
   s.scratchBytes = w.bytes();
-  s.scratchTurns = std::clamp<size_t>(kRotateWithin / w.bytes(), 1, kMaxTurns);
+  s.scratchTurns = windowTurns(w.bytes());
   // Results the next call still finds in cache go through it.
   const bool pastCache = sumStoresFor(a.count * es, n, a.cpuFamily) != SumStores::Cached;
   const auto sliceOf = [&](int owner, size_t g) {

@@ -1,9 +1,10 @@
 // Every collective, every data type, in place and out of place, with 2-5
 // ranks as separate processes, over shared memory and over TCP, and on
 // hclMemAlloc buffers, which shared-memory peers map and use directly; and
-// with all-reduce forced through the shared windows (which large messages
-// take) on malloc buffers, on hclMemAlloc buffers, and with peers' memory
-// reached only through the kernel.
+// with all-reduce, all-gather and all-to-all forced through the shared
+// windows (which large messages take) on malloc buffers, on hclMemAlloc
+// buffers, with peers' memory reached only through the kernel, and with
+// the windows' direct steps.
 #include <gtest/gtest.h>
 
 #include "collective_checks.h"
@@ -19,6 +20,9 @@ struct Config {
   bool mapPeers = true;        // HCL_SHM_MAP
   bool staging = true;         // HCL_WINDOW_STAGING=0 when false: the window's direct steps on malloc buffers
 };
+
+// The collectives that stage through shared windows, forced at every size.
+constexpr const char* kWindows = "allreduce:window;allgather:window;alltoall:window";
 
 class Collectives : public ::testing::TestWithParam<Config> {};
 
@@ -56,12 +60,12 @@ INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
                          ::testing::Values(Config{2, false}, Config{3, false}, Config{4, false}, Config{5, false},
                                            Config{2, true}, Config{3, true}, Config{4, true}, Config{5, true},
                                            Config{2, false, true}, Config{3, false, true},
-                                           Config{2, false, false, "allreduce:window"},
-                                           Config{3, false, false, "allreduce:window"},
-                                           Config{2, false, true, "allreduce:window"},
-                                           Config{3, false, false, "allreduce:window", false},
-                                           Config{2, false, false, "allreduce:window", true, false},
-                                           Config{3, false, false, "allreduce:window", true, false}),
+                                           Config{2, false, false, kWindows},
+                                           Config{3, false, false, kWindows},
+                                           Config{2, false, true, kWindows},
+                                           Config{3, false, false, kWindows, false},
+                                           Config{2, false, false, kWindows, true, false},
+                                           Config{3, false, false, kWindows, true, false}),
                          [](const auto& info) {
                            const Config& c = info.param;
                            return std::to_string(c.nranks) + "ranks_" + (c.tcp ? "tcp" : "shm") +

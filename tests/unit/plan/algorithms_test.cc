@@ -276,9 +276,9 @@ TEST(Planner, WindowThresholdScalesWithRanks) {
   EXPECT_EQ(choose(size_t{16} << 20, 16), "window");
 }
 
-// On AMD EPYC the window pays from 4 MiB where every rank has a CPU of its
-// own, and never where ranks share CPUs; other families keep the thresholds
-// above.
+// On AMD EPYC the window pays from 256 KiB where every rank has a CPU of
+// its own, and never where ranks share CPUs; other families keep the
+// thresholds above.
 TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
   const auto plannerFor = [](hcl::CpuFamily family, bool sharedCpus) {
     hcl::Planner planner;
@@ -310,6 +310,18 @@ TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
       EXPECT_EQ(at8K == "direct", family == CpuFamily::Other) << hcl::collKindName(kind) << " " << at8K;
       EXPECT_STREQ(planner.algorithmFor(kind, 16 * 1024, 2), "direct") << hcl::collKindName(kind);
     }
+  }
+  // On AMD they stage through windows from 128 KiB (all-gather) and
+  // 256 KiB (all-to-all) blocks where every rank has a CPU of its own; not
+  // where ranks share CPUs, and not on other families.
+  for (CollKind kind : {CollKind::AllGather, CollKind::AlltoAll}) {
+    const size_t from = kind == CollKind::AllGather ? size_t{128} << 10 : size_t{256} << 10;
+    const auto name = hcl::collKindName(kind);
+    EXPECT_STREQ(plannerFor(CpuFamily::Amd, false).algorithmFor(kind, from / 2, 2), "direct") << name;
+    EXPECT_STREQ(plannerFor(CpuFamily::Amd, false).algorithmFor(kind, from, 2), "window") << name;
+    EXPECT_STREQ(plannerFor(CpuFamily::Amd, false).algorithmFor(kind, size_t{64} << 20, 4), "window") << name;
+    EXPECT_STREQ(plannerFor(CpuFamily::Amd, true).algorithmFor(kind, size_t{4} << 20, 4), "direct") << name;
+    EXPECT_STREQ(plannerFor(CpuFamily::Other, false).algorithmFor(kind, size_t{64} << 20, 2), "direct") << name;
   }
 
   // Named in HCL_ALGO, the window runs at any size on any family.
@@ -373,15 +385,21 @@ TEST(WindowAllReduce, RanksThatDisagreeOnTheCountFail) {
 // Peers map a rank's windows; they must fit in the scratch a communicator
 // keeps between calls (16 MiB), whatever the rank count.
 TEST(WindowAllReduce, WindowsStayWithinKeptScratch) {
-  for (int n : {2, 4, 16, 64}) {
-    hcl::Planner planner("allreduce:window");
-    planner.setPeerAccess(true);
-    CollArgs a = floatArgs(CollKind::AllReduce, n, size_t{1} << 30, 4u << 20);
-    a.rank = n - 1;
-    const hcl::Schedule s = planner.plan(a);
-    ASSERT_EQ(s.algorithm, "window") << n << " ranks";
-    EXPECT_GT(s.scratchBytes, 0u) << n << " ranks";
-    EXPECT_LE(s.scratchBytes, size_t{8} << 20) << n << " ranks";
+  for (CollKind kind : {CollKind::AllReduce, CollKind::AllGather, CollKind::AlltoAll}) {
+    // All-gather and all-to-all counts are per block.
+    const size_t bytes = kind == CollKind::AllReduce ? size_t{1} << 30 : size_t{16} << 20;
+    for (int n : {2, 4, 16, 64}) {
+      hcl::Planner planner("allreduce:window;allgather:window;alltoall:window");
+      planner.setPeerAccess(true);
+      CollArgs a = floatArgs(kind, n, bytes, 4u << 20);
+      a.rank = n - 1;
+      const hcl::Schedule s = planner.plan(a);
+      const std::string what = std::string(hcl::collKindName(kind)) + " " + std::to_string(n) + " ranks";
+      ASSERT_EQ(s.algorithm, "window") << what;
+      EXPECT_GT(s.scratchBytes, 0u) << what;
+      EXPECT_LE(s.scratchBytes, size_t{8} << 20) << what;
+      EXPECT_LE(s.scratchTurns * s.scratchBytes, std::max<size_t>(4u << 20, s.scratchBytes)) << what;
+    }
   }
 }
 
