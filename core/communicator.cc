@@ -104,16 +104,18 @@ Status Communicator::failureQuoted() const {
 std::byte* Communicator::acquireScratch(size_t bytes, size_t turns, bool* fresh) {
   // Large scratch is where schedules stage data for peers to map; small
   // scratch stays on the heap (a memfd each would cost file descriptors).
+  // Small windows that rotate are large together, and mapped too.
   constexpr size_t kShareFrom = 256 * 1024;
   constexpr size_t kPage = 4096;
   const size_t region = turns > 1 ? (bytes + kPage - 1) / kPage * kPage : bytes;
   const size_t total = region * std::max<size_t>(turns, 1);
   if (total > scratch_.size()) {
-    scratch_ = ShareableBuffer(total, bytes >= kShareFrom);
+    scratch_ = ShareableBuffer(total, total >= kShareFrom);
     scratchTouched_ = 0;
+    scratchStaged_ = false;
   }
   const size_t at = turns > 1 ? region * (scratchTurn_++ % turns) : 0;
-  if (fresh) *fresh = at + bytes > scratchTouched_;
+  if (fresh) *fresh = at + bytes > scratchTouched_ || !scratchStaged_;
   scratchTouched_ = std::max(scratchTouched_, at + bytes);
   return scratch_.data() + at;
 }
@@ -123,6 +125,7 @@ void Communicator::releaseScratch() {
   if (scratch_.size() > kKeep) {
     scratch_ = ShareableBuffer();
     scratchTouched_ = 0;
+    scratchStaged_ = false;
   }
 }
 

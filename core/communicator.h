@@ -135,8 +135,11 @@ class Communicator {
   // next operation so the latency path does not allocate or fault pages.
   // With `turns` > 1, successive calls get successive regions of `bytes`
   // each (Schedule::scratchTurns). `fresh`: the bytes handed out were not
-  // handed out before, so the call faults them in (and peers map them).
+  // handed out before, so the call faults them in, or no call has staged
+  // through this scratch yet, so peers have yet to map it.
   std::byte* acquireScratch(size_t bytes, size_t turns = 1, bool* fresh = nullptr);
+  // A run staged through the scratch it acquired: its peers mapped it.
+  void scratchStaged() { scratchStaged_ = true; }
   // Whether runs that may stage through scratch should (HCL_WINDOW_STAGING).
   StagingChoice& stagingChoice() { return stagingChoice_; }
   void releaseScratch();
@@ -199,6 +202,7 @@ class Communicator {
   ShareableBuffer scratch_;  // peers map it in algorithms that stage data there
   size_t scratchTurn_ = 0;     // the next region, where schedules rotate their scratch
   size_t scratchTouched_ = 0;  // bytes of it handed out since it was allocated
+  bool scratchStaged_ = false;  // a run has staged through it since it was allocated
   StagingChoice stagingChoice_;
   std::unique_ptr<KeptRuns> keptRuns_;  // last: its runs use the members above
 };

@@ -363,6 +363,7 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
                 choice.estimateNanos(shape(), true) / 1e3, choice.estimateNanos(shape(), false) / 1e3);
     }
   }
+  if (scratch_ && staged_ == 1) comm_.scratchStaged();
   // A kept run lets go of the scratch between calls, as a destroyed one does.
   if (scratch_) {
     comm_.releaseScratch();

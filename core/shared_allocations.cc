@@ -61,12 +61,12 @@ std::optional<SharedAllocation> findSharedAllocation(const void* p, size_t bytes
   return a;
 }
 
-void* mapNewSharedMemory(size_t bytes, int* fd) {
+void* mapNewSharedMemory(size_t bytes, int* fd, bool populate) {
   *fd = memfd_create("hcl-mem", MFD_CLOEXEC);
   if (*fd < 0) return nullptr;
   void* p = MAP_FAILED;
   if (ftruncate(*fd, static_cast<off_t>(bytes)) == 0) {
-    p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+    p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), *fd, 0);
   }
   if (p == MAP_FAILED) {
     const int err = errno;
@@ -80,7 +80,7 @@ void* mapNewSharedMemory(size_t bytes, int* fd) {
 
 ShareableBuffer::ShareableBuffer(size_t bytes, bool shareable) : bytes_(bytes) {
   if (bytes == 0) return;
-  if (void* p = shareable ? mapNewSharedMemory(bytes, &fd_) : nullptr) {
+  if (void* p = shareable ? mapNewSharedMemory(bytes, &fd_, true) : nullptr) {
     data_ = static_cast<std::byte*>(p);
     addSharedAllocation(p, bytes, fd_);
     return;

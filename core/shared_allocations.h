@@ -26,8 +26,9 @@ bool releaseSharedAllocation(void* base);
 std::optional<SharedAllocation> findSharedAllocation(const void* p, size_t bytes);
 
 // A new shared mapping of a new memfd of `bytes` bytes (not registered);
-// null with errno set on failure.
-void* mapNewSharedMemory(size_t bytes, int* fd);
+// null with errno set on failure. `populate`: its pages are allocated and
+// mapped at once.
+void* mapNewSharedMemory(size_t bytes, int* fd, bool populate = false);
 
 // Memory that peers on the host can map too: a registered shared memfd
 // mapping, or heap memory where memfds cannot be had (then peers reach it
@@ -35,7 +36,8 @@ void* mapNewSharedMemory(size_t bytes, int* fd);
 class ShareableBuffer {
  public:
   ShareableBuffer() = default;
-  // Heap memory when `shareable` is false.
+  // Heap memory when `shareable` is false. Shareable memory is populated at
+  // once: a call that stages through it takes no page faults.
   ShareableBuffer(size_t bytes, bool shareable);
   ~ShareableBuffer();
   ShareableBuffer(ShareableBuffer&& o) noexcept { swap(o); }

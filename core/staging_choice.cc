@@ -19,7 +19,7 @@ size_t StagingChoice::ShapeHash::operator()(const Shape& s) const {
 
 bool StagingChoice::stagingLeads(const Entry& e) {
   if (e.staged.samples == 0 || e.direct.samples == 0) return e.stagedFirst;
-  return e.staged.estimate() <= e.direct.estimate();
+  return static_cast<double>(e.staged.estimate()) <= static_cast<double>(e.direct.estimate()) * kStagingMargin;
 }
 
 StagingChoice::Entry& StagingChoice::entry(const Shape& shape) {
@@ -36,8 +36,13 @@ bool StagingChoice::propose(const Shape& shape) {
   if (mode_ != Mode::Measure) return mode_ == Mode::Always;
   Entry& e = entry(shape);
   const bool lead = stagingLeads(e);
+  if (e.tryCallsLeft > 0) {
+    --e.tryCallsLeft;
+    return !lead;
+  }
   if (++e.sinceTry < e.interval) return lead;
   e.sinceTry = 0;
+  e.tryCallsLeft = kTryCalls - 1;
   return !lead;
 }
 
@@ -54,10 +59,13 @@ bool StagingChoice::record(const Shape& shape, bool staged, int64_t nanoseconds)
   const bool lead = stagingLeads(e);
   Way& way = staged ? e.staged : e.direct;
   const Way& other = staged ? e.direct : e.staged;
+  const bool turnedWay = e.lastStaged >= 0 && (e.lastStaged == 1) != staged;
+  e.lastStaged = staged ? 1 : 0;
   if (!way.warm) {
     way.warm = true;
     return false;
   }
+  if (turnedWay) return false;
   if (staged != lead) {
     // A try of the way behind: one that beat the leader brings the next try
     // closer (the estimate needs a second such call to turn), one that lost

@@ -6,7 +6,6 @@
 #include "collectives/algorithms/direct_access.h"
 #include "collectives/algorithms/direct_steps.h"
 #include "collectives/algorithms/schedule_start.h"
-#include "core/store_policy.h"
 
 namespace hcl {
 namespace {
@@ -17,7 +16,9 @@ using namespace direct;
 // at least three). 2 ranks, 1-4 MiB all-gather: three, 23-28 GB/s; two,
 // with each slice staged after reading the last, 22-27.
 constexpr size_t kRegions = 3;
-// As the direct all-gather's own block (direct_access.cc).
+// All ranks' outputs together, from which they are stored past the cache:
+// staged, and in the direct branch as the direct all-gather's own block.
+constexpr size_t kStagedStreamFrom = 16u << 20;
 constexpr size_t kStreamOutputsFrom = 64u << 20;
 
 // What moves: for every peer q, `block` bytes from `sendOffset(q)` of our
@@ -62,13 +63,14 @@ Schedule exchangeThroughWindows(const CollArgs& a, const Exchange& x) {
   const Window w{S, std::min(kRegions, rounds), n, x.oneForAll};
   s.scratchBytes = w.bytes();
   s.scratchTurns = windowTurns(w.bytes());
-  // Outputs that the next call no longer finds in cache are stored past it.
-  // The direct branch's follow the direct all-gather's (direct_access.cc):
-  // at 8 MiB per output (2 ranks) its cached stores did 15.0 GB/s, streamed
-  // 12.9; staged, streaming did 11.6 against 10.0, and from 16 MiB 10.7
-  // against 7.5.
-  const bool stagedPastCache = sumStoresFor(x.block * static_cast<size_t>(n), n, a.cpuFamily) != SumStores::Cached;
-  const bool directPastCache = x.block * static_cast<size_t>(n) * static_cast<size_t>(n) >= kStreamOutputsFrom;
+  // Outputs that the next call would not find in cache are stored past it.
+  // Staged, where all ranks' outputs reach 16 MiB (2 ranks, 8 MiB outputs:
+  // all-to-all 11.2 GB/s against 8.1 cached; 16 MiB all-gather: 10.7
+  // against 7.5). The direct branch's follow the direct all-gather's
+  // (direct_access.cc).
+  const size_t hostOutputs = x.block * static_cast<size_t>(n) * static_cast<size_t>(n);
+  const bool stagedPastCache = hostOutputs >= kStagedStreamFrom;
+  const bool directPastCache = hostOutputs >= kStreamOutputsFrom;
   const auto len = [&](size_t g) { return std::min(S, x.block - g * S); };
 
   // Slice g of our blocks, into the regions our peers read, and of our own

@@ -21,6 +21,7 @@ TEST(Scratch, TurnsHandOutSuccessiveRegionsFreshOnlyOnce) {
     std::byte* at = comm->acquireScratch(kBytes, kTurns, &fresh);
     EXPECT_EQ(fresh, call < kTurns) << call;
     regions.insert(at);
+    comm->scratchStaged();
     comm->releaseScratch();
   }
   ASSERT_EQ(regions.size(), kTurns);
@@ -39,6 +40,27 @@ TEST(Scratch, TurnsHandOutSuccessiveRegionsFreshOnlyOnce) {
   // Growing past the buffer starts afresh.
   comm->acquireScratch(kTurns * kBytes * 2, 1, &fresh);
   EXPECT_TRUE(fresh);
+}
+
+// Peers map a scratch when a run first stages through it: until one has,
+// every call on it is fresh, even in regions handed out before.
+TEST(Scratch, FreshUntilARunStagesThroughIt) {
+  auto comm = std::make_unique<hcl::Communicator>(0, 1, std::array<uint8_t, 16>{}.data(), 1, hcl::CommSettings{});
+  constexpr size_t kBytes = 300 * 1024, kTurns = 2;
+  bool fresh = false;
+  for (size_t call = 0; call < 3 * kTurns; ++call) {
+    comm->acquireScratch(kBytes, kTurns, &fresh);
+    EXPECT_TRUE(fresh) << call;
+    comm->releaseScratch();
+  }
+  comm->acquireScratch(kBytes, kTurns, &fresh);
+  comm->scratchStaged();
+  comm->releaseScratch();
+  for (size_t call = 0; call < kTurns; ++call) {
+    comm->acquireScratch(kBytes, kTurns, &fresh);
+    EXPECT_FALSE(fresh) << call;
+    comm->releaseScratch();
+  }
 }
 
 }  // namespace

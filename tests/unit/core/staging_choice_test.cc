@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -50,11 +51,15 @@ TEST(StagingChoice, FasterStagingKeepsTheLeadWithFewerTries) {
   StagingChoice choice;
   const auto ways = runCalls(choice, 2000, [](bool staged) { return staged ? 100 : 300; });
   for (size_t i = 0; i < StagingChoice::kFirstTry - 1; ++i) EXPECT_TRUE(ways[i]) << i;
+  // A try is kTryCalls calls in a row.
+  static_assert(StagingChoice::kTryCalls == 2);
   EXPECT_FALSE(ways[StagingChoice::kFirstTry - 1]);
+  EXPECT_FALSE(ways[StagingChoice::kFirstTry]);
+  EXPECT_TRUE(ways[StagingChoice::kFirstTry + 1]);
   // Then tries further and further apart, up to every kMaxInterval calls.
-  EXPECT_LE(countDirect(ways, 0, 2000), 14u);
-  EXPECT_LE(countDirect(ways, 3, 20), 2u);
-  EXPECT_EQ(countDirect(ways, 1000, 1000 + StagingChoice::kMaxInterval), 1u);
+  EXPECT_LE(countDirect(ways, 0, 2000), 13u * StagingChoice::kTryCalls);
+  EXPECT_LE(countDirect(ways, StagingChoice::kFirstTry + 1, 20), size_t{StagingChoice::kTryCalls});
+  EXPECT_EQ(countDirect(ways, 1000, 1000 + StagingChoice::kMaxInterval), size_t{StagingChoice::kTryCalls});
 }
 
 // When staging slows (the host moved the ranks' CPUs apart), the choice
@@ -72,7 +77,9 @@ TEST(StagingChoice, FollowsAChangeEitherWay) {
   EXPECT_EQ(turns, 1);
   EXPECT_FALSE(choice.leadsWithStaging(kShape));
   EXPECT_EQ(choice.estimateNanos(kShape, false), 200);
-  EXPECT_LE(600 - countDirect(slow, 0, 600), 12u) << "staged calls while staging was slow";
+  // Two to turn it, then six tries of two calls.
+  EXPECT_LE(600 - countDirect(slow, 0, 600), 2u + 6 * StagingChoice::kTryCalls)
+      << "staged calls while staging was slow";
   // Two slow calls turn it; from there only the tries stage.
   EXPECT_GE(countDirect(slow, 2, 20), 16u);
   slowStaging = false;
@@ -83,7 +90,7 @@ TEST(StagingChoice, FollowsAChangeEitherWay) {
   // The next try of staging comes within kMaxInterval calls; two fast ones
   // turn the choice.
   EXPECT_LE(countDirect(fast, 0, 600), size_t{StagingChoice::kMaxInterval} + 2 * StagingChoice::kFirstInterval);
-  EXPECT_EQ(countDirect(fast, 400, 600), 1u);
+  EXPECT_EQ(countDirect(fast, 400, 600), size_t{StagingChoice::kTryCalls});
 }
 
 // One slow call (a page fault, a preempted rank) does not turn the choice.
@@ -111,9 +118,31 @@ TEST(StagingChoice, TheFirstCallOfEachWayIsNotASample) {
     cold = false;
     return t;
   });
-  // Staging keeps the lead: every direct call is a lone try.
-  EXPECT_LE(countDirect(ways, 0, 60), 5u);
-  for (size_t i = 0; i + 1 < ways.size(); ++i) EXPECT_TRUE(ways[i] || ways[i + 1]) << i;
+  // Staging keeps the lead: direct calls are tries only.
+  EXPECT_LE(countDirect(ways, 0, 60), 4u * StagingChoice::kTryCalls);
+  size_t run = 0, longest = 0;
+  for (bool staged : ways) {
+    run = staged ? 0 : run + 1;
+    longest = std::max(longest, run);
+  }
+  EXPECT_EQ(longest, size_t{StagingChoice::kTryCalls});
+}
+
+// A call that goes the other way than the one before finds the caches
+// holding what that one touched, which the way that runs call after call
+// never pays: it is no sample, and the try's later call decides. Direct is
+// faster here, but slower whenever it follows a staged call.
+TEST(StagingChoice, ACallThatTurnsTheWayIsNotASample) {
+  StagingChoice choice;
+  bool last = true;
+  const auto ways = runCalls(choice, 100, [&](bool staged) -> int64_t {
+    const int64_t t = (staged ? 100 : 80) + (staged != last ? 1000 : 0);
+    last = staged;
+    return t;
+  });
+  EXPECT_FALSE(choice.leadsWithStaging(kShape));
+  EXPECT_EQ(choice.estimateNanos(kShape, false), 80);
+  EXPECT_GE(countDirect(ways, 50, 100), 45u);
 }
 
 // What makes staging slow holds for every size: a shape not measured yet
