@@ -114,7 +114,7 @@ std::byte* Communicator::acquireScratch(size_t bytes, size_t turns, bool* fresh)
     scratchTouched_ = 0;
     scratchStaged_ = false;
   }
-  const size_t at = turns > 1 ? region * (scratchTurn_++ % turns) : 0;
+  const size_t at = turns > 1 ? region * (scratchTurn_ % turns) : 0;
   if (fresh) *fresh = at + bytes > scratchTouched_ || !scratchStaged_;
   scratchTouched_ = std::max(scratchTouched_, at + bytes);
   return scratch_.data() + at;

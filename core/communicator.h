@@ -133,13 +133,20 @@ class Communicator {
   // Scratch memory for the operation in flight (one at a time per
   // communicator, under the execution gate). Small buffers are kept for the
   // next operation so the latency path does not allocate or fault pages.
-  // With `turns` > 1, successive calls get successive regions of `bytes`
-  // each (Schedule::scratchTurns). `fresh`: the bytes handed out were not
+  // With `turns` > 1, successive calls that stage get successive regions of
+  // `bytes` each (Schedule::scratchTurns); a call that goes straight between
+  // the buffers leaves the turn where it was, so the next staged call finds
+  // its region as warm as calls in a row do (2 ranks, 1 MiB all-gather:
+  // 42 us after six direct calls, against 56-65 when every call turned). `fresh`: the bytes handed out were not
   // handed out before, so the call faults them in, or no call has staged
   // through this scratch yet, so peers have yet to map it.
   std::byte* acquireScratch(size_t bytes, size_t turns = 1, bool* fresh = nullptr);
-  // A run staged through the scratch it acquired: its peers mapped it.
-  void scratchStaged() { scratchStaged_ = true; }
+  // A run staged through the scratch it acquired: its peers mapped it, and
+  // the next call takes the next region.
+  void scratchStaged() {
+    scratchStaged_ = true;
+    ++scratchTurn_;
+  }
   // Whether runs that may stage through scratch should (HCL_WINDOW_STAGING).
   StagingChoice& stagingChoice() { return stagingChoice_; }
   void releaseScratch();
@@ -200,7 +207,7 @@ class Communicator {
   uint64_t shrinkSerial_ = 0;
   RescuePort rescuePort_;
   ShareableBuffer scratch_;  // peers map it in algorithms that stage data there
-  size_t scratchTurn_ = 0;     // the next region, where schedules rotate their scratch
+  size_t scratchTurn_ = 0;     // the region of the next call, where schedules rotate their scratch
   size_t scratchTouched_ = 0;  // bytes of it handed out since it was allocated
   bool scratchStaged_ = false;  // a run has staged through it since it was allocated
   StagingChoice stagingChoice_;

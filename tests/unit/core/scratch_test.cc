@@ -43,24 +43,30 @@ TEST(Scratch, TurnsHandOutSuccessiveRegionsFreshOnlyOnce) {
 }
 
 // Peers map a scratch when a run first stages through it: until one has,
-// every call on it is fresh, even in regions handed out before.
-TEST(Scratch, FreshUntilARunStagesThroughIt) {
+// every call on it is fresh. Only calls that stage turn to the next region.
+TEST(Scratch, FreshUntilARunStagesThroughItAndOnlyStagingTurns) {
   auto comm = std::make_unique<hcl::Communicator>(0, 1, std::array<uint8_t, 16>{}.data(), 1, hcl::CommSettings{});
   constexpr size_t kBytes = 300 * 1024, kTurns = 2;
   bool fresh = false;
-  for (size_t call = 0; call < 3 * kTurns; ++call) {
-    comm->acquireScratch(kBytes, kTurns, &fresh);
+  std::byte* first = comm->acquireScratch(kBytes, kTurns, &fresh);
+  EXPECT_TRUE(fresh);
+  comm->releaseScratch();
+  for (size_t call = 0; call < 3; ++call) {
+    EXPECT_EQ(comm->acquireScratch(kBytes, kTurns, &fresh), first) << call;
     EXPECT_TRUE(fresh) << call;
     comm->releaseScratch();
   }
   comm->acquireScratch(kBytes, kTurns, &fresh);
   comm->scratchStaged();
   comm->releaseScratch();
-  for (size_t call = 0; call < kTurns; ++call) {
-    comm->acquireScratch(kBytes, kTurns, &fresh);
-    EXPECT_FALSE(fresh) << call;
-    comm->releaseScratch();
-  }
+  std::byte* second = comm->acquireScratch(kBytes, kTurns, &fresh);
+  EXPECT_NE(second, first);
+  EXPECT_TRUE(fresh);  // handed out for the first time
+  comm->scratchStaged();
+  comm->releaseScratch();
+  EXPECT_EQ(comm->acquireScratch(kBytes, kTurns, &fresh), first);
+  EXPECT_FALSE(fresh);
+  comm->releaseScratch();
 }
 
 }  // namespace
