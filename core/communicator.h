@@ -137,9 +137,10 @@ class Communicator {
   // `bytes` each (Schedule::scratchTurns); a call that goes straight between
   // the buffers leaves the turn where it was, so the next staged call finds
   // its region as warm as calls in a row do (2 ranks, 1 MiB all-gather:
-  // 42 us after six direct calls, against 56-65 when every call turned). `fresh`: the bytes handed out were not
-  // handed out before, so the call faults them in, or no call has staged
-  // through this scratch yet, so peers have yet to map it.
+  // 42 us after six direct calls, against 56-65 when every call turned).
+  // `fresh`: the bytes handed out were not handed out before, so the call
+  // faults them in, or no call has staged through this scratch yet, so
+  // peers have yet to map it.
   std::byte* acquireScratch(size_t bytes, size_t turns = 1, bool* fresh = nullptr);
   // A run staged through the scratch it acquired: its peers mapped it, and
   // the next call takes the next region.

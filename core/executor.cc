@@ -352,8 +352,10 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
   }
   *done = true;
   finished_ = true;
-  if (chose_ && !freshScratch_) {
+  if (chose_ && freshScratch_) {
     // A call that faulted its scratch in says nothing about the next.
+    comm_.stagingChoice().skip(shape(), staged_ == 1);
+  } else if (chose_) {
     const auto took = std::chrono::steady_clock::now() - started_;
     StagingChoice& choice = comm_.stagingChoice();
     if (choice.record(shape(), staged_ == 1, std::chrono::duration_cast<std::chrono::nanoseconds>(took).count())) {

@@ -53,6 +53,10 @@ int64_t StagingChoice::estimateNanos(const Shape& shape, bool staged) {
   return way.samples == 0 ? 0 : way.estimate();
 }
 
+void StagingChoice::skip(const Shape& shape, bool staged) {
+  if (mode_ == Mode::Measure) entry(shape).lastStaged = staged ? 1 : 0;
+}
+
 bool StagingChoice::record(const Shape& shape, bool staged, int64_t nanoseconds) {
   if (mode_ != Mode::Measure) return false;
   Entry& e = entry(shape);

@@ -6,17 +6,19 @@
 // across them (or where a virtual machine's host moves its CPUs apart), and
 // staging pays it on every line. So each communicator measures: per call
 // shape, each way keeps its last few call times, the faster one is
-// proposed, and the other is tried again now and then, less often each time
+// proposed (staging until it takes kStagingMargin times as long as going
+// straight), and the other is tried again now and then, less often each time
 // it loses, so that a change is noticed within a few calls. A try runs
 // kTryCalls calls in a row: a call that goes the other way than the one
 // before finds the caches holding what that one touched (staging's regions
 // cold, or an output last stored past the cache), which the way that runs
 // call after call never pays; so it is no sample. Nor are calls that fault
-// memory in (the first of each way, ones on fresh scratch). A shape not measured yet starts with the way the last measured
-// one led with (what makes staging slow holds for every size). The first
-// rank's proposal decides for all (every rank reads it from the exchanged
-// addresses), so the ranks' tries need not line up. Used under the
-// communicator's execution gate.
+// memory in (the first of each way, ones on fresh scratch). A shape not
+// measured yet starts with the way the last measured one led with (what
+// makes staging slow holds for every size). The first rank's proposal
+// decides for all (every rank reads it from the exchanged addresses), so
+// the ranks' tries need not line up. Used under the communicator's
+// execution gate.
 #pragma once
 
 #include <array>
@@ -41,6 +43,9 @@ class StagingChoice {
   // How long a call of `shape` took, and which way it went. True where
   // that turned which way leads (leadsWithStaging() says which now).
   bool record(const Shape& shape, bool staged, int64_t nanoseconds);
+  // A call of `shape` that is no sample (it faulted memory in), which way
+  // it went: the call after it is no sample either if it goes the other.
+  void skip(const Shape& shape, bool staged);
   bool leadsWithStaging(const Shape& shape);
   // The estimate of one way for `shape`, 0 where not measured yet.
   int64_t estimateNanos(const Shape& shape, bool staged);
@@ -52,8 +57,8 @@ class StagingChoice {
   static constexpr uint32_t kTryCalls = 2;
   // Staging leads until it takes this much longer than going straight. A
   // try of staging still finds its regions colder than calls in a row do
-  // (2 ranks, 1 MiB all-gather: 56-66 us against 42), while what makes
-  // staging slow costs it several times over.
+  // (2 ranks, 1 MiB all-gather: 50 us after thirty direct calls, against
+  // 42), while what makes staging slow costs it several times over.
   static constexpr double kStagingMargin = 1.2;
 
  private:

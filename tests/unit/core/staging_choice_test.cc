@@ -145,6 +145,21 @@ TEST(StagingChoice, ACallThatTurnsTheWayIsNotASample) {
   EXPECT_GE(countDirect(ways, 50, 100), 45u);
 }
 
+// A call that is no sample still counts as the way that ran last.
+TEST(StagingChoice, ACallAfterASkippedOneOfTheOtherWayIsNotASample) {
+  StagingChoice choice;
+  for (int i = 0; i < 2; ++i) choice.record(kShape, false, 100);  // direct measured: 100
+  for (int i = 0; i < 2; ++i) choice.record(kShape, true, 50);    // staging warm and measured: 50
+  EXPECT_TRUE(choice.leadsWithStaging(kShape));
+  choice.skip(kShape, false);
+  // Slow because the skipped call went straight: not a sample.
+  EXPECT_FALSE(choice.record(kShape, true, 10'000));
+  EXPECT_EQ(choice.estimateNanos(kShape, true), 50);
+  // The next one in a row is.
+  choice.record(kShape, true, 10'000);
+  EXPECT_EQ(choice.estimateNanos(kShape, true), 10'000);
+}
+
 // What makes staging slow holds for every size: a shape not measured yet
 // starts with the way the last measured shape led with.
 TEST(StagingChoice, ANewShapeStartsWithTheLastLead) {
