@@ -68,18 +68,16 @@ constexpr FamilyAdmission kWindowOnAmd[] = {
     {.family = CpuFamily::Amd, .minBytes = 256u << 10, .minTotalBytes = 0, .withSharedCpus = false}};
 
 // All-gather and all-to-all through windows (window_copy.h) pay on AMD EPYC
-// (Zen 4) from 128 and 256 KiB blocks, where every rank has a CPU of its
-// own (2 ranks, malloc buffers, algbw against the direct algorithms':
-// all-gather 23.5 against 19.1 GB/s at 128 KiB blocks, 26-28 against 19-20
-// at 256 KiB-1 MiB; all-to-all 13.4 against 18.8 at 128 KiB, 25 against
-// 19-20 at 256-512 KiB). Runs measure whether staging pays, as for the
-// window all-reduce. Not measured elsewhere: there they run where HCL_ALGO
-// names them.
+// (Zen 4) from 128 KiB blocks, where every rank has a CPU of its own
+// (2 ranks, malloc buffers, staged algbw against the direct algorithms':
+// all-gather 22.5-23.5 against 18.9-19.2 GB/s at 128 KiB blocks, 25-26
+// against 18-20 at 256-512 KiB; all-to-all 23-24 against 15-19 at 128 KiB,
+// 25-26 against 19 at 256 KiB; at 64 KiB blocks both 13 against 16). Runs
+// measure whether staging pays, as for the window all-reduce. Not measured
+// elsewhere: there they run where HCL_ALGO names them.
 constexpr size_t kNever = SIZE_MAX;
-constexpr FamilyAdmission kWindowAllGatherOnAmd[] = {
+constexpr FamilyAdmission kWindowCopyOnAmd[] = {
     {.family = CpuFamily::Amd, .minBytes = 128u << 10, .minTotalBytes = 0, .withSharedCpus = false}};
-constexpr FamilyAdmission kWindowAlltoAllOnAmd[] = {
-    {.family = CpuFamily::Amd, .minBytes = 256u << 10, .minTotalBytes = 0, .withSharedCpus = false}};
 
 std::span<const AlgorithmEntry> algorithmTable() {
   static const AlgorithmEntry table[] = {
@@ -97,7 +95,7 @@ std::span<const AlgorithmEntry> algorithmTable() {
       {CollKind::ReduceScatter, "rhd", rhdReduceScatter, 0},
       {CollKind::ReduceScatter, "hier", hierReduceScatter, 0},
       {.kind = CollKind::AllGather, .name = "window", .generate = windowAllGather, .maxBytes = 0,
-       .minBytes = kNever, .needsPeerAccess = true, .byFamily = kWindowAllGatherOnAmd},
+       .minBytes = kNever, .needsPeerAccess = true, .byFamily = kWindowCopyOnAmd},
       {.kind = CollKind::AllGather, .name = "direct", .generate = directAllGather, .maxBytes = 0,
        .minBytes = kDirectCopyFrom, .needsPeerAccess = true, .byFamily = kDirectCopyOnAmd},
       {CollKind::AllGather, "ring", ringAllGather, 0},
@@ -114,7 +112,7 @@ std::span<const AlgorithmEntry> algorithmTable() {
       {CollKind::Reduce, "tree", treeReduce, 0},
       {CollKind::Reduce, "hier", hierReduce, 0},
       {.kind = CollKind::AlltoAll, .name = "window", .generate = windowAlltoAll, .maxBytes = 0,
-       .minBytes = kNever, .needsPeerAccess = true, .byFamily = kWindowAlltoAllOnAmd},
+       .minBytes = kNever, .needsPeerAccess = true, .byFamily = kWindowCopyOnAmd},
       {.kind = CollKind::AlltoAll, .name = "direct", .generate = directAlltoAll, .maxBytes = 0,
        .minBytes = kDirectCopyFrom, .needsPeerAccess = true, .byFamily = kDirectCopyOnAmd},
       {CollKind::AlltoAll, "pairwise", pairwiseAlltoAll, 0},

@@ -311,11 +311,11 @@ TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
       EXPECT_STREQ(planner.algorithmFor(kind, 16 * 1024, 2), "direct") << hcl::collKindName(kind);
     }
   }
-  // On AMD they stage through windows from 128 KiB (all-gather) and
-  // 256 KiB (all-to-all) blocks where every rank has a CPU of its own; not
-  // where ranks share CPUs, and not on other families.
+  // On AMD they stage through windows from 128 KiB blocks where every rank
+  // has a CPU of its own; not where ranks share CPUs, and not on other
+  // families.
   for (CollKind kind : {CollKind::AllGather, CollKind::AlltoAll}) {
-    const size_t from = kind == CollKind::AllGather ? size_t{128} << 10 : size_t{256} << 10;
+    const size_t from = size_t{128} << 10;
     const auto name = hcl::collKindName(kind);
     EXPECT_STREQ(plannerFor(CpuFamily::Amd, false).algorithmFor(kind, from / 2, 2), "direct") << name;
     EXPECT_STREQ(plannerFor(CpuFamily::Amd, false).algorithmFor(kind, from, 2), "window") << name;
