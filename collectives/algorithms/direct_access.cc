@@ -69,13 +69,7 @@ Schedule reduceShard(const CollArgs& a, bool needOut, Into into, Deliver deliver
 template <typename Into>
 std::vector<uint32_t> gatherBlocks(ScheduleBuilder& b, const CollArgs& a, size_t block, size_t from, Into into) {
   const std::vector<int> peers = peersAfter(a.rank, a.nranks);
-  // Where the outputs of all ranks (on one host) leave the cache anyway, our
-  // own block is stored past it (2 ranks, 64 MiB: all-gather 3.3 -> 4.1 GB/s,
-  // all-to-all 3.0 -> 3.7; 4 ranks on 2 cores, 16 MiB: 0.95-1.0x -> 1.04-1.17x
-  // Open MPI).
-  constexpr size_t kStreamOutputsFrom = 64u << 20;
-  const size_t n = static_cast<size_t>(a.nranks);
-  b.copy(into(a.rank), sendAt(from), block, block * n * n >= kStreamOutputsFrom);
+  b.copy(into(a.rank), sendAt(from), block, ownBlockPastCache(block, a.nranks));
   openPeers(b, a.rank, peers);
   for (int p : peers) b.readPeer(p, into(p), peerSendAt(from), block);
   return signalPeers(b, peers, peers);

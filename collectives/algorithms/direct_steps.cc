@@ -35,6 +35,12 @@ size_t windowTurns(size_t windowBytes) {
   return std::clamp<size_t>(kRotateWithin / std::max<size_t>(windowBytes, 1), 1, kMaxTurns);
 }
 
+bool ownBlockPastCache(size_t blockBytes, int nranks) {
+  constexpr size_t kStreamOutputsFrom = 64u << 20;
+  const size_t n = static_cast<size_t>(std::max(nranks, 1));
+  return blockBytes * n * n >= kStreamOutputsFrom;
+}
+
 size_t sliceElements(const CollArgs& a) {
   const size_t widest = std::max(dataTypeSize(a.type), accumulatorSize(a.type));
   return std::max<size_t>(1, a.chunkBytes / widest);

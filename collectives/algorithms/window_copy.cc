@@ -16,10 +16,9 @@ using namespace direct;
 // at least three). 2 ranks, 1-4 MiB all-gather: three, 23-28 GB/s; two,
 // with each slice staged after reading the last, 22-27.
 constexpr size_t kRegions = 3;
-// All ranks' outputs together, from which they are stored past the cache:
-// staged, and in the direct branch as the direct all-gather's own block.
+// All ranks' outputs together, from which staged ones are stored past the
+// cache.
 constexpr size_t kStagedStreamFrom = 16u << 20;
-constexpr size_t kStreamOutputsFrom = 64u << 20;
 
 // What moves: for every peer q, `block` bytes from `sendOffset(q)` of our
 // send buffer into q's receive buffer, and theirs into ours at
@@ -35,7 +34,7 @@ struct Exchange {
 // for all readers in an all-gather), slice g in region g % regions. A call
 // of fewer slices takes as many regions.
 struct Window {
-  size_t slice = 0, regions = 2;
+  size_t slice = 0, regions = 0;
   int n = 0;
   bool oneForAll = false;
   size_t at(int owner, int reader, size_t g) const {
@@ -66,11 +65,10 @@ Schedule exchangeThroughWindows(const CollArgs& a, const Exchange& x) {
   // Outputs that the next call would not find in cache are stored past it.
   // Staged, where all ranks' outputs reach 16 MiB (2 ranks, 8 MiB outputs:
   // all-to-all 11.2 GB/s against 8.1 cached; 16 MiB all-gather: 10.7
-  // against 7.5). The direct branch's follow the direct all-gather's
-  // (direct_access.cc).
+  // against 7.5). The direct branch's follow the direct all-gather's.
   const size_t hostOutputs = x.block * static_cast<size_t>(n) * static_cast<size_t>(n);
   const bool stagedPastCache = hostOutputs >= kStagedStreamFrom;
-  const bool directPastCache = hostOutputs >= kStreamOutputsFrom;
+  const bool directPastCache = ownBlockPastCache(x.block, n);
   const auto len = [&](size_t g) { return std::min(S, x.block - g * S); };
 
   // Slice g of our blocks, into the regions our peers read, and of our own

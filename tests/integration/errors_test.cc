@@ -634,6 +634,7 @@ struct MismatchCase {
   bool memAlloc;
   const char* algo;  // HCL_ALGO, or "" for the default
   const char* name;
+  const char* coll = "allreduce";  // or "allgather", "alltoall" (2 ranks)
 };
 
 class MismatchedCount : public ::testing::TestWithParam<MismatchCase> {};
@@ -641,24 +642,31 @@ class MismatchedCount : public ::testing::TestWithParam<MismatchCase> {};
 TEST_P(MismatchedCount, EveryRankFailsAndNoBufferIsOverrun) {
   SKIP_UNDER_TSAN();
   const bool memAlloc = GetParam().memAlloc;
+  const std::string coll = GetParam().coll;
   if (*GetParam().algo) setenv("HCL_ALGO", GetParam().algo, 1);
   auto results = onRankProcesses(2, "3000", [&](int rank, hclComm_t comm) {
         const size_t count = rank == 1 ? 2 << 20 : 1 << 20;  // rank 1 asks for twice as much
-        const size_t guard = 1 << 20, bytes = (count + guard) * sizeof(float);
+        const size_t sendCount = coll == "alltoall" ? 2 * count : count;
+        const size_t recvCount = coll == "allreduce" ? count : 2 * count;
+        const size_t guard = 1 << 20, elems = sendCount + guard + recvCount + guard;
         void* mem = nullptr;
         if (memAlloc) {
-          RANK_HCL(hclMemAlloc(&mem, 2 * bytes));
+          RANK_HCL(hclMemAlloc(&mem, elems * sizeof(float)));
         } else {
-          mem = std::malloc(2 * bytes);
+          mem = std::malloc(elems * sizeof(float));
         }
         auto* send = static_cast<float*>(mem);
-        float* recv = send + count + guard;
-        std::fill(send, send + 2 * (count + guard), 7.0f);
-        const hclResult_t r = hclAllReduce(send, recv, count, hclFloat, hclSum, comm, nullptr);
-        const std::string text = hclGetLastError(comm);
-        RANK_CHECK(r != hclSuccess, "rank %d: the mismatched allreduce succeeded", rank);
-        for (size_t i = count; i < count + guard; ++i) {
-          RANK_CHECK(recv[i] == 7.0f, "rank %d: element %zu past the receive buffer was overwritten", rank, i - count);
+        float* recv = send + sendCount + guard;
+        std::fill(send, send + elems, 7.0f);
+        hclResult_t r = hclInvalidUsage;
+        if (coll == "allreduce") r = hclAllReduce(send, recv, count, hclFloat, hclSum, comm, nullptr);
+        if (coll == "allgather") r = hclAllGather(send, recv, count, hclFloat, comm, nullptr);
+        if (coll == "alltoall") r = hclAlltoAll(send, recv, count, hclFloat, comm, nullptr);
+        RANK_CHECK(r != hclSuccess, "rank %d: the mismatched %s succeeded", rank, coll.c_str());
+        RANK_CHECK(*hclGetLastError(comm) != '\0', "rank %d: the failed %s left no error text", rank, coll.c_str());
+        for (size_t i = recvCount; i < recvCount + guard; ++i) {
+          RANK_CHECK(recv[i] == 7.0f, "rank %d: element %zu past the receive buffer was overwritten", rank,
+                     i - recvCount);
         }
         RANK_HCL(hclCommAbort(comm));
         if (memAlloc) {
@@ -675,7 +683,11 @@ TEST_P(MismatchedCount, EveryRankFailsAndNoBufferIsOverrun) {
 INSTANTIATE_TEST_SUITE_P(Buffers, MismatchedCount,
                          ::testing::Values(MismatchCase{false, "", "malloc"}, MismatchCase{true, "", "hclMemAlloc"},
                                            MismatchCase{false, "allreduce:window", "malloc_window"},
-                                           MismatchCase{false, "allreduce:direct", "malloc_direct"}),
+                                           MismatchCase{false, "allreduce:direct", "malloc_direct"},
+                                           MismatchCase{false, "allgather:window", "allgather_window", "allgather"},
+                                           MismatchCase{true, "allgather:window", "allgather_window_memalloc",
+                                                        "allgather"},
+                                           MismatchCase{false, "alltoall:window", "alltoall_window", "alltoall"}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // A send into the shared-memory queue of a peer that is gone would never

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/communicator.h"
+#include "core/shared_allocations.h"
 
 namespace {
 
@@ -40,6 +41,20 @@ TEST(Scratch, TurnsHandOutSuccessiveRegionsFreshOnlyOnce) {
   // Growing past the buffer starts afresh.
   comm->acquireScratch(kTurns * kBytes * 2, 1, &fresh);
   EXPECT_TRUE(fresh);
+}
+
+// Scratch that peers map is shared memory: large scratch, and small windows
+// that rotate through regions large together; small scratch used alone
+// stays on the heap.
+TEST(Scratch, SmallRotatedWindowsAreShared) {
+  auto comm = std::make_unique<hcl::Communicator>(0, 1, std::array<uint8_t, 16>{}.data(), 1, hcl::CommSettings{});
+  constexpr size_t kSmall = 128 * 1024;
+  std::byte* alone = comm->acquireScratch(kSmall, 1);
+  EXPECT_FALSE(hcl::findSharedAllocation(alone, kSmall).has_value());
+  comm->releaseScratch();
+  std::byte* rotated = comm->acquireScratch(kSmall, 8);
+  EXPECT_TRUE(hcl::findSharedAllocation(rotated, kSmall).has_value());
+  comm->releaseScratch();
 }
 
 // Peers map a scratch when a run first stages through it: until one has,

@@ -145,6 +145,16 @@ TEST(StagingChoice, ACallThatTurnsTheWayIsNotASample) {
   EXPECT_GE(countDirect(ways, 50, 100), 45u);
 }
 
+// Staging keeps the lead until it takes kStagingMargin times as long as
+// going straight: a try of it finds its regions colder than calls in a row.
+TEST(StagingChoice, StagingLeadsWithinTheMargin) {
+  StagingChoice within, beyond;
+  runCalls(within, 100, [](bool staged) { return staged ? 110 : 100; });
+  EXPECT_TRUE(within.leadsWithStaging(kShape));
+  runCalls(beyond, 100, [](bool staged) { return staged ? 130 : 100; });
+  EXPECT_FALSE(beyond.leadsWithStaging(kShape));
+}
+
 // A call that is no sample still counts as the way that ran last.
 TEST(StagingChoice, ACallAfterASkippedOneOfTheOtherWayIsNotASample) {
   StagingChoice choice;

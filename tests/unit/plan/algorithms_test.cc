@@ -260,6 +260,37 @@ TEST(DirectSchedules, OwnBlockStreamedForLargeOutputs) {
   EXPECT_TRUE(ownCopyStreams(size_t{32} << 20));
 }
 
+// The window all-gather and all-to-all store their staged outputs past the
+// cache from 16 MiB of outputs on the host, the direct branch's own block
+// as the direct all-gather does; and their windows rotate within 4 MiB.
+TEST(WindowCopies, OutputsPastTheCacheOnlyWhereTheyLeaveIt) {
+  hcl::Planner planner("allgather:window;alltoall:window");
+  planner.setPeerAccess(true);
+  for (CollKind kind : {CollKind::AllGather, CollKind::AlltoAll}) {
+    const auto streamed = [&](size_t blockBytes, hcl::Only only) {
+      const hcl::Schedule s = planner.plan(floatArgs(kind, 2, blockBytes));
+      EXPECT_EQ(s.algorithm, "window");
+      EXPECT_LE(s.scratchTurns * s.scratchBytes, std::max<size_t>(4u << 20, s.scratchBytes));
+      int yes = 0, no = 0;
+      for (const hcl::Step& st : s.steps) {
+        const bool intoRecv = (st.kind == hcl::Step::Kind::Copy || st.kind == hcl::Step::Kind::ReadPeer) &&
+                              st.dst.id == hcl::BufferId::Recv && st.only == only;
+        // The direct branch's pulls go through the kernel, which streams nothing.
+        if (intoRecv && !(only == hcl::Only::Direct && st.kind == hcl::Step::Kind::ReadPeer)) {
+          ++(st.streamDst ? yes : no);
+        }
+      }
+      EXPECT_TRUE(yes == 0 || no == 0) << hcl::collKindName(kind) << " " << blockBytes;
+      return yes > 0;
+    };
+    const auto name = hcl::collKindName(kind);
+    EXPECT_FALSE(streamed(size_t{2} << 20, hcl::Only::Staged)) << name;  // 8 MiB of outputs
+    EXPECT_TRUE(streamed(size_t{4} << 20, hcl::Only::Staged)) << name;   // 16 MiB
+    EXPECT_FALSE(streamed(size_t{8} << 20, hcl::Only::Direct)) << name;  // 32 MiB
+    EXPECT_TRUE(streamed(size_t{16} << 20, hcl::Only::Direct)) << name;  // 64 MiB
+  }
+}
+
 // The window all-reduce starts where all ranks' buffers together leave the
 // cache: 32 MiB messages on 2 ranks, 16 MiB on 4 and more, never below that.
 TEST(Planner, WindowThresholdScalesWithRanks) {
