@@ -89,6 +89,7 @@ class Communicator {
   void setSharedCpus(bool on) { planner_.setSharedCpus(on); }
   void setCpuFamily(CpuFamily f) { planner_.setCpuFamily(f); }
   CpuFamily cpuFamily() const { return planner_.cpuFamily(); }
+  bool sharedCpus() const { return planner_.sharedCpus(); }
   // Busy-poll time of waits on this communicator (Backoff).
   void setSpinUs(int64_t us) { settings_.spinUs = us; }
   RedOpTable& redOps() { return redOps_; }

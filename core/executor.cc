@@ -194,7 +194,8 @@ Status ScheduleRun::fuseReduceAndWrite(const Step& reduce, const Step& write, bo
   if (!in) return {};
   sumToOwnAndPeer(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(out), static_cast<const float*>(in),
                   static_cast<const float*>(resolve(reduce.b)), reduce.count,
-                  sumStoresFor(std::max(schedule_.sendBytes, schedule_.recvBytes), comm_.nranks(), comm_.cpuFamily()));
+                  sumStoresFor(std::max(schedule_.sendBytes, schedule_.recvBytes), comm_.nranks(), comm_.cpuFamily(),
+                               comm_.sharedCpus()));
   *fused = true;
   HCL_TRY(readFrom->checkMappedAccess());
   return writeTo == readFrom ? Status{} : writeTo->checkMappedAccess();

@@ -15,7 +15,8 @@ namespace hcl {
 // copy it stores for a peer (or, in the window all-reduce, into its output).
 enum class SumStores { Cached, PeerStreamed, BothStreamed };
 
-// What pays for a call of `callBytes` on `nranks` ranks of one host.
-SumStores sumStoresFor(size_t callBytes, int nranks, CpuFamily family);
+// What pays for a call of `callBytes` on `nranks` ranks of one host;
+// `sharedCpus`: some host has more ranks than CPUs for them.
+SumStores sumStoresFor(size_t callBytes, int nranks, CpuFamily family, bool sharedCpus = false);
 
 }  // namespace hcl

@@ -54,18 +54,21 @@ constexpr int kFlatMaxRanks = 8;
 // on 4 ranks, 16 MiB.
 constexpr size_t kWindowFrom = 16u << 20;
 constexpr size_t kWindowFromTotal = 64u << 20;
+constexpr size_t kNever = SIZE_MAX;
 // On AMD EPYC (Zen 4) the window is ahead from 256 KiB where every rank has
 // a CPU of its own (2 ranks, malloc buffers: 18-19 GB/s against direct's
 // 10.4-10.7 at 256-512 KiB, level at 128 KiB), once its results stay in
 // cache below 8 MiB and small windows rotate (window.cc). Runs measure
 // whether staging still pays, as it does not while the host runs the two
 // vCPUs apart, and go straight between the buffers instead
-// (core/staging_choice.h). It is behind at every size where ranks share
-// CPUs (4 ranks on 2 cores: 1.35x direct's time at 4-64 MiB, 2-2.5x at
-// 256 KiB-2 MiB), where its two messages per slice and peer each wait for a
-// rank that may not be running (docs/performance.md).
+// (core/staging_choice.h). Where ranks share CPUs it is ahead from 32 KiB,
+// where recursive doubling stops: 4 ranks on 2 cores took 21 against 24.5 us
+// for recursive doubling and 44 for the direct algorithm at 32 KiB, and
+// 0.5-0.65x the direct algorithm's time from 64 KiB to 64 MiB, pinned two per
+// core or placed by the kernel; direct's system calls cost more than the
+// window's messages there (docs/performance.md).
 constexpr FamilyAdmission kWindowOnAmd[] = {
-    {.family = CpuFamily::Amd, .minBytes = 256u << 10, .minTotalBytes = 0, .withSharedCpus = false}};
+    {.family = CpuFamily::Amd, .minBytes = 256u << 10, .minTotalBytes = 0, .minBytesSharedCpus = 32u << 10}};
 
 // All-gather and all-to-all through windows (window_copy.h) pay on AMD EPYC
 // (Zen 4) from 128 KiB blocks, where every rank has a CPU of its own
@@ -73,11 +76,11 @@ constexpr FamilyAdmission kWindowOnAmd[] = {
 // all-gather 22.5-23.5 against 18.9-19.2 GB/s at 128 KiB blocks, 25-26
 // against 18-20 at 256-512 KiB; all-to-all 23-24 against 15-19 at 128 KiB,
 // 25-26 against 19 at 256 KiB; at 64 KiB blocks both 13 against 16). Runs
-// measure whether staging pays, as for the window all-reduce. Not measured
-// elsewhere: there they run where HCL_ALGO names them.
-constexpr size_t kNever = SIZE_MAX;
+// measure whether staging pays, as for the window all-reduce. Not where
+// ranks share CPUs, nor on other families: there they run where HCL_ALGO
+// names them.
 constexpr FamilyAdmission kWindowCopyOnAmd[] = {
-    {.family = CpuFamily::Amd, .minBytes = 128u << 10, .minTotalBytes = 0, .withSharedCpus = false}};
+    {.family = CpuFamily::Amd, .minBytes = 128u << 10, .minTotalBytes = 0, .minBytesSharedCpus = kNever}};
 
 std::span<const AlgorithmEntry> algorithmTable() {
   static const AlgorithmEntry table[] = {

@@ -51,6 +51,8 @@ struct CollArgs {
   const Topology* topology = nullptr;
   // The host's, set by the planner: some sizes were measured per family.
   CpuFamily cpuFamily = CpuFamily::Other;
+  // Some host has more ranks than CPUs for them (Planner::setSharedCpus).
+  bool sharedCpus = false;
 };
 
 // The bytes of this rank's send and receive buffers a call covers (0 for a

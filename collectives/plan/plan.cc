@@ -177,14 +177,12 @@ bool Planner::usable(const AlgorithmEntry& e, size_t bytes, int nranks, bool pee
   const bool named = std::find(named_.begin(), named_.end(), &e) != named_.end();
   const size_t ranks = static_cast<size_t>(std::max(nranks, 1));
   size_t minBytes = e.minBytes, minTotalBytes = e.minTotalBytes;
-  bool familyAdmits = true;
   for (const FamilyAdmission& f : e.byFamily) {
     if (f.family != cpuFamily_) continue;
-    minBytes = f.minBytes;
+    minBytes = sharedCpus_ ? f.minBytesSharedCpus.value_or(f.minBytes) : f.minBytes;
     minTotalBytes = f.minTotalBytes;
-    familyAdmits = f.withSharedCpus || !sharedCpus_;
   }
-  const bool bigEnough = familyAdmits && bytes >= minBytes && bytes >= (minTotalBytes + ranks - 1) / ranks &&
+  const bool bigEnough = bytes >= minBytes && bytes >= (minTotalBytes + ranks - 1) / ranks &&
                          bytes / ranks >= e.minShardBytes && (!sharedCpus_ || bytes >= e.minBytesSharedCpus);
   return (e.maxBytes == 0 || bytes <= e.maxBytes) && (bigEnough || named) && (peerAccess || !e.needsPeerAccess) &&
          (e.maxRanks == 0 || nranks <= e.maxRanks || named) && (!e.needsOwnCpu || !sharedCpus_ || named);
@@ -255,6 +253,7 @@ Schedule Planner::plan(const CollArgs& args) const {
   if (!e) return Schedule{};
   CollArgs a = args;
   a.cpuFamily = cpuFamily_;
+  a.sharedCpus = sharedCpus_;
   if (a.topology == nullptr && table_ && !table_->topology.flat()) a.topology = &table_->topology;
   return e->generate(a);
 }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,7 +25,8 @@ struct FamilyAdmission {
   CpuFamily family = CpuFamily::Other;
   size_t minBytes = 0;
   size_t minTotalBytes = 0;
-  bool withSharedCpus = true;  // false: not where ranks share CPUs
+  // Where ranks share CPUs, minBytes is this instead (SIZE_MAX: not there).
+  std::optional<size_t> minBytesSharedCpus = std::nullopt;
 };
 
 struct AlgorithmEntry {
@@ -85,6 +87,7 @@ class Planner {
   // Some host has more ranks than CPUs for them (core/host_cpus.h); every
   // rank derives it from the same peer table, so all choose alike.
   void setSharedCpus(bool on) { sharedCpus_ = on; }
+  bool sharedCpus() const { return sharedCpus_; }
   // The host's CPU family (hostCpuFamily()), for entries measured per family.
   void setCpuFamily(CpuFamily f) { cpuFamily_ = f; }
   CpuFamily cpuFamily() const { return cpuFamily_; }

@@ -29,7 +29,9 @@ TEST(Scratch, TurnsHandOutSuccessiveRegionsFreshOnlyOnce) {
   // The regions do not overlap.
   std::byte* previous = nullptr;
   for (std::byte* at : regions) {
-    if (previous) EXPECT_GE(static_cast<size_t>(at - previous), kBytes);
+    if (previous) {
+      EXPECT_GE(static_cast<size_t>(at - previous), kBytes);
+    }
     previous = at;
   }
   // One turn: the same region every call, fresh the first time only.

@@ -308,8 +308,8 @@ TEST(Planner, WindowThresholdScalesWithRanks) {
 }
 
 // On AMD EPYC the window pays from 256 KiB where every rank has a CPU of
-// its own, and never where ranks share CPUs; other families keep the
-// thresholds above.
+// its own, and from 32 KiB, after recursive doubling, where ranks share
+// CPUs; other families keep the thresholds above.
 TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
   const auto plannerFor = [](hcl::CpuFamily family, bool sharedCpus) {
     hcl::Planner planner;
@@ -325,10 +325,13 @@ TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
   EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{128} << 10, 2), "direct");
   EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{256} << 10, 2), "window");
   EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{4} << 20, 2), "window");
-  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{256} << 10, 4), "direct");
+  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{16} << 10, 4), "rd");
+  EXPECT_NE(choose(CpuFamily::Amd, true, (size_t{32} << 10) - 16, 4), "window");
+  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{32} << 10, 4), "window");
+  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{256} << 10, 4), "window");
   EXPECT_EQ(choose(CpuFamily::Amd, false, size_t{4} << 20, 4), "window");
-  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{4} << 20, 4), "direct");
-  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{256} << 20, 4), "direct");
+  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{4} << 20, 4), "window");
+  EXPECT_EQ(choose(CpuFamily::Amd, true, size_t{256} << 20, 4), "window");
   EXPECT_EQ(choose(CpuFamily::Other, false, size_t{1} << 20, 2), "direct");
   EXPECT_EQ(choose(CpuFamily::Other, true, size_t{16} << 20, 4), "window");
   EXPECT_EQ(choose(CpuFamily::Other, true, size_t{8} << 20, 4), "direct");
@@ -429,6 +432,10 @@ TEST(WindowAllReduce, WindowsStayWithinKeptScratch) {
       ASSERT_EQ(s.algorithm, "window") << what;
       EXPECT_GT(s.scratchBytes, 0u) << what;
       EXPECT_LE(s.scratchBytes, size_t{8} << 20) << what;
+      // The all-reduce's window stays within 3 MiB: more ranks, smaller slices.
+      if (kind == CollKind::AllReduce) {
+        EXPECT_LE(s.scratchBytes, size_t{3} << 20) << what;
+      }
       EXPECT_LE(s.scratchTurns * s.scratchBytes, std::max<size_t>(4u << 20, s.scratchBytes)) << what;
     }
   }

@@ -147,6 +147,7 @@ TEST(StreamingSums, StoresFollowTheCallSize) {
     size_t bytes;
     int nranks;
     SumStores want;
+    bool sharedCpus = false;
   };
   const Case cases[] = {
       {CpuFamily::Other, 4096, 2, SumStores::Cached},
@@ -166,10 +167,17 @@ TEST(StreamingSums, StoresFollowTheCallSize) {
       {CpuFamily::Amd, 16 * MiB, 2, SumStores::BothStreamed},
       {CpuFamily::Amd, 8 * MiB, 4, SumStores::BothStreamed},
       {CpuFamily::Amd, 256 * MiB, 2, SumStores::BothStreamed},
+      // Where ranks share CPUs (and their caches), from 8 MiB on the host.
+      {CpuFamily::Amd, 1 * MiB, 4, SumStores::Cached, true},
+      {CpuFamily::Amd, 2 * MiB, 4, SumStores::BothStreamed, true},
+      {CpuFamily::Amd, 4 * MiB, 2, SumStores::BothStreamed, true},
+      {CpuFamily::Other, 2 * MiB, 4, SumStores::BothStreamed, true},
+      {CpuFamily::Other, 1 * MiB, 4, SumStores::Cached, true},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(hcl::sumStoresFor(c.bytes, c.nranks, c.family), c.want)
-        << hcl::toString(c.family) << ", " << c.bytes << " bytes, " << c.nranks << " ranks";
+    EXPECT_EQ(hcl::sumStoresFor(c.bytes, c.nranks, c.family, c.sharedCpus), c.want)
+        << hcl::toString(c.family) << ", " << c.bytes << " bytes, " << c.nranks << " ranks"
+        << (c.sharedCpus ? ", shared CPUs" : "");
   }
 }
 
