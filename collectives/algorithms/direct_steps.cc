@@ -29,10 +29,9 @@ std::vector<uint32_t> signalPeers(ScheduleBuilder& b, const std::vector<int>& no
   return recvs;
 }
 
-size_t windowTurns(size_t windowBytes) {
-  constexpr size_t kRotateWithin = 4u << 20;
+size_t windowTurns(size_t windowBytes, size_t rotateWithin) {
   constexpr size_t kMaxTurns = 8;
-  return std::clamp<size_t>(kRotateWithin / std::max<size_t>(windowBytes, 1), 1, kMaxTurns);
+  return std::clamp<size_t>(rotateWithin / std::max<size_t>(windowBytes, 1), 1, kMaxTurns);
 }
 
 bool ownBlockPastCache(size_t blockBytes, int nranks) {

@@ -50,7 +50,8 @@ constexpr size_t kMaxWindowBytes = 8u << 20;
 // windows therefore rotate, up to 4 MiB together, where the peers' reads of
 // the calls in between have pushed the lines out of their caches; larger
 // ones already touch enough between two uses.
-size_t windowTurns(size_t windowBytes);
+constexpr size_t kRotateWithin = 4u << 20;
+size_t windowTurns(size_t windowBytes, size_t rotateWithin = kRotateWithin);
 
 // Whether a rank's own block of an all-gather or all-to-all that pulls the
 // peers' blocks is stored past the cache: where the outputs of all ranks (on

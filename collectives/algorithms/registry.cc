@@ -75,12 +75,18 @@ constexpr FamilyAdmission kWindowOnAmd[] = {
 // (2 ranks, malloc buffers, staged algbw against the direct algorithms':
 // all-gather 22.5-23.5 against 18.9-19.2 GB/s at 128 KiB blocks, 25-26
 // against 18-20 at 256-512 KiB; all-to-all 23-24 against 15-19 at 128 KiB,
-// 25-26 against 19 at 256 KiB; at 64 KiB blocks both 13 against 16). Runs
-// measure whether staging pays, as for the window all-reduce. Not where
-// ranks share CPUs, nor on other families: there they run where HCL_ALGO
+// 25-26 against 19 at 256 KiB; at 64 KiB blocks both 13 against 16). Where
+// ranks share CPUs (4 ranks on 2 cores, time per call against direct's),
+// the all-gather pays from 32 KiB blocks (22 against 36 us, and 0.63-0.85x
+// from there to 4 MiB blocks, but 1.05-1.2x at 1 MiB; at 4-16 KiB blocks
+// 24-33 against 19-25), and the all-to-all from 16 KiB blocks (18 against
+// 30 us; 0.6-1.0x from there to 4 MiB blocks). Runs measure whether staging pays, as for the window
+// all-reduce. Not measured on other families: there they run where HCL_ALGO
 // names them.
-constexpr FamilyAdmission kWindowCopyOnAmd[] = {
-    {.family = CpuFamily::Amd, .minBytes = 128u << 10, .minTotalBytes = 0, .minBytesSharedCpus = kNever}};
+constexpr FamilyAdmission kWindowAllGatherOnAmd[] = {
+    {.family = CpuFamily::Amd, .minBytes = 128u << 10, .minTotalBytes = 0, .minBytesSharedCpus = 32u << 10}};
+constexpr FamilyAdmission kWindowAlltoAllOnAmd[] = {
+    {.family = CpuFamily::Amd, .minBytes = 128u << 10, .minTotalBytes = 0, .minBytesSharedCpus = 16u << 10}};
 
 std::span<const AlgorithmEntry> algorithmTable() {
   static const AlgorithmEntry table[] = {
@@ -98,7 +104,7 @@ std::span<const AlgorithmEntry> algorithmTable() {
       {CollKind::ReduceScatter, "rhd", rhdReduceScatter, 0},
       {CollKind::ReduceScatter, "hier", hierReduceScatter, 0},
       {.kind = CollKind::AllGather, .name = "window", .generate = windowAllGather, .maxBytes = 0,
-       .minBytes = kNever, .needsPeerAccess = true, .byFamily = kWindowCopyOnAmd},
+       .minBytes = kNever, .needsPeerAccess = true, .byFamily = kWindowAllGatherOnAmd},
       {.kind = CollKind::AllGather, .name = "direct", .generate = directAllGather, .maxBytes = 0,
        .minBytes = kDirectCopyFrom, .needsPeerAccess = true, .byFamily = kDirectCopyOnAmd},
       {CollKind::AllGather, "ring", ringAllGather, 0},
@@ -115,7 +121,7 @@ std::span<const AlgorithmEntry> algorithmTable() {
       {CollKind::Reduce, "tree", treeReduce, 0},
       {CollKind::Reduce, "hier", hierReduce, 0},
       {.kind = CollKind::AlltoAll, .name = "window", .generate = windowAlltoAll, .maxBytes = 0,
-       .minBytes = kNever, .needsPeerAccess = true, .byFamily = kWindowCopyOnAmd},
+       .minBytes = kNever, .needsPeerAccess = true, .byFamily = kWindowAlltoAllOnAmd},
       {.kind = CollKind::AlltoAll, .name = "direct", .generate = directAlltoAll, .maxBytes = 0,
        .minBytes = kDirectCopyFrom, .needsPeerAccess = true, .byFamily = kDirectCopyOnAmd},
       {CollKind::AlltoAll, "pairwise", pairwiseAlltoAll, 0},

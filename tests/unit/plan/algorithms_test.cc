@@ -291,6 +291,29 @@ TEST(WindowCopies, OutputsPastTheCacheOnlyWhereTheyLeaveIt) {
   }
 }
 
+// Where ranks share CPUs (and so their caches), the regions that small
+// windows of the all-gather and all-to-all take in turn stay within 2 MiB.
+TEST(WindowCopies, SmallWindowsRotateWithinLessWhereRanksShareCpus) {
+  for (CollKind kind : {CollKind::AllGather, CollKind::AlltoAll}) {
+    const auto rotated = [&](bool sharedCpus) {
+      hcl::Planner planner("allgather:window;alltoall:window");
+      planner.setPeerAccess(true);
+      planner.setSharedCpus(sharedCpus);
+      // Windows of 512 KiB (all-gather) and 768 KiB (all-to-all, three readers).
+      const size_t block = kind == CollKind::AllGather ? size_t{512} << 10 : size_t{256} << 10;
+      const hcl::Schedule s = planner.plan(floatArgs(kind, 4, block));
+      EXPECT_EQ(s.algorithm, "window");
+      return s.scratchTurns * s.scratchBytes;
+    };
+    const auto name = hcl::collKindName(kind);
+    const size_t own = rotated(false), shared = rotated(true);
+    EXPECT_LE(own, size_t{4} << 20) << name;
+    EXPECT_GT(own, size_t{2} << 20) << name;
+    EXPECT_LE(shared, size_t{2} << 20) << name;
+    EXPECT_GT(shared, size_t{1} << 20) << name;
+  }
+}
+
 // The window all-reduce starts where all ranks' buffers together leave the
 // cache: 32 MiB messages on 2 ranks, 16 MiB on 4 and more, never below that.
 TEST(Planner, WindowThresholdScalesWithRanks) {
@@ -346,16 +369,20 @@ TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
     }
   }
   // On AMD they stage through windows from 128 KiB blocks where every rank
-  // has a CPU of its own; not where ranks share CPUs, and not on other
-  // families.
+  // has a CPU of its own; where ranks share CPUs, the all-gather from 32 KiB
+  // blocks and the all-to-all from 16 KiB; not on other families.
   for (CollKind kind : {CollKind::AllGather, CollKind::AlltoAll}) {
     const size_t from = size_t{128} << 10;
+    const size_t fromShared = kind == CollKind::AllGather ? size_t{32} << 10 : size_t{16} << 10;
     const auto name = hcl::collKindName(kind);
     EXPECT_STREQ(plannerFor(CpuFamily::Amd, false).algorithmFor(kind, from / 2, 2), "direct") << name;
     EXPECT_STREQ(plannerFor(CpuFamily::Amd, false).algorithmFor(kind, from, 2), "window") << name;
     EXPECT_STREQ(plannerFor(CpuFamily::Amd, false).algorithmFor(kind, size_t{64} << 20, 4), "window") << name;
-    EXPECT_STREQ(plannerFor(CpuFamily::Amd, true).algorithmFor(kind, size_t{4} << 20, 4), "direct") << name;
+    EXPECT_STRNE(plannerFor(CpuFamily::Amd, true).algorithmFor(kind, fromShared / 2, 4), "window") << name;
+    EXPECT_STREQ(plannerFor(CpuFamily::Amd, true).algorithmFor(kind, fromShared, 4), "window") << name;
+    EXPECT_STREQ(plannerFor(CpuFamily::Amd, true).algorithmFor(kind, size_t{4} << 20, 4), "window") << name;
     EXPECT_STREQ(plannerFor(CpuFamily::Other, false).algorithmFor(kind, size_t{64} << 20, 2), "direct") << name;
+    EXPECT_STREQ(plannerFor(CpuFamily::Other, true).algorithmFor(kind, size_t{64} << 20, 4), "direct") << name;
   }
 
   // Named in HCL_ALGO, the window runs at any size on any family.
