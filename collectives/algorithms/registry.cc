@@ -64,8 +64,8 @@ constexpr size_t kNever = SIZE_MAX;
 // (core/staging_choice.h). Where ranks share CPUs it is ahead from 32 KiB,
 // where recursive doubling stops: 4 ranks on 2 cores took 21 against 24.5 us
 // for recursive doubling and 44 for the direct algorithm at 32 KiB, and
-// 0.5-0.65x the direct algorithm's time from 64 KiB to 64 MiB, pinned two per
-// core or placed by the kernel; direct's system calls cost more than the
+// 0.47-0.65x the direct algorithm's time from 64 KiB to 64 MiB, pinned two
+// per core or placed by the kernel; direct's system calls cost more than the
 // window's messages there (docs/performance.md).
 constexpr FamilyAdmission kWindowOnAmd[] = {
     {.family = CpuFamily::Amd, .minBytes = 256u << 10, .minTotalBytes = 0, .minBytesSharedCpus = 32u << 10}};
@@ -80,9 +80,9 @@ constexpr FamilyAdmission kWindowOnAmd[] = {
 // the all-gather pays from 32 KiB blocks (22 against 36 us, and 0.63-0.85x
 // from there to 4 MiB blocks, but 1.05-1.2x at 1 MiB; at 4-16 KiB blocks
 // 24-33 against 19-25), and the all-to-all from 16 KiB blocks (18 against
-// 30 us; 0.6-1.0x from there to 4 MiB blocks). Runs measure whether staging pays, as for the window
-// all-reduce. Not measured on other families: there they run where HCL_ALGO
-// names them.
+// 30 us; 0.6-1.0x from there to 4 MiB blocks). Runs measure whether
+// staging pays, as for the window all-reduce. Not measured on other
+// families: there they run where HCL_ALGO names them.
 constexpr FamilyAdmission kWindowAllGatherOnAmd[] = {
     {.family = CpuFamily::Amd, .minBytes = 128u << 10, .minTotalBytes = 0, .minBytesSharedCpus = 32u << 10}};
 constexpr FamilyAdmission kWindowAlltoAllOnAmd[] = {
