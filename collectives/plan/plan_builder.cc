@@ -18,7 +18,7 @@ constexpr CollKind kPlannedKinds[] = {CollKind::AllReduce,     CollKind::Broadca
                                       CollKind::AlltoAll,      CollKind::Gather,    CollKind::Scatter};
 
 ScheduleEstimate priceAlgorithm(const AlgorithmEntry& e, const LinkGraph& graph, const Topology& topology,
-                                size_t bytes, size_t chunkBytes, CpuFamily family) {
+                                size_t bytes, size_t chunkBytes, CpuFamily family, bool sharedCpus) {
   std::vector<Schedule> schedules;
   schedules.reserve(static_cast<size_t>(graph.nranks));
   for (int r = 0; r < graph.nranks; ++r) {
@@ -31,6 +31,7 @@ ScheduleEstimate priceAlgorithm(const AlgorithmEntry& e, const LinkGraph& graph,
     a.chunkBytes = chunkBytes;
     a.topology = topology.flat() ? nullptr : &topology;
     a.cpuFamily = family;
+    a.sharedCpus = sharedCpus;
     schedules.push_back(e.generate(a));
   }
   return estimateSchedules(schedules, graph);
@@ -62,7 +63,7 @@ PlanTable Planner::buildTable(const LinkGraph& graph, const Topology& topology, 
       const bool chosenRuns = chosenAlgorithmRuns(kind, bytes, graph.nranks, peerAccess_);
       for (const AlgorithmEntry* e : allowed_[static_cast<size_t>(kind)]) {
         if (!usable(*e, bytes, graph.nranks, peerAccess_) || (chosenRuns && lastResort(*e))) continue;
-        const ScheduleEstimate est = priceAlgorithm(*e, graph, table.topology, bytes, chunkBytes, cpuFamily_);
+        const ScheduleEstimate est = priceAlgorithm(*e, graph, table.topology, bytes, chunkBytes, cpuFamily_, sharedCpus_);
         candidates += fmt::format("{}{} {}", candidates.empty() ? "" : ", ", e->name,
                                   est.valid ? fmt::format("{:.1f} us", est.us) : std::string("invalid"));
         if (!est.valid) continue;
