@@ -85,11 +85,14 @@ constexpr std::array kParams = {
     ParamSpec{"HCL_TCP_CONGESTION", String, "auto", "TCP congestion control: auto (cubic, else reno, on links within a host; kernel default elsewhere), system, or an algorithm name", nullptr},
     ParamSpec{"HCL_TIMEOUT_MS", Int, "60000",
               "A wait on a peer that sees no progress for this many milliseconds fails (0: never)", nullptr, 0},
-    ParamSpec{"HCL_CHUNK_BYTES", Int, "524288", "Pipeline slice size of ring algorithms in bytes",
+    ParamSpec{"HCL_CHUNK_BYTES", Int, "524288",
+              "Pipeline slice size of ring algorithms in bytes, and the largest slice of the direct and window "
+              "algorithms",
               nullptr, 4096, int64_t{1} << 30},
     ParamSpec{"HCL_ALGO", String, "", "Collective algorithm override", "NCCL_ALGO"},
     ParamSpec{"HCL_WINDOW_STAGING", Int, "-1",
-              "Window all-reduce on malloc buffers: 1 stages through shared scratch, 0 goes straight between "
+              "Window all-reduce, all-gather and all-to-all on malloc buffers: 1 stages through shared "
+              "scratch, 0 goes straight between "
               "the buffers (process_vm_readv/writev), -1 measures both per call size and keeps the faster",
               nullptr, -1, 1},
     ParamSpec{"HCL_SPIN_US", Int, "50", "Busy-poll time in microseconds before backing off",
