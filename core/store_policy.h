@@ -17,6 +17,6 @@ enum class SumStores { Cached, PeerStreamed, BothStreamed };
 
 // What pays for a call of `callBytes` on `nranks` ranks of one host;
 // `sharedCpus`: some host has more ranks than CPUs for them.
-SumStores sumStoresFor(size_t callBytes, int nranks, CpuFamily family, bool sharedCpus = false);
+SumStores sumStoresFor(size_t callBytes, int nranks, CpuFamily family, bool sharedCpus);
 
 }  // namespace hcl

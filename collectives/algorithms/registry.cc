@@ -64,9 +64,12 @@ constexpr size_t kNever = SIZE_MAX;
 // (core/staging_choice.h). Where ranks share CPUs it is ahead from 32 KiB,
 // where recursive doubling stops: 4 ranks on 2 cores took 21 against 24.5 us
 // for recursive doubling and 44 for the direct algorithm at 32 KiB, and
-// 0.47-0.65x the direct algorithm's time from 64 KiB to 64 MiB, pinned two
-// per core or placed by the kernel; direct's system calls cost more than the
-// window's messages there (docs/performance.md).
+// 0.43-0.65x the direct algorithm's time from 64 KiB to 64 MiB pinned two
+// per core (to 16 MiB placed by the kernel) while the host keeps the vCPUs
+// close; direct's system calls cost more than the window's messages there.
+// Where it does not, staging loses from 4 MiB pinned and from 128 KiB
+// unpinned, and the staging choice goes straight. Measured with 3, 4 and 8
+// ranks (docs/performance.md).
 constexpr FamilyAdmission kWindowOnAmd[] = {
     {.family = CpuFamily::Amd, .minBytes = 256u << 10, .minTotalBytes = 0, .minBytesSharedCpus = 32u << 10}};
 

@@ -29,12 +29,13 @@ struct Window {
   size_t bytes() const { return acc() + (n > 2 ? slice : 0); }
 };
 
-// A rank's window stays within this, so that more ranks take smaller slices
-// and the windows stay in cache beside the calls' buffers: 4 ranks on 2 cores
-// (ten regions) took 0.75-0.9x the time with 256 or 314 KiB slices as with
-// 512 KiB from 2 to 16 MiB (docs/performance.md). 2 ranks' six regions keep
-// the 512 KiB slices of HCL_CHUNK_BYTES' default.
-constexpr size_t kWindowCacheBytes = 3u << 20;
+// Where ranks share CPUs (and so each core's cache), a rank's window stays
+// within this, so that more ranks take smaller slices and the windows stay
+// in cache beside the calls' buffers: 4 ranks on 2 cores (ten regions) took
+// 0.75-0.9x the time with 256 or 307 KiB slices as with 512 KiB from 2 to
+// 16 MiB (docs/performance.md). Not measured where every rank has a CPU of
+// its own, where more slices also mean more messages.
+constexpr size_t kWindowBytesSharedCpus = 3u << 20;
 
 }  // namespace
 
@@ -47,7 +48,7 @@ Schedule windowAllReduce(const CollArgs& a) {
   const size_t es = dataTypeSize(a.type), as = accumulatorSize(a.type);
   const size_t largest = shardOf(a.count, n, 0).len;  // rank 0's shard is never smaller
   const size_t width = std::max(es, as), regions = 2 * static_cast<size_t>(n) + 2;
-  const size_t budget = std::min(kMaxWindowBytes, kWindowCacheBytes);
+  const size_t budget = a.sharedCpus ? std::min(kMaxWindowBytes, kWindowBytesSharedCpus) : kMaxWindowBytes;
   const size_t fits = budget / regions / kAlign * kAlign / width;  // rounding up stays within
   const size_t S = std::max<size_t>(1, std::min({sliceElements(a), largest, fits}));
   const Window w{roundUp(S * width, kAlign), n};

@@ -47,7 +47,9 @@ struct AlgorithmEntry {
   size_t minShardBytes = 0;
   // Only where every rank has a CPU of its own (Planner::setSharedCpus).
   bool needsOwnCpu = false;
-  // And, where ranks share CPUs, only from this size.
+  // And, where ranks share CPUs, only from this size: a floor on top of the
+  // others on every family (FamilyAdmission::minBytesSharedCpus instead
+  // replaces one family's minBytes).
   size_t minBytesSharedCpus = 0;
   // On the families listed, these replace minBytes and minTotalBytes.
   std::span<const FamilyAdmission> byFamily = {};

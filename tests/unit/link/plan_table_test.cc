@@ -106,6 +106,24 @@ TEST(PlanTable, AForcedAlgorithmRunsWhereverItCanAndTheAddedDefaultOnlyBeyond) {
   }
 }
 
+// The table follows the shared-CPU admissions: on AMD the window all-reduce
+// starts at 32 KiB where ranks share CPUs, at 256 KiB where they do not.
+TEST(PlanTable, WindowWhereRanksShareCpusFollowsTheFamilyAdmission) {
+  const auto choice = [](bool sharedCpus, size_t bytes) {
+    Planner planner;
+    planner.setPeerAccess(true);
+    planner.setCpuFamily(CpuFamily::Amd);
+    planner.setSharedCpus(sharedCpus);
+    const PlanTable t = planner.buildTable(uniform(4, {1, 6000}), {}, 512 * 1024);
+    const PlanChoice* c = t.find(CollKind::AllReduce, bytes);
+    return c ? c->algorithm : std::string("none");
+  };
+  EXPECT_EQ(choice(true, 64 * 1024), "window");
+  EXPECT_EQ(choice(true, size_t{1} << 20), "window");
+  EXPECT_NE(choice(false, 64 * 1024), "window");
+  EXPECT_EQ(choice(false, size_t{1} << 20), "window");
+}
+
 TEST(PlanOverride, NamesThatSelectNothingAreReported) {
   EXPECT_TRUE(overrideProblems("").empty());
   EXPECT_TRUE(overrideProblems("ring,tree;allreduce:hier").empty());

@@ -443,6 +443,23 @@ TEST(WindowAllReduce, RanksThatDisagreeOnTheCountFail) {
   EXPECT_NE(error.find("sizes differ"), std::string::npos) << error;
 }
 
+// Where ranks share CPUs, 4 ranks' window all-reduce takes slices of
+// about 307 KiB (3 MiB over ten regions) instead of the 512 KiB of
+// HCL_CHUNK_BYTES; 2 ranks keep 512 KiB either way.
+TEST(WindowAllReduce, SlicesShrinkWhereRanksShareCpus) {
+  const auto windowBytes = [](int n, bool sharedCpus) {
+    hcl::Planner planner("allreduce:window");
+    planner.setPeerAccess(true);
+    planner.setSharedCpus(sharedCpus);
+    return planner.plan(floatArgs(CollKind::AllReduce, n, size_t{64} << 20)).scratchBytes;
+  };
+  EXPECT_EQ(windowBytes(2, false), windowBytes(2, true));
+  EXPECT_EQ(windowBytes(2, true), 5 * (size_t{512} << 10));   // inputs 2, outputs 2, tmp
+  EXPECT_EQ(windowBytes(4, false), 10 * (size_t{512} << 10));  // inputs 6, outputs 2, tmp, acc
+  EXPECT_LE(windowBytes(4, true), size_t{3} << 20);
+  EXPECT_GT(windowBytes(4, true), size_t{5} << 19);
+}
+
 // Peers map a rank's windows; they must fit in the scratch a communicator
 // keeps between calls (16 MiB), whatever the rank count.
 TEST(WindowAllReduce, WindowsStayWithinKeptScratch) {
@@ -450,20 +467,30 @@ TEST(WindowAllReduce, WindowsStayWithinKeptScratch) {
     // All-gather and all-to-all counts are per block.
     const size_t bytes = kind == CollKind::AllReduce ? size_t{1} << 30 : size_t{16} << 20;
     for (int n : {2, 4, 16, 64}) {
-      hcl::Planner planner("allreduce:window;allgather:window;alltoall:window");
-      planner.setPeerAccess(true);
-      CollArgs a = floatArgs(kind, n, bytes, 4u << 20);
-      a.rank = n - 1;
-      const hcl::Schedule s = planner.plan(a);
-      const std::string what = std::string(hcl::collKindName(kind)) + " " + std::to_string(n) + " ranks";
-      ASSERT_EQ(s.algorithm, "window") << what;
-      EXPECT_GT(s.scratchBytes, 0u) << what;
-      EXPECT_LE(s.scratchBytes, size_t{8} << 20) << what;
-      // The all-reduce's window stays within 3 MiB: more ranks, smaller slices.
-      if (kind == CollKind::AllReduce) {
-        EXPECT_LE(s.scratchBytes, size_t{3} << 20) << what;
+      for (bool sharedCpus : {false, true}) {
+        for (hclDataType_t type : {hclFloat32, hclFloat64}) {
+          hcl::Planner planner("allreduce:window;allgather:window;alltoall:window");
+          planner.setPeerAccess(true);
+          planner.setSharedCpus(sharedCpus);
+          CollArgs a = floatArgs(kind, n, bytes, 4u << 20);
+          a.type = type;
+          a.count = bytes / hcl::dataTypeSize(type);
+          a.rank = n - 1;
+          const hcl::Schedule s = planner.plan(a);
+          const std::string what = std::string(hcl::collKindName(kind)) + " " + std::to_string(n) + " ranks" +
+                                   (sharedCpus ? ", shared CPUs, " : ", ") + std::to_string(hcl::dataTypeSize(type)) +
+                                   "-byte elements";
+          ASSERT_EQ(s.algorithm, "window") << what;
+          EXPECT_GT(s.scratchBytes, 0u) << what;
+          EXPECT_LE(s.scratchBytes, size_t{8} << 20) << what;
+          // Where ranks share CPUs the all-reduce's window stays within
+          // 3 MiB: more ranks, smaller slices.
+          if (kind == CollKind::AllReduce && sharedCpus) {
+            EXPECT_LE(s.scratchBytes, size_t{3} << 20) << what;
+          }
+          EXPECT_LE(s.scratchTurns * s.scratchBytes, std::max<size_t>(4u << 20, s.scratchBytes)) << what;
+        }
       }
-      EXPECT_LE(s.scratchTurns * s.scratchBytes, std::max<size_t>(4u << 20, s.scratchBytes)) << what;
     }
   }
 }
