@@ -13,7 +13,7 @@ namespace {
 // and 1.2-1.4x ahead of both cached. 4 ranks on 2 cores, whose pairs share
 // each core's cache: the direct algorithm's fused sums were level (within
 // 6%) at every size from 1 to 32 MiB; the window all-reduce's results, with
-// 256 KiB slices, pay past the cache from 2 MiB per call (8 MiB on the
+// 256-307 KiB slices, pay past the cache from 2 MiB per call (8 MiB on the
 // host), 0.73-0.85x the time of cached ones at 2-4 MiB, and cached ones pay
 // at 1 MiB (0.77x the time).
 SumStores amdSumStores(size_t callBytes, size_t hostBytes, bool sharedCpus) {

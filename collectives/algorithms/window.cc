@@ -36,6 +36,7 @@ struct Window {
 // 16 MiB (docs/performance.md). Not measured where every rank has a CPU of
 // its own, where more slices also mean more messages.
 constexpr size_t kWindowBytesSharedCpus = 3u << 20;
+static_assert(kWindowBytesSharedCpus <= kMaxWindowBytes);
 
 }  // namespace
 
@@ -48,7 +49,7 @@ Schedule windowAllReduce(const CollArgs& a) {
   const size_t es = dataTypeSize(a.type), as = accumulatorSize(a.type);
   const size_t largest = shardOf(a.count, n, 0).len;  // rank 0's shard is never smaller
   const size_t width = std::max(es, as), regions = 2 * static_cast<size_t>(n) + 2;
-  const size_t budget = a.sharedCpus ? std::min(kMaxWindowBytes, kWindowBytesSharedCpus) : kMaxWindowBytes;
+  const size_t budget = a.sharedCpus ? kWindowBytesSharedCpus : kMaxWindowBytes;
   const size_t fits = budget / regions / kAlign * kAlign / width;  // rounding up stays within
   const size_t S = std::max<size_t>(1, std::min({sliceElements(a), largest, fits}));
   const Window w{roundUp(S * width, kAlign), n};

@@ -124,6 +124,25 @@ TEST(PlanTable, WindowWhereRanksShareCpusFollowsTheFamilyAdmission) {
   EXPECT_EQ(choice(false, size_t{1} << 20), "window");
 }
 
+// The table prices the schedules plan() will run: where ranks share CPUs the
+// window all-reduce of 4 ranks takes smaller slices, so more rounds of
+// messages, and its estimate is higher.
+TEST(PlanTable, PricesTheScheduleForRanksThatShareCpus) {
+  const auto estimate = [](bool sharedCpus) {
+    Planner planner;
+    planner.setPeerAccess(true);
+    planner.setCpuFamily(CpuFamily::Amd);
+    planner.setSharedCpus(sharedCpus);
+    const PlanTable t = planner.buildTable(uniform(4, {1, 6000}), {}, 512 * 1024);
+    const PlanChoice* c = t.find(CollKind::AllReduce, size_t{4} << 20);
+    EXPECT_NE(c, nullptr);
+    if (c == nullptr) return 0.0;
+    EXPECT_EQ(c->algorithm, "window");
+    return c->estimatedUs;
+  };
+  EXPECT_GT(estimate(true), estimate(false));
+}
+
 TEST(PlanOverride, NamesThatSelectNothingAreReported) {
   EXPECT_TRUE(overrideProblems("").empty());
   EXPECT_TRUE(overrideProblems("ring,tree;allreduce:hier").empty());
