@@ -29,6 +29,7 @@ StagingChoice::Entry& StagingChoice::entry(const Shape& shape) {
   Entry& e = entries_[shape];
   // Staging is what the planner chose, unless it was slower last time.
   e.stagedFirst = lastLead_;
+  if (measuredBoth_) e.interval = kFirstInterval;
   return e;
 }
 
@@ -80,6 +81,7 @@ bool StagingChoice::record(const Shape& shape, bool staged, int64_t nanoseconds)
   way.recent[way.samples % way.recent.size()] = nanoseconds;
   ++way.samples;
   lastLead_ = stagingLeads(e);
+  if (e.staged.samples > 0 && e.direct.samples > 0) measuredBoth_ = true;
   if (lastLead_ == lead) return false;
   // The way that lost may win back soon (the ranks' CPUs moved).
   e.interval = kFirstInterval;

@@ -15,7 +15,10 @@
 // call after call never pays; so it is no sample. Nor are calls that fault
 // memory in (the first of each way, ones on fresh scratch). A shape not
 // measured yet starts with the way the last measured one led with (what
-// makes staging slow holds for every size). The first rank's proposal
+// makes staging slow holds for every size), and once some shape has
+// measured both ways, tries the other way only after kFirstInterval calls:
+// a try on a shape of few calls (a sweep's largest sizes) is a large part
+// of them. The first rank's proposal
 // decides for all (every rank reads it from the exchanged addresses), so
 // the ranks' tries need not line up. Used under the communicator's
 // execution gate.
@@ -51,8 +54,9 @@ class StagingChoice {
   int64_t estimateNanos(const Shape& shape, bool staged);
 
   // Calls before the first try of the other way in a shape (the first
-  // call pays for faulting the memory in); then between two tries of the
-  // way that lost, after the lead changed and at most.
+  // call pays for faulting the memory in), where no shape has measured both
+  // ways yet; then between two tries of the way that lost, after the lead
+  // changed or was taken from a shape that measured both, and at most.
   static constexpr uint32_t kFirstTry = 3, kFirstInterval = 8, kMaxInterval = 256;
   static constexpr uint32_t kTryCalls = 2;
   // Staging leads until it takes this much longer than going straight. A
@@ -85,6 +89,7 @@ class StagingChoice {
   static constexpr size_t kMaxShapes = 64;
   Mode mode_;
   bool lastLead_ = true;  // staging led in the last call measured
+  bool measuredBoth_ = false;  // some shape has measured both ways
   std::unordered_map<Shape, Entry, ShapeHash> entries_;
 };
 

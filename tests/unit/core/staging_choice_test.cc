@@ -181,6 +181,32 @@ TEST(StagingChoice, ANewShapeStartsWithTheLastLead) {
   EXPECT_FALSE(choice.propose(fresh));
 }
 
+// Once a shape has measured both ways, a new one keeps the inherited lead
+// for kFirstInterval calls before its first try: in a sweep, the largest
+// sizes run a few calls each, and a try at the third would be a large part
+// of them. Before any shape has measured both, the first try comes at the
+// third call.
+TEST(StagingChoice, ANewShapeTriesLaterOnceSomeShapeMeasuredBothWays) {
+  StagingChoice choice;
+  const StagingChoice::Shape first{1, 4u << 20, 4u << 20}, second{1, 8u << 20, 8u << 20};
+  std::vector<bool> ways;
+  for (int i = 0; i < 8; ++i) {
+    const bool staged = choice.propose(first);
+    choice.record(first, staged, staged ? 100 : 300);
+    ways.push_back(staged);
+  }
+  EXPECT_FALSE(ways[StagingChoice::kFirstTry - 1]) << "no early try before both ways were measured";
+  EXPECT_GT(choice.estimateNanos(first, false), 0);
+  ways.clear();
+  for (uint32_t i = 0; i < StagingChoice::kFirstInterval + 1; ++i) {
+    const bool staged = choice.propose(second);
+    choice.record(second, staged, staged ? 100 : 300);
+    ways.push_back(staged);
+  }
+  EXPECT_EQ(countDirect(ways, 0, StagingChoice::kFirstInterval - 1), 0u);
+  EXPECT_FALSE(ways[StagingChoice::kFirstInterval - 1]) << "the first try of the new shape";
+}
+
 TEST(StagingChoice, ShapesAreMeasuredApart) {
   StagingChoice choice;
   const StagingChoice::Shape other{1, 4096, 4096};
