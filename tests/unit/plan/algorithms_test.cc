@@ -385,6 +385,21 @@ TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
     EXPECT_STREQ(plannerFor(CpuFamily::Other, true).algorithmFor(kind, size_t{64} << 20, 4), "direct") << name;
   }
 
+  // The direct reduce starts at 256 KiB on AMD (the ring is ahead below), at
+  // 128 KiB on other families, and at 256 KiB on either where ranks share
+  // CPUs.
+  const auto reduceWith = [&](CpuFamily family, bool sharedCpus, size_t bytes, int nranks) {
+    return std::string(plannerFor(family, sharedCpus).algorithmFor(CollKind::Reduce, bytes, nranks));
+  };
+  EXPECT_NE(reduceWith(CpuFamily::Amd, false, size_t{128} << 10, 2), "direct");
+  EXPECT_EQ(reduceWith(CpuFamily::Amd, false, size_t{256} << 10, 2), "direct");
+  EXPECT_EQ(reduceWith(CpuFamily::Other, false, size_t{128} << 10, 2), "direct");
+  EXPECT_NE(reduceWith(CpuFamily::Other, false, size_t{64} << 10, 2), "direct");
+  for (CpuFamily family : {CpuFamily::Other, CpuFamily::Amd}) {
+    EXPECT_NE(reduceWith(family, true, size_t{128} << 10, 4), "direct");
+    EXPECT_EQ(reduceWith(family, true, size_t{256} << 10, 4), "direct");
+  }
+
   // Named in HCL_ALGO, the window runs at any size on any family.
   hcl::Planner named("allreduce:window");
   named.setPeerAccess(true);
