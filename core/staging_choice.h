@@ -18,10 +18,9 @@
 // makes staging slow holds for every size), and once some shape has
 // measured both ways, tries the other way only after kFirstInterval calls:
 // a try on a shape of few calls (a sweep's largest sizes) is a large part
-// of them. The first rank's proposal
-// decides for all (every rank reads it from the exchanged addresses), so
-// the ranks' tries need not line up. Used under the communicator's
-// execution gate.
+// of them. The first rank's proposal decides for all (every rank reads it
+// from the exchanged addresses), so the ranks' tries need not line up. Used
+// under the communicator's execution gate.
 #pragma once
 
 #include <array>

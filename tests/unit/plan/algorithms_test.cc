@@ -330,6 +330,28 @@ TEST(Planner, WindowThresholdScalesWithRanks) {
   EXPECT_EQ(choose(size_t{16} << 20, 16), "window");
 }
 
+// The direct reduce starts at 256 KiB on AMD EPYC (the ring is ahead
+// below), at 128 KiB on other families, and at 256 KiB on either where
+// ranks share CPUs.
+TEST(Planner, DirectReduceThresholdFollowsTheCpuFamily) {
+  using hcl::CpuFamily;
+  const auto reduceWith = [](CpuFamily family, bool sharedCpus, size_t bytes, int nranks) {
+    hcl::Planner planner;
+    planner.setPeerAccess(true);
+    planner.setCpuFamily(family);
+    planner.setSharedCpus(sharedCpus);
+    return std::string(planner.algorithmFor(CollKind::Reduce, bytes, nranks));
+  };
+  EXPECT_NE(reduceWith(CpuFamily::Amd, false, size_t{128} << 10, 2), "direct");
+  EXPECT_EQ(reduceWith(CpuFamily::Amd, false, size_t{256} << 10, 2), "direct");
+  EXPECT_EQ(reduceWith(CpuFamily::Other, false, size_t{128} << 10, 2), "direct");
+  EXPECT_NE(reduceWith(CpuFamily::Other, false, size_t{64} << 10, 2), "direct");
+  for (CpuFamily family : {CpuFamily::Other, CpuFamily::Amd}) {
+    EXPECT_NE(reduceWith(family, true, size_t{128} << 10, 4), "direct");
+    EXPECT_EQ(reduceWith(family, true, size_t{256} << 10, 4), "direct");
+  }
+}
+
 // On AMD EPYC the window pays from 256 KiB where every rank has a CPU of
 // its own, and from 32 KiB, after recursive doubling, where ranks share
 // CPUs; other families keep the thresholds above.
@@ -383,21 +405,6 @@ TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
     EXPECT_STREQ(plannerFor(CpuFamily::Amd, true).algorithmFor(kind, size_t{4} << 20, 4), "window") << name;
     EXPECT_STREQ(plannerFor(CpuFamily::Other, false).algorithmFor(kind, size_t{64} << 20, 2), "direct") << name;
     EXPECT_STREQ(plannerFor(CpuFamily::Other, true).algorithmFor(kind, size_t{64} << 20, 4), "direct") << name;
-  }
-
-  // The direct reduce starts at 256 KiB on AMD (the ring is ahead below), at
-  // 128 KiB on other families, and at 256 KiB on either where ranks share
-  // CPUs.
-  const auto reduceWith = [&](CpuFamily family, bool sharedCpus, size_t bytes, int nranks) {
-    return std::string(plannerFor(family, sharedCpus).algorithmFor(CollKind::Reduce, bytes, nranks));
-  };
-  EXPECT_NE(reduceWith(CpuFamily::Amd, false, size_t{128} << 10, 2), "direct");
-  EXPECT_EQ(reduceWith(CpuFamily::Amd, false, size_t{256} << 10, 2), "direct");
-  EXPECT_EQ(reduceWith(CpuFamily::Other, false, size_t{128} << 10, 2), "direct");
-  EXPECT_NE(reduceWith(CpuFamily::Other, false, size_t{64} << 10, 2), "direct");
-  for (CpuFamily family : {CpuFamily::Other, CpuFamily::Amd}) {
-    EXPECT_NE(reduceWith(family, true, size_t{128} << 10, 4), "direct");
-    EXPECT_EQ(reduceWith(family, true, size_t{256} << 10, 4), "direct");
   }
 
   // Named in HCL_ALGO, the window runs at any size on any family.
