@@ -87,14 +87,24 @@ constexpr FamilyAdmission kWindowOnAmd[] = {
 // ranks share CPUs (4 ranks on 2 cores, time per call against direct's),
 // the all-gather pays from 32 KiB blocks (22 against 36 us, and 0.63-0.85x
 // from there to 4 MiB blocks, but 1.05-1.2x at 1 MiB; at 4-16 KiB blocks
-// 24-33 against 19-25), and the all-to-all from 16 KiB blocks (18 against
-// 30 us; 0.6-1.0x from there to 4 MiB blocks). Runs measure whether
-// staging pays, as for the window all-reduce. Not measured on other
-// families: there they run where HCL_ALGO names them.
+// 24-33 against 19-25), and the all-to-all from 64 KiB blocks. Below that
+// the all-to-all's messages (pairwise) beat both the window and the direct
+// pull there, time per call, window against pairwise: 3 ranks pinned
+// 0,1,0, 32-128 KiB calls 17-32 against 9.6-21 us; 4 ranks pinned
+// 0,1,0,1, 64-256 KiB 18-38 against 12-33; 8 ranks, 128-256 KiB 77-193
+// against 53-99; at 64 KiB blocks level on 3 and 4 ranks and the window
+// ahead on 8 (258 against 311 us). Runs measure whether staging pays, as
+// for the window all-reduce. Not measured on other families: there they
+// run where HCL_ALGO names them.
 constexpr FamilyAdmission kWindowAllGatherOnAmd[] = {
     {.family = CpuFamily::Amd, .minBytes = 128u << 10, .minTotalBytes = 0, .minBytesSharedCpus = 32u << 10}};
-constexpr FamilyAdmission kWindowAlltoAllOnAmd[] = {
-    {.family = CpuFamily::Amd, .minBytes = 128u << 10, .minTotalBytes = 0, .minBytesSharedCpus = 16u << 10}};
+constexpr size_t kWindowAlltoAllSharedCpusOnAmd = 64u << 10;
+constexpr FamilyAdmission kWindowAlltoAllOnAmd[] = {{.family = CpuFamily::Amd,
+                                                     .minBytes = 128u << 10,
+                                                     .minTotalBytes = 0,
+                                                     .minBytesSharedCpus = kWindowAlltoAllSharedCpusOnAmd}};
+constexpr FamilyAdmission kDirectAlltoAllOnAmd[] = {
+    {.family = CpuFamily::Amd, .minBytes = 16 * 1024, .minTotalBytes = 0, .minBytesSharedCpus = kWindowAlltoAllSharedCpusOnAmd}};
 
 std::span<const AlgorithmEntry> algorithmTable() {
   static const AlgorithmEntry table[] = {
@@ -132,7 +142,7 @@ std::span<const AlgorithmEntry> algorithmTable() {
       {.kind = CollKind::AlltoAll, .name = "window", .generate = windowAlltoAll, .maxBytes = 0,
        .minBytes = kNever, .needsPeerAccess = true, .byFamily = kWindowAlltoAllOnAmd},
       {.kind = CollKind::AlltoAll, .name = "direct", .generate = directAlltoAll, .maxBytes = 0,
-       .minBytes = kDirectCopyFrom, .needsPeerAccess = true, .byFamily = kDirectCopyOnAmd},
+       .minBytes = kDirectCopyFrom, .needsPeerAccess = true, .byFamily = kDirectAlltoAllOnAmd},
       {CollKind::AlltoAll, "pairwise", pairwiseAlltoAll, 0},
       {CollKind::Gather, "direct", directGather, 0},
       {CollKind::Scatter, "direct", directScatter, 0},

@@ -392,10 +392,10 @@ TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
   }
   // On AMD they stage through windows from 128 KiB blocks where every rank
   // has a CPU of its own; where ranks share CPUs, the all-gather from 32 KiB
-  // blocks and the all-to-all from 16 KiB; not on other families.
+  // blocks and the all-to-all from 64 KiB; not on other families.
   for (CollKind kind : {CollKind::AllGather, CollKind::AlltoAll}) {
     const size_t from = size_t{128} << 10;
-    const size_t fromShared = kind == CollKind::AllGather ? size_t{32} << 10 : size_t{16} << 10;
+    const size_t fromShared = kind == CollKind::AllGather ? size_t{32} << 10 : size_t{64} << 10;
     const auto name = hcl::collKindName(kind);
     EXPECT_STREQ(plannerFor(CpuFamily::Amd, false).algorithmFor(kind, from / 2, 2), "direct") << name;
     EXPECT_STREQ(plannerFor(CpuFamily::Amd, false).algorithmFor(kind, from, 2), "window") << name;
@@ -406,6 +406,10 @@ TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
     EXPECT_STREQ(plannerFor(CpuFamily::Other, false).algorithmFor(kind, size_t{64} << 20, 2), "direct") << name;
     EXPECT_STREQ(plannerFor(CpuFamily::Other, true).algorithmFor(kind, size_t{64} << 20, 4), "direct") << name;
   }
+  // Below its window, an all-to-all of ranks that share CPUs takes messages
+  // on AMD, not the direct pull.
+  EXPECT_STREQ(plannerFor(CpuFamily::Amd, true).algorithmFor(CollKind::AlltoAll, size_t{32} << 10, 4), "pairwise");
+  EXPECT_STREQ(plannerFor(CpuFamily::Amd, false).algorithmFor(CollKind::AlltoAll, size_t{32} << 10, 2), "direct");
 
   // Named in HCL_ALGO, the window runs at any size on any family.
   hcl::Planner named("allreduce:window");
