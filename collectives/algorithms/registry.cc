@@ -43,7 +43,8 @@ constexpr size_t kDirectCopyFrom = 8 * 1024;
 // fast at 8 KiB blocks (all-gather 1.55 against 3.18 us, all-to-all 1.60
 // against 3.15), and the pull pays from 16 KiB (all-gather 3.9 against
 // 5.5 us; all-to-all level, 3.9 against 3.5).
-constexpr FamilyAdmission kDirectCopyOnAmd[] = {{.family = CpuFamily::Amd, .minBytes = 16 * 1024}};
+constexpr size_t kDirectCopyFromOnAmd = 16 * 1024;
+constexpr FamilyAdmission kDirectCopyOnAmd[] = {{.family = CpuFamily::Amd, .minBytes = kDirectCopyFromOnAmd}};
 // One round of n-1 messages for tiny messages on a few ranks, where each
 // rank has a CPU of its own. Ranks that share CPUs yield while they wait, and
 // a round that needs every peer to have run costs more than log2(n) rounds
@@ -103,8 +104,12 @@ constexpr FamilyAdmission kWindowAlltoAllOnAmd[] = {{.family = CpuFamily::Amd,
                                                      .minBytes = 128u << 10,
                                                      .minTotalBytes = 0,
                                                      .minBytesSharedCpus = kWindowAlltoAllSharedCpusOnAmd}};
-constexpr FamilyAdmission kDirectAlltoAllOnAmd[] = {
-    {.family = CpuFamily::Amd, .minBytes = 16 * 1024, .minTotalBytes = 0, .minBytesSharedCpus = kWindowAlltoAllSharedCpusOnAmd}};
+// The direct pull as kDirectCopyOnAmd, but where ranks share CPUs only where
+// the window takes over anyway: pairwise runs below it.
+constexpr FamilyAdmission kDirectAlltoAllOnAmd[] = {{.family = CpuFamily::Amd,
+                                                     .minBytes = kDirectCopyFromOnAmd,
+                                                     .minTotalBytes = 0,
+                                                     .minBytesSharedCpus = kWindowAlltoAllSharedCpusOnAmd}};
 
 std::span<const AlgorithmEntry> algorithmTable() {
   static const AlgorithmEntry table[] = {
