@@ -22,9 +22,14 @@ constexpr size_t kDirectFrom = 64 * 1024;
 // holds 8 KiB (2 ranks, 32 KiB: 4.3 against 6.5 us for the ring; 4 ranks on
 // 2 cores: level with the ring at 32 KiB), and so does a direct
 // reduce-scatter from 16 KiB per rank (2 ranks: 2.8 against 3.5 us at
-// 16 KiB; 4 ranks: 17 against 19-23 us).
+// 16 KiB). Where ranks share CPUs the direct reduce-scatter starts at
+// 32 KiB blocks, with messages below (us per call at 16 KiB blocks, direct
+// against messages, pinned alternately to the 2 cores: 3 ranks 19.7 against
+// 13.3, 4 ranks 27.2 against 12.9, 6 ranks 68.9 against 44.4, 8 ranks 124
+// against 58; at 32 KiB, 4 ranks 40 against recursive halving and
+// doubling's 48, the same while the host runs the vCPUs apart).
 constexpr size_t kDirectShardFrom = 8 * 1024;
-constexpr size_t kDirectReduceScatterFrom = 16 * 1024;
+constexpr size_t kDirectReduceScatterFrom = 16 * 1024, kDirectReduceScatterSharedCpusFrom = 32 * 1024;
 // A reduce's non-roots write their shards to the root: one more system call
 // each, which the chain to the root beats at 64 KiB (2 ranks: 4.7 vs 5.5 us).
 // Where ranks share CPUs, the direct broadcast and reduce start only at
@@ -44,7 +49,6 @@ constexpr size_t kDirectCopyFrom = 8 * 1024;
 // against 3.15), and the pull pays from 16 KiB (all-gather 3.9 against
 // 5.5 us; all-to-all level, 3.9 against 3.5).
 constexpr size_t kDirectCopyFromOnAmd = 16 * 1024;
-constexpr FamilyAdmission kDirectCopyOnAmd[] = {{.family = CpuFamily::Amd, .minBytes = kDirectCopyFromOnAmd}};
 // One round of n-1 messages for tiny messages on a few ranks, where each
 // rank has a CPU of its own. Ranks that share CPUs yield while they wait, and
 // a round that needs every peer to have run costs more than log2(n) rounds
@@ -86,30 +90,58 @@ constexpr FamilyAdmission kWindowOnAmd[] = {
 // against 18-20 at 256-512 KiB; all-to-all 23-24 against 15-19 at 128 KiB,
 // 25-26 against 19 at 256 KiB; at 64 KiB blocks both 13 against 16). Where
 // ranks share CPUs (4 ranks on 2 cores, time per call against direct's),
-// the all-gather pays from 32 KiB blocks (22 against 36 us, and 0.63-0.85x
-// from there to 4 MiB blocks, but 1.05-1.2x at 1 MiB; at 4-16 KiB blocks
-// 24-33 against 19-25), and the all-to-all from 64 KiB blocks. Below that
-// the all-to-all's messages (pairwise) beat both the window and the direct
-// pull there, time per call, window against pairwise: 3 ranks pinned
-// 0,1,0, 32-128 KiB calls 17-32 against 9.6-21 us; 4 ranks pinned
-// 0,1,0,1, 64-256 KiB 18-38 against 12-33; 8 ranks, 128-256 KiB 77-193
-// against 53-99; at 64 KiB blocks level on 3 and 4 ranks and the window
-// ahead on 8 (258 against 311 us). Runs measure whether staging pays, as
-// for the window all-reduce. Not measured on other families: there they
-// run where HCL_ALGO names them.
-constexpr FamilyAdmission kWindowAllGatherOnAmd[] = {
-    {.family = CpuFamily::Amd, .minBytes = 128u << 10, .minTotalBytes = 0, .minBytesSharedCpus = 32u << 10}};
-constexpr size_t kWindowAlltoAllSharedCpusOnAmd = 64u << 10;
+// the all-gather pays from 32 KiB blocks (0.63-0.85x the direct pull's time
+// from there to 4 MiB blocks, but 1.05-1.2x at 1 MiB; 6 and 8 ranks, 32 KiB
+// blocks: 45 and 80 us against recursive halving and doubling's 66 and 87),
+// and the all-to-all from 64 KiB. Below that messages beat both the window
+// and the direct pull there, time per call, window (or pull) against
+// messages: all-to-all, pairwise, 3 ranks pinned 0,1,0, 32-128 KiB calls
+// 17-32 against 9.6-21 us; 4 ranks pinned 0,1,0,1, 64-256 KiB 18-38 against
+// 12-33; 8 ranks, 128-256 KiB 77-193 against 53-99; at 64 KiB blocks level
+// on 3 and 4 ranks and the window ahead on 8 (258 against 311 us).
+// All-gather, recursive halving and doubling, 16 KiB blocks: 3 ranks 18.2
+// (pull) against 12.7; 4 ranks 29 against 10.5, and 29 against 24 while the
+// host runs the vCPUs apart; 6 ranks 64 against 37; 8 ranks 114 against 47,
+// and 140 against 68 with the vCPUs apart. Runs measure whether staging
+// pays, as for the window all-reduce. Not measured on other families: there
+// they run where HCL_ALGO names them.
+constexpr size_t kWindowAllGatherSharedCpusOnAmd = 32u << 10, kWindowAlltoAllSharedCpusOnAmd = 64u << 10;
+constexpr FamilyAdmission kWindowAllGatherOnAmd[] = {{.family = CpuFamily::Amd,
+                                                      .minBytes = 128u << 10,
+                                                      .minTotalBytes = 0,
+                                                      .minBytesSharedCpus = kWindowAllGatherSharedCpusOnAmd}};
 constexpr FamilyAdmission kWindowAlltoAllOnAmd[] = {{.family = CpuFamily::Amd,
                                                      .minBytes = 128u << 10,
                                                      .minTotalBytes = 0,
                                                      .minBytesSharedCpus = kWindowAlltoAllSharedCpusOnAmd}};
-// The direct pull as kDirectCopyOnAmd, but where ranks share CPUs only where
-// the window takes over anyway: pairwise runs below it.
+// The direct pulls from kDirectCopyFromOnAmd, but where ranks share CPUs only
+// where the windows take over anyway: messages run below them.
+constexpr FamilyAdmission kDirectAllGatherOnAmd[] = {{.family = CpuFamily::Amd,
+                                                      .minBytes = kDirectCopyFromOnAmd,
+                                                      .minTotalBytes = 0,
+                                                      .minBytesSharedCpus = kWindowAllGatherSharedCpusOnAmd}};
 constexpr FamilyAdmission kDirectAlltoAllOnAmd[] = {{.family = CpuFamily::Amd,
                                                      .minBytes = kDirectCopyFromOnAmd,
                                                      .minTotalBytes = 0,
                                                      .minBytesSharedCpus = kWindowAlltoAllSharedCpusOnAmd}};
+
+// Where ranks share CPUs each step of a schedule waits for a peer that may
+// not be running. On a power-of-two count below 64 KiB blocks, the log2(n)
+// steps of recursive halving and doubling beat the ring's n-1 (us per call,
+// rhd against ring, 4 ranks, fast and with the vCPUs apart: all-gather, 16 KiB
+// blocks, pinned two per core 10.5 against 21 and 24 against 62, placed by
+// the kernel 13.6 against 18.6; reduce-scatter, 8 KiB blocks, pinned 15.3
+// against 13.1 and 15.3 against 35, placed by the kernel 14.2 against 13.1;
+// 16 KiB 15.1 against 23.2 placed by the kernel; 8 ranks: all-gather 30.8
+// against 49.9 at 8 KiB blocks and 47 against 57 at 16 KiB, reduce-scatter
+// 37.7 against 56.5 and 58.7 against 72.8). On other counts rhd adds two
+// steps for the ranks beyond the power of two and the link-cost model
+// chooses (3 ranks: level to 64 KiB blocks, then all-gather 45 against 106
+// and reduce-scatter 60 against 100 at 128 KiB; 6 ranks: ring ahead or
+// level). On one host the hierarchical algorithms run the ring, and the
+// same holds for them (4 ranks, reduce-scatter, 16 KiB blocks: 22.7 against
+// rhd's 13.2).
+constexpr size_t kRingSharedCpusPowerOfTwoFrom = 64u << 10;
 
 std::span<const AlgorithmEntry> algorithmTable() {
   static const AlgorithmEntry table[] = {
@@ -122,17 +154,23 @@ std::span<const AlgorithmEntry> algorithmTable() {
       {CollKind::AllReduce, "tree", treeAllReduce, 0},
       {CollKind::AllReduce, "rhd", rhdAllReduce, 0},
       {CollKind::AllReduce, "hier", hierAllReduce, 0},
-      {CollKind::ReduceScatter, "direct", directReduceScatter, 0, kDirectReduceScatterFrom, true},
-      {CollKind::ReduceScatter, "ring", ringReduceScatter, 0},
+      {.kind = CollKind::ReduceScatter, .name = "direct", .generate = directReduceScatter, .maxBytes = 0,
+       .minBytes = kDirectReduceScatterFrom, .needsPeerAccess = true,
+       .minBytesSharedCpus = kDirectReduceScatterSharedCpusFrom},
+      {.kind = CollKind::ReduceScatter, .name = "ring", .generate = ringReduceScatter, .maxBytes = 0,
+       .minBytesSharedCpusPowerOfTwo = kRingSharedCpusPowerOfTwoFrom},
       {CollKind::ReduceScatter, "rhd", rhdReduceScatter, 0},
-      {CollKind::ReduceScatter, "hier", hierReduceScatter, 0},
+      {.kind = CollKind::ReduceScatter, .name = "hier", .generate = hierReduceScatter, .maxBytes = 0,
+       .minBytesSharedCpusPowerOfTwo = kRingSharedCpusPowerOfTwoFrom},
       {.kind = CollKind::AllGather, .name = "window", .generate = windowAllGather, .maxBytes = 0,
        .minBytes = kNever, .needsPeerAccess = true, .byFamily = kWindowAllGatherOnAmd},
       {.kind = CollKind::AllGather, .name = "direct", .generate = directAllGather, .maxBytes = 0,
-       .minBytes = kDirectCopyFrom, .needsPeerAccess = true, .byFamily = kDirectCopyOnAmd},
-      {CollKind::AllGather, "ring", ringAllGather, 0},
+       .minBytes = kDirectCopyFrom, .needsPeerAccess = true, .byFamily = kDirectAllGatherOnAmd},
+      {.kind = CollKind::AllGather, .name = "ring", .generate = ringAllGather, .maxBytes = 0,
+       .minBytesSharedCpusPowerOfTwo = kRingSharedCpusPowerOfTwoFrom},
       {CollKind::AllGather, "rhd", rhdAllGather, 0},
-      {CollKind::AllGather, "hier", hierAllGather, 0},
+      {.kind = CollKind::AllGather, .name = "hier", .generate = hierAllGather, .maxBytes = 0,
+       .minBytesSharedCpusPowerOfTwo = kRingSharedCpusPowerOfTwoFrom},
       {.kind = CollKind::Broadcast, .name = "direct", .generate = directBroadcast, .maxBytes = 0,
        .minBytes = kDirectFrom, .needsPeerAccess = true, .minBytesSharedCpus = kSharedCpusSingleCopyFrom},
       {CollKind::Broadcast, "ring", ringBroadcast, 0},

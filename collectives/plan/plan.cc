@@ -155,10 +155,14 @@ std::vector<const AlgorithmEntry*> Planner::allowed(CollKind kind) {
     if (listed && !exclude) named_.push_back(e);
   }
   // An algorithm for every size and every communicator must remain, or some
-  // messages would have none.
-  const auto universal = [](const AlgorithmEntry* e) {
-    return e->maxBytes == 0 && e->minBytes == 0 && e->minTotalBytes == 0 && e->minShardBytes == 0 &&
-           e->byFamily.empty() && !e->needsPeerAccess;
+  // messages would have none. Naming one lifts its lower bounds (usable()).
+  const auto universal = [&](const AlgorithmEntry* e) {
+    const bool named = !exclude && std::find(named_.begin(), named_.end(), e) != named_.end();
+    const bool noLowerBounds = e->minBytes == 0 && e->minTotalBytes == 0 && e->minShardBytes == 0 &&
+                               e->minBytesSharedCpus == 0 && e->minBytesSharedCpusPowerOfTwo == 0 &&
+                               e->byFamily.empty() && !e->needsOwnCpu &&
+                               e->maxRanks == 0;
+    return e->maxBytes == 0 && !e->needsPeerAccess && (named || noLowerBounds);
   };
   if (std::none_of(kept.begin(), kept.end(), universal)) {
     const AlgorithmEntry* fallback = *std::find_if(candidates.begin(), candidates.end(), universal);
@@ -182,8 +186,10 @@ bool Planner::usable(const AlgorithmEntry& e, size_t bytes, int nranks, bool pee
     minBytes = sharedCpus_ ? f.minBytesSharedCpus.value_or(f.minBytes) : f.minBytes;
     minTotalBytes = f.minTotalBytes;
   }
+  const bool powerOfTwo = ranks >= 2 && (ranks & (ranks - 1)) == 0;
   const bool bigEnough = bytes >= minBytes && bytes >= (minTotalBytes + ranks - 1) / ranks &&
-                         bytes / ranks >= e.minShardBytes && (!sharedCpus_ || bytes >= e.minBytesSharedCpus);
+                         bytes / ranks >= e.minShardBytes && (!sharedCpus_ || bytes >= e.minBytesSharedCpus) &&
+                         (!sharedCpus_ || !powerOfTwo || bytes >= e.minBytesSharedCpusPowerOfTwo);
   return (e.maxBytes == 0 || bytes <= e.maxBytes) && (bigEnough || named) && (peerAccess || !e.needsPeerAccess) &&
          (e.maxRanks == 0 || nranks <= e.maxRanks || named) && (!e.needsOwnCpu || !sharedCpus_ || named);
 }

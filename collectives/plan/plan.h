@@ -51,6 +51,9 @@ struct AlgorithmEntry {
   // others on every family (FamilyAdmission::minBytesSharedCpus instead
   // replaces one family's minBytes).
   size_t minBytesSharedCpus = 0;
+  // And, where ranks share CPUs and their count is a power of two (4, 8,
+  // ...), only from this size.
+  size_t minBytesSharedCpusPowerOfTwo = 0;
   // On the families listed, these replace minBytes and minTotalBytes.
   std::span<const FamilyAdmission> byFamily = {};
 };

@@ -179,20 +179,53 @@ TEST(Planner, FlatNeedsACpuPerRank) {
   EXPECT_STREQ(named.algorithmFor(CollKind::AllReduce, 8, 4), "flat");
 }
 
+// Where ranks share CPUs each step waits for a peer that may not be running,
+// so on a power-of-two count the ring's n-1 steps (and the hierarchical
+// algorithms', which run the ring on one host) give way to recursive halving
+// and doubling below 64 KiB blocks, unless HCL_ALGO names them.
+TEST(Planner, RingNeedsLargerBlocksWhereCpusAreShared) {
+  for (CollKind kind : {CollKind::AllGather, CollKind::ReduceScatter}) {
+    const auto name = hcl::collKindName(kind);
+    hcl::Planner planner("");
+    EXPECT_STREQ(planner.algorithmFor(kind, 16 * 1024, 4), "ring") << name;
+    planner.setSharedCpus(true);
+    EXPECT_STREQ(planner.algorithmFor(kind, 16 * 1024, 4), "rhd") << name;
+    EXPECT_STREQ(planner.algorithmFor(kind, 64 * 1024 - 4, 8), "rhd") << name;
+    EXPECT_STREQ(planner.algorithmFor(kind, 64 * 1024, 4), "ring") << name;
+    // Elsewhere rhd adds steps, and the ring stays the default.
+    EXPECT_STREQ(planner.algorithmFor(kind, 16 * 1024, 3), "ring") << name;
+    EXPECT_STREQ(planner.algorithmFor(kind, 16 * 1024, 6), "ring") << name;
+    for (const char* algo : {"ring", "hier"}) {
+      hcl::Planner named(std::string(name) + ":" + algo);
+      named.setSharedCpus(true);
+      EXPECT_STREQ(named.algorithmFor(kind, 16 * 1024, 4), algo) << name;
+    }
+    // Excluding rhd still leaves an algorithm for small blocks.
+    hcl::Planner excluded(std::string(name) + ":^rhd");
+    excluded.setSharedCpus(true);
+    EXPECT_STREQ(excluded.algorithmFor(kind, 16 * 1024, 4), "rhd") << name;
+    EXPECT_STREQ(excluded.algorithmFor(kind, 1 << 20, 4), "ring") << name;
+  }
+}
+
 // Where ranks share CPUs, a direct broadcast or reduce, whose ranks wait on
 // peers that may not be running, starts only where messages between them
-// would take the single copy as well.
+// would take the single copy as well; a direct reduce-scatter later too.
 TEST(Planner, DirectBroadcastAndReduceStartLaterWhereCpusAreShared) {
   hcl::Planner planner("");
   planner.setPeerAccess(true);
   EXPECT_STREQ(planner.algorithmFor(CollKind::Broadcast, 64 * 1024, 4), "direct");
   EXPECT_STREQ(planner.algorithmFor(CollKind::Reduce, 128 * 1024, 4), "direct");
+  EXPECT_STREQ(planner.algorithmFor(CollKind::ReduceScatter, 16 * 1024, 4), "direct");
   planner.setSharedCpus(true);
-  EXPECT_STRNE(planner.algorithmFor(CollKind::Broadcast, 256 * 1024 - 4, 4), "direct");
-  EXPECT_STRNE(planner.algorithmFor(CollKind::Reduce, 256 * 1024 - 4, 4), "direct");
-  EXPECT_STREQ(planner.algorithmFor(CollKind::Broadcast, 256 * 1024, 4), "direct");
-  EXPECT_STREQ(planner.algorithmFor(CollKind::Reduce, 256 * 1024, 4), "direct");
-  // The other direct algorithms keep their sizes.
+  for (CollKind kind : {CollKind::Broadcast, CollKind::Reduce}) {
+    EXPECT_STRNE(planner.algorithmFor(kind, 256 * 1024 - 4, 4), "direct") << hcl::collKindName(kind);
+    EXPECT_STREQ(planner.algorithmFor(kind, 256 * 1024, 4), "direct") << hcl::collKindName(kind);
+  }
+  // The reduce-scatter, whose messages go only log2(n) steps there, at 32 KiB.
+  EXPECT_STREQ(planner.algorithmFor(CollKind::ReduceScatter, 32 * 1024 - 4, 4), "rhd");
+  EXPECT_STREQ(planner.algorithmFor(CollKind::ReduceScatter, 32 * 1024, 4), "direct");
+  // The all-gather's pull keeps its size off AMD.
   EXPECT_STREQ(planner.algorithmFor(CollKind::AllGather, 8 * 1024, 4), "direct");
   hcl::Planner named("broadcast:direct");
   named.setPeerAccess(true);
@@ -406,10 +439,12 @@ TEST(Planner, WindowThresholdFollowsTheCpuFamily) {
     EXPECT_STREQ(plannerFor(CpuFamily::Other, false).algorithmFor(kind, size_t{64} << 20, 2), "direct") << name;
     EXPECT_STREQ(plannerFor(CpuFamily::Other, true).algorithmFor(kind, size_t{64} << 20, 4), "direct") << name;
   }
-  // Below its window, an all-to-all of ranks that share CPUs takes messages
-  // on AMD, not the direct pull.
+  // Below their windows, the all-to-all and all-gather of ranks that share
+  // CPUs take messages on AMD, not the direct pull.
   EXPECT_STREQ(plannerFor(CpuFamily::Amd, true).algorithmFor(CollKind::AlltoAll, size_t{32} << 10, 4), "pairwise");
   EXPECT_STREQ(plannerFor(CpuFamily::Amd, false).algorithmFor(CollKind::AlltoAll, size_t{32} << 10, 2), "direct");
+  EXPECT_STREQ(plannerFor(CpuFamily::Amd, true).algorithmFor(CollKind::AllGather, size_t{16} << 10, 4), "rhd");
+  EXPECT_STREQ(plannerFor(CpuFamily::Amd, false).algorithmFor(CollKind::AllGather, size_t{16} << 10, 2), "direct");
 
   // Named in HCL_ALGO, the window runs at any size on any family.
   hcl::Planner named("allreduce:window");
