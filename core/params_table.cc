@@ -79,6 +79,10 @@ constexpr std::array kParams = {
               nullptr},
     ParamSpec{"HCL_SHM_MEDIUM_SLOT_BYTES", Int, "4096", "Bytes per medium-message shared-memory FIFO slot",
               nullptr},
+    ParamSpec{"HCL_SHM_STREAM_STORES", Int, "-1",
+              "Messages of 16 KiB and more copied through shared-memory FIFO slots: 1 stores them past the "
+              "cache, 0 through it, -1 times the sender's copies and stores past the cache while they run slowly",
+              nullptr, -1, 1},
     ParamSpec{"HCL_TCP_BUFFER_BYTES", Int, "4194304", "Socket send/receive buffer size in bytes",
               nullptr, 0, int64_t{1} << 31},
     ParamSpec{"HCL_TCP_STREAMS", Int, "1", "TCP sockets per peer pair; from 2, each direction has its own and large messages are striped over them (the lower rank's value is used)", nullptr, 1, 64},

@@ -11,6 +11,8 @@
 #include <utility>
 
 #include "core/deadline.h"
+#include "core/log.h"
+#include "core/streaming_copy.h"
 #include "transports/shm/shm_peer_mappings.h"
 #include "transports/shm/shm_process.h"
 
@@ -53,6 +55,7 @@ class ShmConnection final : public Connection {
         cmaThreshold_(c.cmaThreshold),
         watchPeerPid_(c.watchPeerPid),
         mapPeerMemory_(c.mapPeerMemory),
+        storeChoice_(c.slotStores),
         myPid_(::getpid()),
         peerPid_(header_.side[1 - side_].pid.load(std::memory_order_acquire)),
         mappings_(rank_, peer_, peerPid_) {
@@ -242,6 +245,31 @@ class ShmConnection final : public Connection {
     return kBulkLane;
   }
 
+  void copyIntoSlot(const LaneState& lane, uint8_t* dst, const uint8_t* src, uint64_t len) {
+    const SlotStoreChoice::Plan plan = storeChoice_.next(len);
+    if (plan.stream) {
+      streamingCopy(dst, src, len);
+      return;
+    }
+    if (!plan.timed) {
+      std::memcpy(dst, src, len);
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    std::memcpy(dst, src, len);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    // The first pass over the slots faults their pages in.
+    if (lane.sendHead < lane.slots) return;
+    const bool wasStreaming = storeChoice_.streaming();
+    storeChoice_.record(len, ns.count());
+    if (storeChoice_.streaming() != wasStreaming) {
+      log::info(log::Shm, "rank {} -> rank {}: messages from {} now stored {} the cache ({:.1f} GB/s through it)",
+                rank_, peer_, formatBytes(SlotStoreChoice::kFromBytes),
+                storeChoice_.streaming() ? "past" : "through",
+                static_cast<double>(len) / static_cast<double>(std::max<int64_t>(ns.count(), 1)));
+    }
+  }
+
   uint8_t* reserveSendSlot(LaneState& lane) {
     if (lane.sendHead - lane.sendTailSeen >= lane.slots) {
       lane.sendTailSeen = lane.sendTail->load(std::memory_order_acquire);
@@ -364,9 +392,7 @@ class ShmConnection final : public Connection {
         // The header's line is stored last, together with its sequence word:
         // stored first, the polling receiver would take the line back while
         // the payload is copied, and publishing would wait for it again.
-        if (len > 0)
-          std::memcpy(slot + kSlotHeaderBytes, static_cast<const uint8_t*>(t.buffer) + t.progressed,
-                      len);
+        if (len > 0) copyIntoSlot(lane, slot + kSlotHeaderBytes, static_cast<const uint8_t*>(t.buffer) + t.progressed, len);
         std::memcpy(slot, &h, sizeof h);
         publishSendSlot(lane, slot);
         t.progressed += len;
@@ -674,6 +700,7 @@ class ShmConnection final : public Connection {
   const int64_t cmaThreshold_;
   const bool watchPeerPid_;
   const bool mapPeerMemory_;
+  SlotStoreChoice storeChoice_;  // used by the sender only
   const int64_t myPid_;
   const int64_t peerPid_;
   PeerMappings mappings_;

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "transports/shm/shm_segment.h"
+#include "transports/shm/slot_store_choice.h"
 #include "transports/transport.h"
 
 namespace hcl::shm {
@@ -20,6 +21,7 @@ struct ConnectionConfig {
   int64_t cmaThreshold = 0;  // 0: never single copy
   bool watchPeerPid = true;  // false when the peer's pid is not visible here
   bool mapPeerMemory = true;  // map the peer's shareable allocations (needs single copy too)
+  SlotStoreChoice::Mode slotStores = SlotStoreChoice::Mode::Measure;
 };
 
 std::unique_ptr<Connection> makeShmConnection(ConnectionConfig config);

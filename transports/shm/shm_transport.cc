@@ -200,6 +200,10 @@ class ShmTransport final : public Transport {
     config.segment = std::move(segment);
     config.cmaThreshold = threshold;
     config.mapPeerMemory = paramBool("HCL_SHM_MAP");
+    const int64_t streamStores = paramInt("HCL_SHM_STREAM_STORES");
+    config.slotStores = streamStores < 0   ? shm::SlotStoreChoice::Mode::Measure
+                        : streamStores > 0 ? shm::SlotStoreChoice::Mode::Streamed
+                                           : shm::SlotStoreChoice::Mode::Cached;
     config.watchPeerPid = !shm::processInvisible(peerPid);
     if (!config.watchPeerPid) {
       log::info(log::Shm,

@@ -29,6 +29,7 @@ struct ExchangeOptions {
   const char* smallSlotBytes = nullptr;
   const char* mediumSlots = nullptr;
   const char* mediumSlotBytes = nullptr;
+  const char* streamStores = nullptr;
   std::vector<size_t> sizes = kAllSizes;
   const char* expectDescribe = nullptr;  // substring every connection's describe() must hold
   // Each rank's published CPU mask, all on one host (empty: nothing published).
@@ -55,6 +56,7 @@ int exchangeWithAllPeers(int rank, int nranks, const CommIdentity& id, SharedSta
   setOrUnset("HCL_SHM_SMALL_SLOT_BYTES", options.smallSlotBytes);
   setOrUnset("HCL_SHM_MEDIUM_SLOTS", options.mediumSlots);
   setOrUnset("HCL_SHM_MEDIUM_SLOT_BYTES", options.mediumSlotBytes);
+  setOrUnset("HCL_SHM_STREAM_STORES", options.streamStores);
   std::vector<PeerInfo> peerInfo;
   for (size_t r = 0; r < options.cpuMasks.size(); ++r) {
     PeerInfo& p = peerInfo.emplace_back();
@@ -181,6 +183,18 @@ TEST_F(ShmTransferTest, FourProcessesExchangeAllSizes) { runExchange(4, {}); }
 TEST_F(ShmTransferTest, FourProcessesCopyThroughSlots) {
   ExchangeOptions options;
   options.cmaThreshold = "0";
+  options.expectDescribe = "copy through";
+  runExchange(4, options);
+}
+
+// Large messages stored past the cache into the slots, in slots whose size
+// is no multiple of the cache line, arrive intact.
+TEST_F(ShmTransferTest, FourProcessesStoreSlotsPastTheCache) {
+  ExchangeOptions options;
+  options.cmaThreshold = "0";
+  options.streamStores = "1";
+  options.slotBytes = "40000";
+  options.sizes.push_back(40000 * 3 + 17);
   options.expectDescribe = "copy through";
   runExchange(4, options);
 }
