@@ -392,7 +392,8 @@ class ShmConnection final : public Connection {
         // The header's line is stored last, together with its sequence word:
         // stored first, the polling receiver would take the line back while
         // the payload is copied, and publishing would wait for it again.
-        if (len > 0) copyIntoSlot(lane, slot + kSlotHeaderBytes, static_cast<const uint8_t*>(t.buffer) + t.progressed, len);
+        if (len > 0)
+          copyIntoSlot(lane, slot + kSlotHeaderBytes, static_cast<const uint8_t*>(t.buffer) + t.progressed, len);
         std::memcpy(slot, &h, sizeof h);
         publishSendSlot(lane, slot);
         t.progressed += len;

@@ -14,7 +14,8 @@ SlotStoreChoice::Plan SlotStoreChoice::next(uint64_t bytes) {
 }
 
 void SlotStoreChoice::record(uint64_t bytes, int64_t nanoseconds) {
-  recent_[samples_ % recent_.size()] = static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(nanoseconds, 1));
+  const double bytesPerNs = static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(nanoseconds, 1));
+  recent_[samples_ % recent_.size()] = bytesPerNs;
   ++samples_;
   if (samples_ < recent_.size()) return;
   std::array<double, 3> sorted = recent_;
