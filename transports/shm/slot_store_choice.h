@@ -2,10 +2,10 @@
 // or past it. A store into a line its receiver read last waits until that
 // copy is invalidated: cheap where the two CPUs share a cache, several times
 // dearer where they do not (a virtual machine's host running its vCPUs
-// apart, other sockets). There, storing past the cache halves the time of a
-// whole exchange; where the CPUs share a cache it makes the receiver read
-// from memory instead, and exchanges take up to twice as long
-// (docs/performance.md). The sender tells the two apart by its own copies'
+// apart, other sockets). There, storing past the cache took a 4-rank
+// broadcast of 64-128 KiB a third to a fifth of the time; where the CPUs
+// share a cache it makes the receiver read from memory instead, and
+// exchanges took 1.3-2.2x as long (docs/performance.md). The sender tells the two apart by its own copies'
 // speed: through the cache into slots its receiver has read, they ran at
 // 2.3-3.1 GB/s with the vCPUs apart and at 7-35 GB/s with them close. So it
 // stores through the cache while the median of its last three timed copies
