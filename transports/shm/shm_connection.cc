@@ -103,16 +103,16 @@ class ShmConnection final : public Connection {
       // a peer gone for longer than the check interval is noticed before the
       // send counts as done.
       pollsSinceCheck_ = kPollsPerClockRead - 1;
-      // A small send with none queued before it goes into its slot right
-      // here, which spares a small call the queue and a progress round.
-      if (sends_.empty() && t.bytes <= kSlotInlineBytes) {
+      // A send of one slot with none queued before it goes into its slot
+      // right here, which spares a small call the queue and a progress round.
+      if (sends_.empty() && fitsOneSlot(t.bytes)) {
         if (Status peer = checkPeer(); !peer.ok()) {
           t.complete(Transfer::State::Failed);
           return fail(std::move(peer));
         }
-        if (sendInline(t)) return {};
+        if (sendWhole(t)) return {};
       }
-    } else if (recvs_.empty() && t.bytes <= kSlotInlineBytes && receiveInline(t)) {
+    } else if (recvs_.empty() && fitsOneSlot(t.bytes) && receiveWhole(t)) {
       // Likewise a small message that is already there; anything unusual
       // about it is left to progress() to report.
       return {};
@@ -245,6 +245,12 @@ class ShmConnection final : public Connection {
     return kBulkLane;
   }
 
+  // Whether a message travels whole in one slot of a lane short of the
+  // bulk lane, inline or copied, so that sendWhole and receiveWhole take it.
+  bool fitsOneSlot(uint64_t bytes) const {
+    return bytes <= kSlotInlineBytes || (laneFor(bytes) != kBulkLane && expectCopiedPayload(bytes));
+  }
+
   void copyIntoSlot(const LaneState& lane, uint8_t* dst, const uint8_t* src, uint64_t len) {
     const SlotStoreChoice::Plan plan = storeChoice_.next(len);
     if (plan.stream) {
@@ -353,7 +359,7 @@ class ShmConnection final : public Connection {
       }
       LaneState& lane = *sendLane_;
       if (sendMode_ == MessageMode::Inline) {
-        if (!sendInline(t)) return {};
+        if (!sendWhole(t)) return {};
         sends_.pop_front();
         sendStarted_ = false;
         moved = true;
@@ -410,20 +416,25 @@ class ShmConnection final : public Connection {
     return {};
   }
 
-  // A message that fits in a slot's header line, sent whole when its lane
-  // has a free slot.
-  bool sendInline(Transfer& t) {
+  // A message that fits in one slot (fitsOneSlot), inline in its header
+  // line or copied after it, sent whole when its lane has a free slot.
+  bool sendWhole(Transfer& t) {
     LaneState& lane = lanes_[laneFor(t.bytes)];
     uint8_t* slot = reserveSendSlot(lane);
     if (slot == nullptr) return false;
     if (lane.packed()) {
       const uint32_t fields[2] = {t.tag, sendOrdinal_};
       std::memcpy(slot, fields, sizeof fields);
-    } else {
+      copyInline(slot + lane.inlineOffset, t.buffer, t.bytes);
+    } else if (t.bytes <= kSlotInlineBytes) {
       const SlotHeader h{t.tag, static_cast<uint32_t>(MessageMode::Inline), t.bytes, 0, sendOrdinal_, 0, 0, 0};
       std::memcpy(slot, &h, kSlotInlineOffset);
+      copyInline(slot + lane.inlineOffset, t.buffer, t.bytes);
+    } else {
+      const SlotHeader h{t.tag, static_cast<uint32_t>(MessageMode::Copy), t.bytes, 0, sendOrdinal_, 0, 0, 0};
+      copyIntoSlot(lane, slot + kSlotHeaderBytes, static_cast<const uint8_t*>(t.buffer), t.bytes);
+      std::memcpy(slot, &h, sizeof h);
     }
-    copyInline(slot + lane.inlineOffset, t.buffer, t.bytes);
     publishSendSlot(lane, slot, lane.packed() ? t.bytes << kPackedPositionBits : 0);
     ++sendOrdinal_;
     t.progressed = t.bytes;
@@ -470,13 +481,9 @@ class ShmConnection final : public Connection {
           return corrupted(h);
         }
         if (h.tag != t.tag || h.bytes != t.bytes) return mismatch(h, t);
-        if (h.mode == static_cast<uint32_t>(MessageMode::Inline)) {
-          copyInline(t.buffer, slot + lane.inlineOffset, h.bytes);
-          releaseReceiveSlot(lane);
-          ++recvOrdinal_;
-          t.progressed = t.bytes;
+        if (isWhole(lane, h)) {
+          takeWhole(lane, slot, h, t);
           recvs_.pop_front();
-          t.complete(Transfer::State::Done);
           moved = true;
           continue;
         }
@@ -506,22 +513,35 @@ class ShmConnection final : public Connection {
     return {};
   }
 
-  // The next message when it is in its lane, whole in its header line, and
-  // the one `t` expects.
-  bool receiveInline(Transfer& t) {
-    LaneState& lane = lanes_[laneFor(t.bytes)];
-    const uint8_t* slot = peekReceiveSlot(lane);
-    if (slot == nullptr) return false;
-    const SlotHeader h = headerOf(lane, slot);
-    if (h.ordinal != recvOrdinal_ || h.fragment != 0 || h.mode != static_cast<uint32_t>(MessageMode::Inline) ||
-        h.tag != t.tag || h.bytes != t.bytes) {
-      return false;
+  // A message whole in its slot: inline, or copied in one fragment.
+  static bool isWhole(const LaneState& lane, const SlotHeader& h) {
+    return h.mode == static_cast<uint32_t>(MessageMode::Inline) ||
+           (h.mode == static_cast<uint32_t>(MessageMode::Copy) && h.bytes <= lane.slotBytes);
+  }
+  void takeWhole(LaneState& lane, const uint8_t* slot, const SlotHeader& h, Transfer& t) {
+    if (h.mode == static_cast<uint32_t>(MessageMode::Inline)) {
+      copyInline(t.buffer, slot + lane.inlineOffset, h.bytes);
+    } else {
+      std::memcpy(t.buffer, slot + kSlotHeaderBytes, h.bytes);
     }
-    copyInline(t.buffer, slot + lane.inlineOffset, t.bytes);
     releaseReceiveSlot(lane);
     ++recvOrdinal_;
     t.progressed = t.bytes;
     t.complete(Transfer::State::Done);
+  }
+
+  // The next message when it is in its lane, whole in its slot, and the
+  // one `t` expects.
+  bool receiveWhole(Transfer& t) {
+    LaneState& lane = lanes_[laneFor(t.bytes)];
+    const uint8_t* slot = peekReceiveSlot(lane);
+    if (slot == nullptr) return false;
+    const SlotHeader h = headerOf(lane, slot);
+    if (h.ordinal != recvOrdinal_ || h.fragment != 0 || !isWhole(lane, h) || h.tag != t.tag ||
+        h.bytes != t.bytes) {
+      return false;
+    }
+    takeWhole(lane, slot, h, t);
     return true;
   }
 

@@ -90,9 +90,11 @@ TEST_F(ShmTest, TagMismatchIsInvalidUsage) {
       runProcesses(2, [&](int rank) { return mismatch(rank, id_, shared, 5, 64, 6, 64); }));
 }
 
-// 8 and 16 bytes go through the packed lane, 24 and 32 through a small slot's header line.
+// 8 and 16 bytes go through the packed lane, 24 and 32 through a small
+// slot's header line; 200 and 3000 are copied whole into one small or medium
+// slot, which a receive posted after them also takes at once.
 TEST_F(ShmTest, TagMismatchOfASmallMessageAlreadyThereIsInvalidUsage) {
-  for (const size_t bytes : {8, 24}) {
+  for (const size_t bytes : {8, 24, 200, 3000}) {
     SCOPED_TRACE(fmt::format("{} bytes", bytes));
     SharedState& shared = makeShared(2);
     expectAllExitedZero(
@@ -101,7 +103,7 @@ TEST_F(ShmTest, TagMismatchOfASmallMessageAlreadyThereIsInvalidUsage) {
 }
 
 TEST_F(ShmTest, SizeMismatchOfASmallMessageAlreadyThereIsInvalidUsage) {
-  const std::pair<size_t, size_t> sentExpected[] = {{8, 16}, {16, 0}, {24, 32}};
+  const std::pair<size_t, size_t> sentExpected[] = {{8, 16}, {16, 0}, {24, 32}, {100, 200}, {200, 40}, {3000, 2000}};
   for (const auto& [sent, expected] : sentExpected) {
     SCOPED_TRACE(fmt::format("sent {} bytes, expected {}", sent, expected));
     SharedState& shared = makeShared(2);
