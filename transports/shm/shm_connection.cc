@@ -483,6 +483,7 @@ class ShmConnection final : public Connection {
         if (h.tag != t.tag || h.bytes != t.bytes) return mismatch(h, t);
         if (isWhole(lane, h)) {
           takeWhole(lane, slot, h, t);
+          budget -= std::min(budget, std::max<uint64_t>(h.bytes, 1));
           recvs_.pop_front();
           moved = true;
           continue;
