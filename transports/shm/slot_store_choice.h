@@ -5,9 +5,10 @@
 // apart, other sockets). There, storing past the cache took a 4-rank
 // broadcast of 64-128 KiB a third to a fifth of the time; where the CPUs
 // share a cache it makes the receiver read from memory instead, and
-// exchanges took 1.3-2.2x as long (docs/performance.md). The sender tells the two apart by its own copies'
-// speed: through the cache into slots its receiver has read, they ran at
-// 2.3-3.1 GB/s with the vCPUs apart and at 7-35 GB/s with them close. So it
+// exchanges took 1.3-2.2x as long (docs/performance.md). The sender tells
+// the two apart by its own copies' speed: through the cache into slots its
+// receiver has read, they ran at 2.3-3.1 GB/s with the vCPUs apart and at
+// 7-35 GB/s with them close (at every size from 16 to 256 KiB). So it
 // stores through the cache while the median of its last three timed copies
 // stays above kSlowBytesPerNs, past the cache once it falls below, and while
 // storing past the cache copies through it every kTryEvery copies, to notice
