@@ -93,6 +93,7 @@ struct Step {
   Only only = Only::Always;
   // dst is not read again soon: its stores may bypass the cache.
   bool streamDst = false;
+  bool exchange = false;  // Send: Transfer::exchange
 };
 
 struct Schedule {
@@ -115,7 +116,8 @@ struct Schedule {
 class ScheduleBuilder {
  public:
   explicit ScheduleBuilder(Schedule& s) : s_(s) {}
-  uint32_t send(int peer, BufferRef src, size_t bytes);
+  // exchange: every rank sends and receives at once (Transfer::exchange).
+  uint32_t send(int peer, BufferRef src, size_t bytes, bool exchange = false);
   uint32_t recv(int peer, BufferRef dst, size_t bytes);
   void wait(uint32_t transfer);
   void waitAll(const std::vector<uint32_t>& transfers);
