@@ -81,8 +81,7 @@ INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
                            const Config& c = info.param;
                            return std::to_string(c.nranks) + "ranks_" + (c.tcp ? "tcp" : "shm") +
                                   (c.shared ? "_memalloc" : "") + (c.algo ? "_window" : "") +
-                                  (c.mapPeers ? "" : "_unmapped") + (c.staging ? "" : "_unstaged") +
-                                  (c.apart ? "_apart" : "");
+                                  (c.mapPeers ? "" : "_unmapped") + (c.staging ? "" : "_unstaged") + (c.apart ? "_apart" : "");
                          });
 
 }  // namespace
