@@ -280,7 +280,6 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
         t.buffer = resolve(t.isSend ? st.a : st.dst);
         t.bytes = st.bytes;
         t.tag = schedule_.tag;
-        t.exchange = st.exchange;
         HCL_TRY(comm_.connection(st.peer)->post(t));
         break;
       }

@@ -81,8 +81,7 @@ constexpr std::array kParams = {
               nullptr},
     ParamSpec{"HCL_SHM_STREAM_STORES", Int, "-1",
               "Messages of 16 KiB and more copied through shared-memory FIFO slots: 1 stores them past the "
-              "cache, 0 through it, -1 times the sender's copies and stores past the cache while they run slowly; "
-              "where it stores past the cache, the all-to-all's messages go by single copy instead",
+              "cache, 0 through it, -1 times the sender's copies and stores past the cache while they run slowly",
               nullptr, -1, 1},
     ParamSpec{"HCL_TCP_BUFFER_BYTES", Int, "4194304", "Socket send/receive buffer size in bytes",
               nullptr, 0, int64_t{1} << 31},

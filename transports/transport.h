@@ -40,11 +40,6 @@ struct Transfer {
   // Checked on receive: a message with a different tag or size is an error
   // ("peer sent allgather of 8 bytes, expected allreduce of 16 bytes").
   uint32_t tag = 0;
-  // A send of an exchange, in which every rank sends and receives at once:
-  // its sender has its own receives to wait for, so a transport may have
-  // the receiver read it straight from the send buffer, completing the
-  // send only then, where that is cheaper (shm: CPUs apart).
-  bool exchange = false;
 
   std::atomic<int> state{static_cast<int>(State::Pending)};
   bool done() const { return state.load(std::memory_order_acquire) != static_cast<int>(State::Pending); }

@@ -20,7 +20,7 @@ Schedule pairwiseAlltoAll(const CollArgs& a) {
   for (int i = 1; i < n; ++i) {
     const int to = (a.rank + i) % n, from = (a.rank - i + n) % n;
     b.recv(from, recvAt(static_cast<size_t>(from) * block), block);
-    b.send(to, {src.id, src.offset + static_cast<size_t>(to) * block, 0}, block, /*exchange=*/true);
+    b.send(to, {src.id, src.offset + static_cast<size_t>(to) * block, 0}, block);
   }
   b.copy(recvAt(static_cast<size_t>(a.rank) * block),
          {src.id, src.offset + static_cast<size_t>(a.rank) * block, 0}, block);

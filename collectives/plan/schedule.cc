@@ -2,14 +2,13 @@
 
 namespace hcl {
 
-uint32_t ScheduleBuilder::send(int peer, BufferRef src, size_t bytes, bool exchange) {
+uint32_t ScheduleBuilder::send(int peer, BufferRef src, size_t bytes) {
   Step st;
   st.kind = Step::Kind::Send;
   st.peer = peer;
   st.transfer = s_.transfers++;
   st.a = src;
   st.bytes = bytes;
-  st.exchange = exchange;
   s_.steps.push_back(st);
   return st.transfer;
 }

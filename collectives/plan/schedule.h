@@ -93,7 +93,6 @@ struct Step {
   Only only = Only::Always;
   // dst is not read again soon: its stores may bypass the cache.
   bool streamDst = false;
-  bool exchange = false;  // Send: Transfer::exchange
 };
 
 struct Schedule {
@@ -116,8 +115,7 @@ struct Schedule {
 class ScheduleBuilder {
  public:
   explicit ScheduleBuilder(Schedule& s) : s_(s) {}
-  // exchange: every rank sends and receives at once (Transfer::exchange).
-  uint32_t send(int peer, BufferRef src, size_t bytes, bool exchange = false);
+  uint32_t send(int peer, BufferRef src, size_t bytes);
   uint32_t recv(int peer, BufferRef dst, size_t bytes);
   void wait(uint32_t transfer);
   void waitAll(const std::vector<uint32_t>& transfers);

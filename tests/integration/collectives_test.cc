@@ -4,7 +4,7 @@
 // with all-reduce, all-gather and all-to-all forced through the shared
 // windows (which large messages take) on malloc buffers, on hclMemAlloc
 // buffers, with peers' memory reached only through the kernel, and with
-// the windows' direct steps; and the all-to-all's messages by single copy.
+// the windows' direct steps.
 #include <gtest/gtest.h>
 
 #include "collective_checks.h"
@@ -19,10 +19,6 @@ struct Config {
   const char* algo = nullptr;  // HCL_ALGO
   bool mapPeers = true;        // HCL_SHM_MAP
   bool staging = true;         // HCL_WINDOW_STAGING=0 when false: the window's direct steps on malloc buffers
-  // The pairwise all-to-all with its messages up to 256 KiB by single copy,
-  // as where the CPUs are apart (HCL_SHM_STREAM_STORES=1), and counts
-  // whose blocks span 16 KiB.
-  bool apart = false;
 };
 
 // The collectives that stage through shared windows, forced at every size.
@@ -45,12 +41,6 @@ TEST_P(Collectives, EveryCollectiveEveryType) {
   if (c.algo) env.push_back({"HCL_ALGO", c.algo});
   if (!c.mapPeers) env.push_back({"HCL_SHM_MAP", "0"});
   if (!c.staging) env.push_back({"HCL_WINDOW_STAGING", "0"});
-  if (c.apart) {
-    env.push_back({"HCL_ALGO", "alltoall:pairwise"});
-    env.push_back({"HCL_SHM_STREAM_STORES", "1"});
-    env.push_back({"HCL_SHM_CMA_THRESHOLD", "262144"});
-    cfg.bigCounts = {4095, 4097, 20000};
-  }
   auto results = hcltest::runProcesses(
       c.nranks,
       [&](int rank) {
@@ -75,13 +65,12 @@ INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
                                            Config{2, false, true, kWindows},
                                            Config{3, false, false, kWindows, false},
                                            Config{2, false, false, kWindows, true, false},
-                                           Config{3, false, false, kWindows, true, false},
-                                           Config{4, false, false, nullptr, true, true, true}),
+                                           Config{3, false, false, kWindows, true, false}),
                          [](const auto& info) {
                            const Config& c = info.param;
                            return std::to_string(c.nranks) + "ranks_" + (c.tcp ? "tcp" : "shm") +
                                   (c.shared ? "_memalloc" : "") + (c.algo ? "_window" : "") +
-                                  (c.mapPeers ? "" : "_unmapped") + (c.staging ? "" : "_unstaged") + (c.apart ? "_apart" : "");
+                                  (c.mapPeers ? "" : "_unmapped") + (c.staging ? "" : "_unstaged");
                          });
 
 }  // namespace

@@ -336,13 +336,10 @@ class ShmConnection final : public Connection {
 
   // ---- sends -------------------------------------------------------------
 
-  MessageMode chooseMode(const Transfer& t) {
-    if (t.bytes <= kSlotInlineBytes) return MessageMode::Inline;
-    if (cmaThreshold_ <= 0) return MessageMode::Copy;
-    if (t.bytes < static_cast<uint64_t>(cmaThreshold_) &&
-        !(t.exchange && storeChoice_.singleCopyInstead(t.bytes))) {
+  MessageMode chooseMode(size_t bytes) {
+    if (bytes <= kSlotInlineBytes) return MessageMode::Inline;
+    if (cmaThreshold_ <= 0 || bytes < static_cast<uint64_t>(cmaThreshold_))
       return MessageMode::Copy;
-    }
     // Written by the peer during setup; read on the first large send.
     if (peerCanReadMemory_ == kCmaUnknown) {
       peerCanReadMemory_ = header_.side[side_].peerCanReadMemory.load(std::memory_order_acquire);
@@ -355,7 +352,7 @@ class ShmConnection final : public Connection {
     while (!sends_.empty() && budget > 0) {
       Transfer& t = *sends_.front();
       if (!sendStarted_) {
-        sendMode_ = chooseMode(t);
+        sendMode_ = chooseMode(t.bytes);
         sendLane_ = &lanes_[laneFor(t.bytes)];
         sendFragments_ = 0;
         sendStarted_ = true;

@@ -13,14 +13,6 @@ SlotStoreChoice::Plan SlotStoreChoice::next(uint64_t bytes) {
   return {.stream = false, .timed = true};
 }
 
-bool SlotStoreChoice::singleCopyInstead(uint64_t bytes) {
-  if (bytes < kFromBytes || mode_ == Mode::Cached) return false;
-  if (mode_ == Mode::Streamed) return true;
-  if (!streaming_ || sinceTimed_ + 1 >= kTryEvery) return false;
-  ++sinceTimed_;
-  return true;
-}
-
 void SlotStoreChoice::record(uint64_t bytes, int64_t nanoseconds) {
   const double bytesPerNs = static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(nanoseconds, 1));
   recent_[samples_ % recent_.size()] = bytesPerNs;

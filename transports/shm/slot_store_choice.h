@@ -13,17 +13,6 @@
 // stays above kSlowBytesPerNs, past the cache once it falls below, and while
 // storing past the cache copies through it every kTryEvery copies, to notice
 // when its CPUs come close again. One per connection, used by its sender.
-//
-// Where the CPUs are apart, it also turns messages of exchanges, in which
-// every rank sends and receives at once (the pairwise all-to-all), into
-// single copies: the receiver reads them from the send buffer with
-// process_vm_readv. 4 ranks on 2 vCPUs apart, all-to-all of 16 and 32 KiB
-// blocks: 26 and 34 us that way, 40 and 76 through the slots (past the
-// cache or through it alike), vader 37 and 51. With the vCPUs close, the
-// slots stay ahead by as much (11 and 16 us against 26 and 35), so this
-// follows the same measurement. A sender that waits for its reader costs
-// nothing in an exchange, where it has receives of its own to wait for; a
-// broadcast chain took 2-7 times as long that way.
 #pragma once
 
 #include <array>
@@ -46,12 +35,6 @@ class SlotStoreChoice {
   // A timed copy of `bytes` through the cache took `nanoseconds`.
   void record(uint64_t bytes, int64_t nanoseconds);
   bool streaming() const { return streaming_; }
-  // For a message of `bytes` of an exchange, which could go as a single
-  // copy: whether it should. Not one in kTryEvery while the CPUs are apart:
-  // that one goes through the slots, where next() times a copy through the
-  // cache, to notice when they come close again. Mode::Streamed acts as if
-  // they were always apart, Mode::Cached as if never.
-  bool singleCopyInstead(uint64_t bytes);
 
   // Smaller copies are cheap either way, and a clock read costs a few percent of them.
   static constexpr uint64_t kFromBytes = 16 * 1024;

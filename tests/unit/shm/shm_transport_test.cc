@@ -30,8 +30,6 @@ struct ExchangeOptions {
   const char* mediumSlots = nullptr;
   const char* mediumSlotBytes = nullptr;
   const char* streamStores = nullptr;
-  // Sends of every other size are marked as an exchange's (Transfer::exchange).
-  bool exchange = false;
   std::vector<size_t> sizes = kAllSizes;
   const char* expectDescribe = nullptr;  // substring every connection's describe() must hold
   // Each rank's published CPU mask, all on one host (empty: nothing published).
@@ -103,7 +101,6 @@ int exchangeWithAllPeers(int rank, int nranks, const CommIdentity& id, SharedSta
       send.buffer = sendData.back().data();
       send.bytes = bytes;
       send.tag = static_cast<uint32_t>(100 + i);
-      send.exchange = options.exchange && i % 2 == 1;
       CHILD_CHECK_OK(setup.connections[peer]->post(send));
       all.push_back(&send);
 
@@ -199,19 +196,6 @@ TEST_F(ShmTransferTest, FourProcessesStoreSlotsPastTheCache) {
   options.slotBytes = "40000";
   options.sizes.push_back(40000 * 3 + 17);
   options.expectDescribe = "copy through";
-  runExchange(4, options);
-}
-
-// Where the CPUs are apart (forced here), an exchange's messages between
-// 16 KiB and the single-copy threshold go by single copy, the others
-// through the slots, mixed in one lane; all arrive intact.
-TEST_F(ShmTransferTest, FourProcessesExchangeBySingleCopyWhereCpusAreApart) {
-  ExchangeOptions options;
-  options.cmaThreshold = "262144";
-  options.streamStores = "1";
-  options.exchange = true;
-  options.sizes = {20000, 100 * kKiB, 16 * kKiB, 16 * kKiB - 1, 40000, 17, 256 * kKiB - 1, 64 * kKiB, 5000,
-                   kMiB + 3, 30000, 30001};
   runExchange(4, options);
 }
 

@@ -70,62 +70,6 @@ TEST(SlotStoreChoice, SmallCopiesAreNeitherTimedNorStreamed) {
   }
 }
 
-// Messages of an exchange that ask singleCopyInstead() first, and go
-// through the slots (next()) where it says no; returns how many went as
-// single copies.
-int runExchangeMessages(SlotStoreChoice& choice, int messages, uint64_t bytes, double bytesPerNs) {
-  int single = 0;
-  for (int i = 0; i < messages; ++i) {
-    if (choice.singleCopyInstead(bytes)) {
-      ++single;
-      continue;
-    }
-    const SlotStoreChoice::Plan plan = choice.next(bytes);
-    if (plan.timed) choice.record(bytes, static_cast<int64_t>(static_cast<double>(bytes) / bytesPerNs));
-  }
-  return single;
-}
-
-TEST(SlotStoreChoice, ExchangesGoThroughTheSlotsWhileCopiesRunFast) {
-  SlotStoreChoice choice;
-  EXPECT_EQ(runExchangeMessages(choice, 1000, kBytes, 20.0), 0);
-}
-
-TEST(SlotStoreChoice, ExchangesGoBySingleCopyWhileCopiesRunSlowlyButForTries) {
-  SlotStoreChoice choice;
-  runCopies(choice, 200, [](int) { return 2.5; });
-  ASSERT_TRUE(choice.streaming());
-  const int messages = 32 * static_cast<int>(SlotStoreChoice::kTryEvery);
-  const int single = runExchangeMessages(choice, messages, kBytes, 2.5);
-  EXPECT_TRUE(choice.streaming());
-  EXPECT_EQ(single, messages - messages / static_cast<int>(SlotStoreChoice::kTryEvery));
-}
-
-TEST(SlotStoreChoice, ExchangesReturnToTheSlotsWhenTheirTriesRunFast) {
-  SlotStoreChoice choice;
-  runCopies(choice, 200, [](int) { return 2.5; });
-  ASSERT_TRUE(choice.streaming());
-  // The tries are the only copies timed: two fast ones turn it back.
-  runExchangeMessages(choice, 3 * static_cast<int>(SlotStoreChoice::kTryEvery), kBytes, 20.0);
-  EXPECT_FALSE(choice.streaming());
-  EXPECT_EQ(runExchangeMessages(choice, 100, kBytes, 20.0), 0);
-}
-
-TEST(SlotStoreChoice, SmallExchangeMessagesStayInTheSlots) {
-  SlotStoreChoice choice;
-  runCopies(choice, 200, [](int) { return 2.5; });
-  ASSERT_TRUE(choice.streaming());
-  EXPECT_EQ(runExchangeMessages(choice, 100, SlotStoreChoice::kFromBytes - 1, 2.5), 0);
-  SlotStoreChoice streamed(SlotStoreChoice::Mode::Streamed);
-  EXPECT_FALSE(streamed.singleCopyInstead(SlotStoreChoice::kFromBytes - 1));
-}
-
-TEST(SlotStoreChoice, ForcedModesDecideExchangesToo) {
-  SlotStoreChoice cached(SlotStoreChoice::Mode::Cached), streamed(SlotStoreChoice::Mode::Streamed);
-  EXPECT_EQ(runExchangeMessages(cached, 500, kBytes, 1.0), 0);
-  EXPECT_EQ(runExchangeMessages(streamed, 500, kBytes, 50.0), 500);
-}
-
 TEST(SlotStoreChoice, ForcedModesIgnoreTimes) {
   SlotStoreChoice cached(SlotStoreChoice::Mode::Cached), streamed(SlotStoreChoice::Mode::Streamed);
   EXPECT_EQ(runCopies(cached, 500, [](int) { return 1.0; }), 0);
