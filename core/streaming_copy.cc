@@ -1,5 +1,6 @@
 #include "core/streaming_copy.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -114,17 +115,20 @@ void sumTwice(float* dst1, float* dst2, const float* a, const float* b, size_t c
 }  // namespace
 
 void streamingCopy(void* dst, const void* src, size_t bytes) {
-  if (bytes == 0) return;  // either pointer may be null then
-#if defined(__x86_64__)
-  // Small copies stay in cache where the next reader wants them.
   constexpr size_t kStreamFrom = 64 * 1024;
   if (bytes < kStreamFrom) {
-    std::memcpy(dst, src, bytes);
+    if (bytes > 0) std::memcpy(dst, src, bytes);  // either pointer may be null at 0 bytes
     return;
   }
+  nonTemporalCopy(dst, src, bytes);
+}
+
+void nonTemporalCopy(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;  // either pointer may be null then
+#if defined(__x86_64__)
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
-  const size_t head = (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64;
+  const size_t head = std::min<size_t>(bytes, (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64);
   std::memcpy(d, s, head);
   d += head;
   s += head;

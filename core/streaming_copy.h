@@ -13,7 +13,13 @@ namespace hcl {
 
 // memcpy for non-overlapping buffers; ends with a store fence, so a release
 // store after it (publishing a message) orders after the data.
+// Copies of less than 64 KiB go through the cache, where the next reader
+// wants them.
 void streamingCopy(void* dst, const void* src, size_t bytes);
+
+// The same, past the cache at every size: for a caller that chose that for
+// this copy (a message slot whose receiver runs on a CPU apart).
+void nonTemporalCopy(void* dst, const void* src, size_t bytes);
 
 // own[i] = peer[i] = a[i] + b[i] over float32, stored as `stores` says (ends
 // with a store fence where anything streamed): a 2-rank allreduce's result

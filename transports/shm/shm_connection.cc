@@ -254,7 +254,7 @@ class ShmConnection final : public Connection {
   void copyIntoSlot(const LaneState& lane, uint8_t* dst, const uint8_t* src, uint64_t len) {
     const SlotStoreChoice::Plan plan = storeChoice_.next(len);
     if (plan.stream) {
-      streamingCopy(dst, src, len);
+      nonTemporalCopy(dst, src, len);
       return;
     }
     if (!plan.timed) {

@@ -13,6 +13,9 @@
 // stays above kSlowBytesPerNs, past the cache once it falls below, and while
 // storing past the cache copies through it every kTryEvery copies, to notice
 // when its CPUs come close again. One per connection, used by its sender.
+// Its copies past the cache use nonTemporalCopy: streamingCopy keeps copies
+// below 64 KiB in the cache, which left 16-64 KiB messages stored through
+// it whatever the choice (docs/performance.md).
 #pragma once
 
 #include <array>

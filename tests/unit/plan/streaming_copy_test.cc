@@ -1,4 +1,4 @@
-// streamingCopy is memcpy with cache-bypassing stores: every size and every
+// streamingCopy and nonTemporalCopy are memcpy with cache-bypassing stores: every size and every
 // alignment of source and destination must copy exactly, and nothing past
 // the end may be touched.
 #include <gtest/gtest.h>
@@ -11,15 +11,15 @@
 
 namespace {
 
-TEST(StreamingCopy, CopiesEverySizeAndAlignmentExactly) {
+void expectEverySizeAndAlignmentCopiedExactly(void (*copy)(void*, const void*, size_t)) {
   constexpr size_t kGuard = 64;
-  for (size_t bytes : {size_t{0}, size_t{1}, size_t{63}, size_t{65535}, size_t{65536}, size_t{65537},
-                       size_t{100003}, size_t{1} << 20}) {
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{127}, size_t{16384}, size_t{20001},
+                       size_t{65535}, size_t{65536}, size_t{65537}, size_t{100003}, size_t{1} << 20}) {
     for (size_t srcOff : {0, 1, 13}) {
       for (size_t dstOff : {0, 3, 16, 31}) {
         std::vector<uint8_t> src(bytes + srcOff), dst(bytes + dstOff + kGuard, 0xAB);
         for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
-        hcl::streamingCopy(dst.data() + dstOff, src.data() + srcOff, bytes);
+        copy(dst.data() + dstOff, src.data() + srcOff, bytes);
         for (size_t i = 0; i < dstOff; ++i) ASSERT_EQ(dst[i], 0xAB) << "before, " << bytes << " bytes";
         for (size_t i = 0; i < bytes; ++i) {
           ASSERT_EQ(dst[dstOff + i], src[srcOff + i]) << "byte " << i << " of " << bytes;
@@ -28,6 +28,13 @@ TEST(StreamingCopy, CopiesEverySizeAndAlignmentExactly) {
       }
     }
   }
+}
+
+TEST(StreamingCopy, CopiesEverySizeAndAlignmentExactly) { expectEverySizeAndAlignmentCopiedExactly(hcl::streamingCopy); }
+
+// Below 64 KiB too, where streamingCopy goes through the cache.
+TEST(StreamingCopy, NonTemporalCopiesEverySizeAndAlignmentExactly) {
+  expectEverySizeAndAlignmentCopiedExactly(hcl::nonTemporalCopy);
 }
 
 }  // namespace
