@@ -11,10 +11,10 @@
 
 namespace hcl {
 
-// memcpy for non-overlapping buffers; ends with a store fence, so a release
-// store after it (publishing a message) orders after the data.
-// Copies of less than 64 KiB go through the cache, where the next reader
-// wants them.
+// memcpy for non-overlapping buffers, past the cache from 64 KiB (smaller
+// copies stay in the cache, where the next reader wants them). Where it
+// stores past the cache it ends with a store fence, so a release store
+// after it (publishing a message) orders after the data.
 void streamingCopy(void* dst, const void* src, size_t bytes);
 
 // The same, past the cache at every size: for a caller that chose that for

@@ -1,6 +1,6 @@
-// streamingCopy and nonTemporalCopy are memcpy with cache-bypassing stores: every size and every
-// alignment of source and destination must copy exactly, and nothing past
-// the end may be touched.
+// streamingCopy and nonTemporalCopy are memcpy with cache-bypassing
+// stores: every size and every alignment of source and destination must
+// copy exactly, and nothing past the end may be touched.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -30,7 +30,9 @@ void expectEverySizeAndAlignmentCopiedExactly(void (*copy)(void*, const void*, s
   }
 }
 
-TEST(StreamingCopy, CopiesEverySizeAndAlignmentExactly) { expectEverySizeAndAlignmentCopiedExactly(hcl::streamingCopy); }
+TEST(StreamingCopy, CopiesEverySizeAndAlignmentExactly) {
+  expectEverySizeAndAlignmentCopiedExactly(hcl::streamingCopy);
+}
 
 // Below 64 KiB too, where streamingCopy goes through the cache.
 TEST(StreamingCopy, NonTemporalCopiesEverySizeAndAlignmentExactly) {
