@@ -1,12 +1,14 @@
-// Reduction for fp16, bf16 and fp8, which accumulate in fp32. Work goes chunk
-// by chunk through small fp32 buffers: Native operands are widened (and scaled
-// for PreMulSum) into a buffer, Acc operands are read in place, the combine
-// loop runs on fp32 only, and a Native destination is rounded once at the end.
+// Reduction for fp16, bf16 and fp8, which accumulate in fp32. The fused vector
+// kernels of narrow_simd.h take what they can; the rest goes chunk by chunk
+// through small fp32 buffers: Native operands are widened (and scaled for
+// PreMulSum) into a buffer, Acc operands are read in place, the combine loop
+// runs on fp32 only, and a Native destination is rounded once at the end.
 #include <algorithm>
 #include <cstring>
 
 #include "collectives/reduce/float_arrays.h"
 #include "collectives/reduce/isa_clones.h"
+#include "collectives/reduce/narrow_simd.h"
 #include "collectives/reduce/reduce_kernels.h"
 #include "collectives/reduce/reduce_ops.h"
 
@@ -86,10 +88,8 @@ void forEachChunk(size_t count, bool backwards, ChunkFn&& fn) {
 
 template <class Op>
 void reduceChunks(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm,
-                  size_t count, const NarrowParams& p) {
+                  size_t count, bool backwards, const NarrowParams& p) {
   float bufA[kChunk], bufB[kChunk], res[kChunk];
-  const bool backwards =
-      walkBackwards(dst, dstForm, a, aForm) || walkBackwards(dst, dstForm, b, bForm);
   forEachChunk(count, backwards, [&](size_t off, size_t len) {
     const float* x = loadChunk(a, aForm, off, len, bufA, p);
     const float* y = (b == a && bForm == aForm) ? x : loadChunk(b, bForm, off, len, bufB, p);
@@ -98,19 +98,37 @@ void reduceChunks(void* dst, Form dstForm, const void* a, Form aForm, const void
   });
 }
 
+size_t byteOffset(Form form, size_t elements, const NarrowParams& p) {
+  return elements * (form == Form::Acc ? sizeof(float) : p.nativeSize);
+}
+
+narrow_simd::Call vectorCall(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm,
+                             size_t count, const ReduceSpec& spec, const NarrowParams& p) {
+  return {dst, dstForm, a, aForm, b, bForm, count, spec.type, spec.kind, p.scalar, p.nranks};
+}
+
 }  // namespace
 
 void reduceNarrow(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm,
                   size_t count, const ReduceSpec& spec) {
   using namespace reduce_ops;
   const NarrowParams p = makeParams(spec);
+  const bool backwards =
+      walkBackwards(dst, dstForm, a, aForm) || walkBackwards(dst, dstForm, b, bForm);
+  const size_t done =
+      backwards ? 0 : narrow_simd::reduce(vectorCall(dst, dstForm, a, aForm, b, bForm, count, spec, p));
+  if (done == count) return;
+  dst = bytes(dst) + byteOffset(dstForm, done, p);
+  a = bytes(a) + byteOffset(aForm, done, p);
+  b = bytes(b) + byteOffset(bForm, done, p);
+  count -= done;
   switch (spec.kind) {
     case ReduceKind::Sum:
     case ReduceKind::Avg:
-    case ReduceKind::PreMulSum: reduceChunks<Add>(dst, dstForm, a, aForm, b, bForm, count, p); return;
-    case ReduceKind::Prod: reduceChunks<Mul>(dst, dstForm, a, aForm, b, bForm, count, p); return;
-    case ReduceKind::Max: reduceChunks<Max>(dst, dstForm, a, aForm, b, bForm, count, p); return;
-    case ReduceKind::Min: reduceChunks<Min>(dst, dstForm, a, aForm, b, bForm, count, p); return;
+    case ReduceKind::PreMulSum: reduceChunks<Add>(dst, dstForm, a, aForm, b, bForm, count, backwards, p); return;
+    case ReduceKind::Prod: reduceChunks<Mul>(dst, dstForm, a, aForm, b, bForm, count, backwards, p); return;
+    case ReduceKind::Max: reduceChunks<Max>(dst, dstForm, a, aForm, b, bForm, count, backwards, p); return;
+    case ReduceKind::Min: reduceChunks<Min>(dst, dstForm, a, aForm, b, bForm, count, backwards, p); return;
   }
 }
 
@@ -121,8 +139,15 @@ void convertNarrow(void* dst, Form dstForm, const void* src, Form srcForm, size_
     return;
   }
   const NarrowParams p = makeParams(spec);
+  const bool backwards = walkBackwards(dst, dstForm, src, srcForm);
+  const size_t done =
+      backwards ? 0 : narrow_simd::convert(vectorCall(dst, dstForm, src, srcForm, nullptr, srcForm, count, spec, p));
+  if (done == count) return;
+  dst = bytes(dst) + byteOffset(dstForm, done, p);
+  src = bytes(src) + byteOffset(srcForm, done, p);
+  count -= done;
   float res[kChunk];
-  forEachChunk(count, walkBackwards(dst, dstForm, src, srcForm), [&](size_t off, size_t len) {
+  forEachChunk(count, backwards, [&](size_t off, size_t len) {
     const float* x = loadChunk(src, srcForm, off, len, res, p);
     if (x != res) std::memcpy(res, x, len * sizeof(float));
     storeChunk(dst, dstForm, off, len, res, p);

@@ -1,6 +1,8 @@
 // Google Benchmark suite for the reduction kernels: GB/s for every data type
 // and operator, next to memcpy on the same buffers. Bytes counted per call:
-// two inputs read and one output written, all in the data type.
+// two inputs read and one output written, all in the data type. Each runs at
+// two sizes: 8 MiB, out of the L2 like whole messages, and 256 KiB, in the L2
+// like the slices the window and direct algorithms reduce.
 //
 //   build/tools/bench/hcl_reduce_bench [--benchmark_filter=float32]
 #include <benchmark/benchmark.h>
@@ -14,7 +16,7 @@
 
 namespace {
 
-constexpr size_t kBytes = 8u << 20;  // out of the 2 MiB-per-core L2, like real messages
+constexpr int64_t kSizes[] = {8 << 20, 256 << 10};
 
 void fill(std::vector<std::byte>& v) {
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::byte>((i * 7 + 3) & 0x3f);
@@ -43,24 +45,26 @@ void fillValues(std::vector<std::byte>& v, hclDataType_t type, size_t count) {
   }
   hcl::ReduceSpec spec;
   spec.type = type;
-  hcl::convert(v.data(), hcl::Form::Native, f.data(), hcl::Form::Acc, count, spec);  // fp32 accumulates the narrow types
+  // fp32 accumulates the narrow types
+  hcl::convert(v.data(), hcl::Form::Native, f.data(), hcl::Form::Acc, count, spec);
 }
 
 void BM_Memcpy(benchmark::State& state) {
-  std::vector<std::byte> a(kBytes), c(kBytes);
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  std::vector<std::byte> a(bytes), c(bytes);
   fill(a);
   for (auto _ : state) {
-    std::memcpy(c.data(), a.data(), kBytes);
+    std::memcpy(c.data(), a.data(), bytes);
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 2 * static_cast<int64_t>(kBytes));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 2 * static_cast<int64_t>(bytes));
 }
-BENCHMARK(BM_Memcpy)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Memcpy)->ArgsProduct({{kSizes[0], kSizes[1]}})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // The kernel a reduce-scatter step runs: acc = partial (Acc) op input (Native).
 void BM_Reduce(benchmark::State& state, hclDataType_t type, hcl::ReduceKind kind, hcl::Form dstForm) {
   const size_t es = hcl::dataTypeSize(type), as = hcl::accumulatorSize(type);
-  const size_t count = kBytes / es;
+  const size_t count = static_cast<size_t>(state.range(0)) / es;
   std::vector<std::byte> partial(count * as), input(count * es), out(count * std::max(es, as));
   fillValues(input, type, count);
   hcl::ReduceSpec spec;
@@ -87,6 +91,7 @@ void registerAll() {
         const std::string name = std::string("BM_Reduce/") + hcl::dataTypeName(t) + "/" + hcl::reduceKindName(k) +
                                  (f == hcl::Form::Native ? "/final" : "/partial");
         benchmark::RegisterBenchmark(name.c_str(), BM_Reduce, static_cast<hclDataType_t>(t), k, f)
+            ->ArgsProduct({{kSizes[0], kSizes[1]}})
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
       }

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "collectives/reduce/float_formats.h"
 #include "collectives/reduce/reduce.h"
 #include "reference_formats.h"
 
@@ -517,6 +518,44 @@ TEST(ReduceFloats, NarrowNaNPropagationAndOverflow) {
   EXPECT_EQ(e5[0], 0x7B);
   EXPECT_EQ(e5[1], 0x7C);
   EXPECT_TRUE(std::isnan(testref::kRefE5m2.decode(e5[2])));
+}
+
+// fp32 values whose rounding to fp16 and bf16 is easy to get wrong, repeated
+// past any vector width so that every position of a vector meets each one:
+// NaNs whose payload sits only in the low bits (plain rounding would make
+// them infinities or flip their sign), ties, the largest finite values,
+// subnormals and signed zeros. Each must come out with the scalar
+// conversion's exact bits.
+std::vector<float> roundingEdgeValues() {
+  const uint32_t bits[] = {0x7F800001u, 0xFF800001u, 0x7FFFFFFFu, 0xFFFFFFFFu, 0x7FC00000u, 0x7FBF8001u,
+                           0x7F800000u, 0xFF800000u, 0x7F7FFFFFu, 0xFF7FFFFFu, 0x3F808000u, 0x3F818000u,
+                           0x3F808001u, 0x477FF000u, 0x477FEFFFu, 0x33800000u, 0x33000001u, 0x00000001u,
+                           0x80000000u, 0x00000000u, 0x387FC000u, 0x38800000u, 0xC0490FDBu};
+  std::vector<float> v;
+  for (int rep = 0; rep < 5; ++rep)
+    for (size_t i = 0; i < std::size(bits); ++i) v.push_back(std::bit_cast<float>(bits[(i + rep) % std::size(bits)]));
+  return v;
+}
+
+TEST(ReduceFloats, NarrowRoundingMatchesTheScalarConversionsBitForBit) {
+  const std::vector<float> acc = roundingEdgeValues();
+  const std::vector<float> zeros(acc.size(), 0.0f);
+  for (hclDataType_t t : {hclFloat16, hclBfloat16}) {
+    SCOPED_TRACE(dataTypeName(t));
+    ReduceSpec spec;
+    spec.type = t;
+    std::vector<uint16_t> converted(acc.size()), summed(acc.size());
+    convert(converted.data(), Form::Native, acc.data(), Form::Acc, acc.size(), spec);
+    // + 0 keeps every value but -0 (which becomes +0); the NaN bits pass through the adder unchanged.
+    reduce(summed.data(), Form::Native, acc.data(), Form::Acc, zeros.data(), Form::Acc, acc.size(), spec);
+    for (size_t i = 0; i < acc.size(); ++i) {
+      const float sum = acc[i] + 0.0f;
+      const uint16_t want = t == hclFloat16 ? floatToHalf(acc[i]) : floatToBf16(acc[i]);
+      const uint16_t wantSum = t == hclFloat16 ? floatToHalf(sum) : floatToBf16(sum);
+      EXPECT_EQ(converted[i], want) << "element " << i << ", fp32 0x" << std::hex << std::bit_cast<uint32_t>(acc[i]);
+      EXPECT_EQ(summed[i], wantSum) << "element " << i << ", fp32 0x" << std::hex << std::bit_cast<uint32_t>(acc[i]);
+    }
+  }
 }
 
 TEST(ReduceFloats, AvgDividesInTheAccumulator) {

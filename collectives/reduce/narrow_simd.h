@@ -1,0 +1,50 @@
+// Fused vector kernels for the fp16 and bf16 reductions: each block of
+// elements is widened, combined and rounded in registers in one pass, instead
+// of the chunked passes through fp32 buffers of reduce_narrow.cc, which runs
+// whatever these leave (the tail, fp8, CPUs without AVX2 and F16C). Results
+// are bit-identical to that path: the same fp32 operations in the same order,
+// the same F16C rounding, and bf16 rounding done with integer operations.
+#pragma once
+
+#include <cstddef>
+
+#include "collectives/reduce/reduce.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HCL_NARROW_SIMD 1
+#endif
+
+namespace hcl::narrow_simd {
+
+struct Call {
+  void* dst;
+  Form dstForm;
+  const void* a;
+  Form aForm;
+  const void* b;  // unused by convert
+  Form bForm;
+  size_t count;
+  hclDataType_t type;
+  ReduceKind kind;
+  float scalar;  // PreMulSum: Native operands are multiplied by it on load
+  float nranks;  // Avg: a Native destination is divided by it
+};
+
+// Each returns how many leading elements it handled: a multiple of its vector
+// width, or 0 where no kernel applies (type, CPU or compiler). Operands may
+// alias exactly, except that an Acc destination must not alias a Native
+// operand (that needs a backward walk, which these do not do).
+size_t reduce(const Call& call);
+size_t convert(const Call& call);
+
+// The vector width the kernels run at here: 16 (AVX-512), 8 (AVX2) or 0.
+size_t lanes();
+
+namespace detail {
+size_t reduceAvx512(const Call& call);
+size_t convertAvx512(const Call& call);
+size_t reduceAvx2(const Call& call);
+size_t convertAvx2(const Call& call);
+}  // namespace detail
+
+}  // namespace hcl::narrow_simd
