@@ -168,18 +168,16 @@ Status ScheduleRun::peerOperand(const Step& reduce, const void** operand, bool* 
   return {};
 }
 
-bool ScheduleRun::fusableSum(const Step& reduce, const Step& next) const {
-  return reduce.kind == Step::Kind::ReducePeer && next.only == reduce.only && spec_.type == hclFloat32 &&
-         spec_.kind == ReduceKind::Sum && reduce.dstForm == Form::Native && reduce.aForm == Form::Native &&
-         reduce.bForm == Form::Native && next.a.id == reduce.dst.id && next.a.offset == reduce.dst.offset &&
-         next.bytes == reduce.count * sizeof(float);
+bool ScheduleRun::floatSum(const Step& reduce) const {
+  return spec_.type == hclFloat32 && spec_.kind == ReduceKind::Sum && reduce.aForm == Form::Native &&
+         reduce.bForm == Form::Native;
 }
 
 Status ScheduleRun::fuseReduceAndWrite(const Step& reduce, const Step& write, bool* fused) {
-  // A float sum into our buffer whose result is then copied into a peer's:
-  // with both peers' memory mapped, one pass computes it into both.
+  // A sum into our buffer whose result is then copied into a peer's: with
+  // both peers' memory mapped, one pass computes it into both.
   *fused = false;
-  if (write.kind != Step::Kind::WritePeer || !fusableSum(reduce, write)) return {};
+  if (write.kind != Step::Kind::WritePeer || !takesReduceResult(reduce, write)) return {};
   const PeerBuffer *from = nullptr, *to = nullptr;
   uint64_t fromAt = 0, toAt = 0;
   // Out of range: the unfused steps report it.
@@ -192,37 +190,61 @@ Status ScheduleRun::fuseReduceAndWrite(const Step& reduce, const Step& write, bo
   void* out = writeTo->mapPeer(*to, toAt, write.bytes);
   const void* in = out ? readFrom->mapPeer(*from, fromAt, reduce.bytes) : nullptr;
   if (!in) return {};
-  sumToOwnAndPeer(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(out), static_cast<const float*>(in),
-                  static_cast<const float*>(resolve(reduce.b)), reduce.count,
-                  sumStoresFor(std::max(schedule_.sendBytes, schedule_.recvBytes), comm_.nranks(), comm_.cpuFamily(),
-                               comm_.sharedCpus()));
+  const SumStores stores = sumStoresFor(std::max(schedule_.sendBytes, schedule_.recvBytes), comm_.nranks(),
+                                        comm_.cpuFamily(), comm_.sharedCpus());
+  if (floatSum(reduce)) {
+    sumToOwnAndPeer(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(out), static_cast<const float*>(in),
+                    static_cast<const float*>(resolve(reduce.b)), reduce.count, stores);
+  } else if (!reduceTwice(resolve(reduce.dst), out, in, resolve(reduce.b), reduce.count, spec_,
+                          stores == SumStores::BothStreamed, stores != SumStores::Cached)) {
+    return {};
+  }
   *fused = true;
   HCL_TRY(readFrom->checkMappedAccess());
   return writeTo == readFrom ? Status{} : writeTo->checkMappedAccess();
 }
 
+bool ScheduleRun::takesReduceResult(const Step& reduce, const Step& next) const {
+  return reduce.kind == Step::Kind::ReducePeer && next.only == reduce.only && reduce.dstForm == Form::Native &&
+         reduce.aForm == Form::Native && reduce.bForm == Form::Native &&
+         (floatSum(reduce) || reducesTwice(spec_.type)) && next.a.id == reduce.dst.id &&
+         next.a.offset == reduce.dst.offset && next.bytes == reduce.count * dataTypeSize(spec_.type);
+}
+
 Status ScheduleRun::fuseReduceAndCopy(const Step& reduce, const Step& copy, bool* fused) {
-  // A float sum into scratch that the schedule then copies into our buffer:
-  // one pass stores both.
+  // A sum into scratch that the schedule then copies into our buffer: one
+  // pass stores both.
   *fused = false;
-  if (copy.kind != Step::Kind::Copy || !fusableSum(reduce, copy)) return {};
+  if (copy.kind != Step::Kind::Copy || !takesReduceResult(reduce, copy)) return {};
   const void* in = nullptr;
   bool mapped = false;
-  auto* out = static_cast<float*>(resolve(copy.dst));
-  const auto* local = static_cast<const float*>(resolve(reduce.b));
+  void* const out = resolve(copy.dst);
+  const void* const local = resolve(reduce.b);
   // One pass reads each input element before storing that element, so the
   // copy may land on an input only exactly.
   const size_t bytes = copy.bytes;
   const auto apart = [&](const void* p) {
     const auto* q = static_cast<const std::byte*>(p);
-    const auto* o = reinterpret_cast<const std::byte*>(out);
+    const auto* o = static_cast<const std::byte*>(out);
     return p == out || q + bytes <= o || o + bytes <= q;
   };
   if (!apart(local)) return {};
   HCL_TRY(peerOperand(reduce, &in, &mapped));
   if (!apart(in)) return {};
-  sumToKeptAndOut(static_cast<float*>(resolve(reduce.dst)), out, static_cast<const float*>(in), local, reduce.count,
-                  copy.streamDst);
+  if (floatSum(reduce)) {
+    sumToKeptAndOut(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(out), static_cast<const float*>(in),
+                    static_cast<const float*>(local), reduce.count, copy.streamDst);
+  } else if (!reduceTwice(resolve(reduce.dst), out, in, local, reduce.count, spec_, false, copy.streamDst)) {
+    // An output it cannot stream into: the two steps one after the other,
+    // on the operand already read.
+    void* const kept = resolve(reduce.dst);
+    HCL_TRY(cpuDevice().reduce(kept, Form::Native, in, Form::Native, local, Form::Native, reduce.count, spec_));
+    if (copy.streamDst) {
+      streamingCopy(out, kept, bytes);
+    } else {
+      HCL_TRY(cpuDevice().copy(out, kept, bytes));
+    }
+  }
   *fused = true;
   return mapped ? comm_.connection(reduce.peer)->checkMappedAccess() : Status{};
 }

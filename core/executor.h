@@ -95,13 +95,16 @@ class ScheduleRun final : public OpRun {
   // bounce buffer first.
   Status peerOperand(const Step& reduce, const void** operand, bool* mapped);
   Status checkPeerSizes(int peer) const;
-  // A ReducePeer whose float sum of Native operands `next` takes as is from
-  // its destination: what the fused kernels do in one pass.
-  bool fusableSum(const Step& reduce, const Step& next) const;
+  // Whether `next` (a write into a peer or a copy) takes the whole Native
+  // result of the ReducePeer `reduce` as it stands, and a kernel can store
+  // that result into both at once.
+  bool takesReduceResult(const Step& reduce, const Step& next) const;
+  // A float sum of Native operands (sumToOwnAndPeer, sumToKeptAndOut).
+  bool floatSum(const Step& reduce) const;
   // Runs `reduce` and the `write` after it as one pass where that is
   // possible (mapped peer memory); `fused` false: nothing was done.
   Status fuseReduceAndWrite(const Step& reduce, const Step& write, bool* fused);
-  // The same for a ReducePeer and a streamed Copy of its result.
+  // The same for a ReducePeer and a Copy of its result.
   Status fuseReduceAndCopy(const Step& reduce, const Step& copy, bool* fused);
   // Whether a step conditional on how the run moves data runs.
   bool runs(const Step& st);

@@ -54,6 +54,18 @@ size_t convert(const Call& call) {
   return 0;
 }
 
+size_t reduceTwice(const Call& call) {
+#ifdef HCL_NARROW_SIMD
+  switch (level()) {
+    case Level::Avx512: return detail::reduceTwiceAvx512(call);
+    case Level::Avx2: return detail::reduceTwiceAvx2(call);
+    case Level::None: break;
+  }
+#endif
+  (void)call;
+  return 0;
+}
+
 size_t lanes() {
   switch (level()) {
     case Level::Avx512: return 16;

@@ -28,6 +28,10 @@ struct Call {
   ReduceKind kind;
   float scalar;  // PreMulSum: Native operands are multiplied by it on load
   float nranks;  // Avg: a Native destination is divided by it
+  // reduceTwice only: the second destination, and which of the two are
+  // stored past the cache (each then aligned to the vector's bytes).
+  void* dst2 = nullptr;
+  bool streamDst = false, streamDst2 = false;
 };
 
 // Each returns how many leading elements it handled: a multiple of its vector
@@ -36,6 +40,9 @@ struct Call {
 // operand (that needs a backward walk, which these do not do).
 size_t reduce(const Call& call);
 size_t convert(const Call& call);
+// reduce() of Native operands into dst and dst2 at once, ending with a store
+// fence where it stored past the cache.
+size_t reduceTwice(const Call& call);
 
 // The vector width the kernels run at here: 16 (AVX-512), 8 (AVX2) or 0.
 size_t lanes();
@@ -43,8 +50,10 @@ size_t lanes();
 namespace detail {
 size_t reduceAvx512(const Call& call);
 size_t convertAvx512(const Call& call);
+size_t reduceTwiceAvx512(const Call& call);
 size_t reduceAvx2(const Call& call);
 size_t convertAvx2(const Call& call);
+size_t reduceTwiceAvx2(const Call& call);
 }  // namespace detail
 
 }  // namespace hcl::narrow_simd

@@ -20,6 +20,7 @@ namespace {
 struct Avx2 {
   using F = __m256;
   using I = __m256i;
+  using H = __m128i;
   static constexpr size_t kLanes = 8;
 
   static F set1(float v) { return _mm256_set1_ps(v); }
@@ -29,12 +30,14 @@ struct Avx2 {
   static F loadAcc(const float* p) { return _mm256_loadu_ps(p); }
   static void storeAcc(float* p, F v) { _mm256_storeu_ps(p, v); }
 
+  static void store(uint16_t* p, H h) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), h); }
+  static void stream(uint16_t* p, H h) { _mm_stream_si128(reinterpret_cast<__m128i*>(p), h); }
+  static void storeFence() { _mm_sfence(); }
+
   static F loadHalf(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
-  static void storeHalf(uint16_t* p, F v) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-  }
+  static H packHalf(F v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
 
   static F loadBf16(const uint16_t* p) {
     const I wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -43,7 +46,7 @@ struct Avx2 {
   // As in narrow_simd_avx512.cc. The magnitude has no sign bit, so a signed
   // compare finds the NaNs; every code fits 16 bits, so packing with unsigned
   // saturation keeps it.
-  static void storeBf16(uint16_t* p, F v) {
+  static H packBf16(F v) {
     const I x = bits(v);
     const I high = _mm256_srli_epi32(x, 16);
     const I bias = _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), _mm256_and_si256(high, _mm256_set1_epi32(1)));
@@ -51,8 +54,7 @@ struct Avx2 {
     const I quietNaN = _mm256_or_si256(high, _mm256_set1_epi32(0x40));
     const I nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
     const I code = _mm256_blendv_epi8(rounded, quietNaN, nan);
-    const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packed);
+    return _mm_packus_epi32(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
   }
 
   static F add(F x, F y) { return _mm256_add_ps(x, y); }
@@ -74,6 +76,7 @@ struct Avx2 {
 
 size_t detail::reduceAvx2(const Call& call) { return reduceWith<Avx2>(call); }
 size_t detail::convertAvx2(const Call& call) { return convertWith<Avx2>(call); }
+size_t detail::reduceTwiceAvx2(const Call& call) { return reduceTwiceWith<Avx2>(call); }
 
 }  // namespace hcl::narrow_simd
 

@@ -24,6 +24,7 @@ namespace {
 struct Avx512 {
   using F = __m512;
   using I = __m512i;
+  using H = __m256i;
   static constexpr size_t kLanes = 16;
 
   static F set1(float v) { return _mm512_set1_ps(v); }
@@ -33,12 +34,14 @@ struct Avx512 {
   static F loadAcc(const float* p) { return _mm512_loadu_ps(p); }
   static void storeAcc(float* p, F v) { _mm512_storeu_ps(p, v); }
 
+  static void store(uint16_t* p, H h) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h); }
+  static void stream(uint16_t* p, H h) { _mm256_stream_si256(reinterpret_cast<__m256i*>(p), h); }
+  static void storeFence() { _mm_sfence(); }
+
   static F loadHalf(const uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  static void storeHalf(uint16_t* p, F v) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-  }
+  static H packHalf(F v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
 
   static F loadBf16(const uint16_t* p) {
     const I wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -46,7 +49,7 @@ struct Avx512 {
   }
   // floatToBf16 (float_formats.h) lane by lane: NaNs keep their top bits and
   // are quieted, everything else rounds to nearest-even on the integer bits.
-  static void storeBf16(uint16_t* p, F v) {
+  static H packBf16(F v) {
     const I x = bits(v);
     const I high = _mm512_srli_epi32(x, 16);
     const I bias = _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), _mm512_and_si512(high, _mm512_set1_epi32(1)));
@@ -55,7 +58,7 @@ struct Avx512 {
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7FFFFFFF)),
                                                   _mm512_set1_epi32(0x7F800000));
     const I code = _mm512_mask_blend_epi32(nan, rounded, quietNaN);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(code));
+    return _mm512_cvtepi32_epi16(code);
   }
 
   static F add(F x, F y) { return _mm512_add_ps(x, y); }
@@ -79,6 +82,7 @@ struct Avx512 {
 
 size_t detail::reduceAvx512(const Call& call) { return reduceWith<Avx512>(call); }
 size_t detail::convertAvx512(const Call& call) { return convertWith<Avx512>(call); }
+size_t detail::reduceTwiceAvx512(const Call& call) { return reduceTwiceWith<Avx512>(call); }
 
 }  // namespace hcl::narrow_simd
 

@@ -45,6 +45,17 @@ void reduce(void* dst, Form dstForm, const void* a, Form aForm, const void* b, F
   }
 }
 
+bool reduceTwice(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
+                 bool streamDst, bool streamDst2) {
+  assert(spec.nranks >= 1);
+  if (!reducesTwice(spec.type)) return false;
+  return reduceNarrowTwice(dst, dst2, a, b, count, spec, streamDst, streamDst2);
+}
+
+bool reducesTwice(hclDataType_t type) {
+  return (type == hclFloat16 || type == hclBfloat16) && reduce_kernels::narrowVectorLanes() > 0;
+}
+
 void convert(void* dst, Form dstForm, const void* src, Form srcForm, size_t count,
              const ReduceSpec& spec) {
   assert(spec.nranks >= 1);

@@ -34,6 +34,18 @@ struct ReduceSpec {
 void reduce(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm,
             size_t count, const ReduceSpec& spec);
 
+// dst[i] = dst2[i] = combine(a[i], b[i]) over Native operands and
+// destinations in one pass, each destination stored past the cache where its
+// flag says so (then ending with a store fence). dst and dst2 may each alias
+// a or b exactly, not each other. False, with nothing done, where this build
+// and CPU have no such kernel for the type (today: fp16 and bf16 with AVX2
+// and F16C), or where both destinations stream and cannot both be aligned.
+bool reduceTwice(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
+                 bool streamDst, bool streamDst2);
+// Whether reduceTwice has a kernel for this type here (then it fails only
+// where both destinations stream and their alignments differ).
+bool reducesTwice(hclDataType_t type);
+
 // dst = src converted between forms (Native->Acc loads, Acc->Native stores,
 // Native->Native is load+store, i.e. a single-rank reduction).
 void convert(void* dst, Form dstForm, const void* src, Form srcForm, size_t count,

@@ -255,7 +255,9 @@ int checkAllCollectives(hclComm_t comm, const CheckConfig& cfg) {
         }
         failures += checkDataMovement(comm, t, count, inPlace);
       }
-      const bool big = cfg.bigForEveryType || t == hclFloat32 || t == hclInt8;
+      // bf16 and fp16 for their fused kernels, which only whole vectors reach.
+      const bool big =
+          cfg.bigForEveryType || t == hclFloat32 || t == hclInt8 || t == hclBfloat16 || t == hclFloat16;
       if (!big) continue;
       for (size_t count : cfg.bigCounts) {
         // Pre-multiplied sums with a scalar per rank: each rank's input must

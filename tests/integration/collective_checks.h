@@ -10,7 +10,7 @@ namespace hcltest {
 struct CheckConfig {
   std::vector<size_t> counts{0, 1, 7};
   std::vector<size_t> bigCounts{(1u << 20) + 3};
-  bool bigForEveryType = false;  // otherwise only float32 and int8 get the big counts
+  bool bigForEveryType = false;  // otherwise only float32, int8, bf16 and fp16 get the big counts
   // Buffers from hclCommMemAlloc (the communicator's device memory) instead
   // of host vectors.
   bool deviceMemory = false;
