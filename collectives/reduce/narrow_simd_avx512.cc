@@ -12,9 +12,10 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx2,f16c")
 // GCC 12's AVX-512 conversion intrinsics start from _mm512_undefined_*(),
-// which it then reports as maybe uninitialized.
+// which it then reports as (maybe) uninitialized.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "collectives/reduce/narrow_simd_kernels.h"
 
