@@ -4,6 +4,8 @@
 // whatever these leave (the tail, fp8, CPUs without AVX2 and F16C). Results
 // are bit-identical to that path: the same fp32 operations in the same order,
 // the same F16C rounding, and bf16 rounding done with integer operations.
+// (Which NaN an operation on two NaNs returns is pinned by neither: the
+// compiler may swap the operands of an add.)
 #pragma once
 
 #include <cstddef>
