@@ -138,6 +138,7 @@ size_t narrowVectorLanes() { return narrow_simd::lanes(); }
 bool reduceNarrowTwice(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
                        bool streamDst, bool streamDst2) {
   const size_t lanes = narrow_simd::lanes();
+  if (lanes == 0) return false;
   // Streamed stores need their destination aligned to a vector of codes:
   // the elements before that go the plain way, like the last ones.
   const size_t vectorBytes = lanes * sizeof(uint16_t);
