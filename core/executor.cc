@@ -195,9 +195,9 @@ Status ScheduleRun::fuseReduceAndWrite(const Step& reduce, const Step& write, bo
   if (floatSum(reduce)) {
     sumToOwnAndPeer(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(out), static_cast<const float*>(in),
                     static_cast<const float*>(resolve(reduce.b)), reduce.count, stores);
-  } else if (!reduceTwice(resolve(reduce.dst), out, in, resolve(reduce.b), reduce.count, spec_,
-                          stores == SumStores::BothStreamed, stores != SumStores::Cached)) {
-    return {};
+  } else {
+    reduceTwice(resolve(reduce.dst), out, in, resolve(reduce.b), reduce.count, spec_,
+                stores == SumStores::BothStreamed, stores != SumStores::Cached);
   }
   *fused = true;
   HCL_TRY(readFrom->checkMappedAccess());
@@ -234,16 +234,8 @@ Status ScheduleRun::fuseReduceAndCopy(const Step& reduce, const Step& copy, bool
   if (floatSum(reduce)) {
     sumToKeptAndOut(static_cast<float*>(resolve(reduce.dst)), static_cast<float*>(out), static_cast<const float*>(in),
                     static_cast<const float*>(local), reduce.count, copy.streamDst);
-  } else if (!reduceTwice(resolve(reduce.dst), out, in, local, reduce.count, spec_, false, copy.streamDst)) {
-    // An output it cannot stream into: the two steps one after the other,
-    // on the operand already read.
-    void* const kept = resolve(reduce.dst);
-    HCL_TRY(cpuDevice().reduce(kept, Form::Native, in, Form::Native, local, Form::Native, reduce.count, spec_));
-    if (copy.streamDst) {
-      streamingCopy(out, kept, bytes);
-    } else {
-      HCL_TRY(cpuDevice().copy(out, kept, bytes));
-    }
+  } else {
+    reduceTwice(resolve(reduce.dst), out, in, local, reduce.count, spec_, false, copy.streamDst);
   }
   *fused = true;
   return mapped ? comm_.connection(reduce.peer)->checkMappedAccess() : Status{};

@@ -5,6 +5,7 @@ namespace {
 
 enum class Level { None, Avx2, Avx512 };
 
+// Asked once per process, by kernels().
 Level level() {
 #if !defined(HCL_NARROW_SIMD)
   return Level::None;
@@ -19,60 +20,39 @@ Level level() {
   return Level::None;
 #endif
 #else
-  static const Level chosen = [] {
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return Level::None;
-    return __builtin_cpu_supports("avx512f") ? Level::Avx512 : Level::Avx2;
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return Level::None;
+  return __builtin_cpu_supports("avx512f") ? Level::Avx512 : Level::Avx2;
+#endif
+}
+
+struct Kernels {
+  size_t (*reduce)(const Call&);
+  size_t (*convert)(const Call&);
+  size_t (*reduceTwice)(const Call&);
+  size_t lanes;
+};
+
+size_t none(const Call&) { return 0; }
+
+const Kernels& kernels() {
+  static const Kernels chosen = []() -> Kernels {
+    switch (level()) {
+#ifdef HCL_NARROW_SIMD
+      case Level::Avx512: return {detail::reduceAvx512, detail::convertAvx512, detail::reduceTwiceAvx512, 16};
+      case Level::Avx2: return {detail::reduceAvx2, detail::convertAvx2, detail::reduceTwiceAvx2, 8};
+#endif
+      default: return {none, none, none, 0};
+    }
   }();
   return chosen;
-#endif
 }
 
 }  // namespace
 
-size_t reduce(const Call& call) {
-#ifdef HCL_NARROW_SIMD
-  switch (level()) {
-    case Level::Avx512: return detail::reduceAvx512(call);
-    case Level::Avx2: return detail::reduceAvx2(call);
-    case Level::None: break;
-  }
-#endif
-  (void)call;
-  return 0;
-}
-
-size_t convert(const Call& call) {
-#ifdef HCL_NARROW_SIMD
-  switch (level()) {
-    case Level::Avx512: return detail::convertAvx512(call);
-    case Level::Avx2: return detail::convertAvx2(call);
-    case Level::None: break;
-  }
-#endif
-  (void)call;
-  return 0;
-}
-
-size_t reduceTwice(const Call& call) {
-#ifdef HCL_NARROW_SIMD
-  switch (level()) {
-    case Level::Avx512: return detail::reduceTwiceAvx512(call);
-    case Level::Avx2: return detail::reduceTwiceAvx2(call);
-    case Level::None: break;
-  }
-#endif
-  (void)call;
-  return 0;
-}
-
-size_t lanes() {
-  switch (level()) {
-    case Level::Avx512: return 16;
-    case Level::Avx2: return 8;
-    case Level::None: break;
-  }
-  return 0;
-}
+size_t reduce(const Call& call) { return kernels().reduce(call); }
+size_t convert(const Call& call) { return kernels().convert(call); }
+size_t reduceTwice(const Call& call) { return kernels().reduceTwice(call); }
+size_t lanes() { return kernels().lanes; }
 
 }  // namespace hcl::narrow_simd

@@ -31,7 +31,7 @@ struct Call {
   float scalar;  // PreMulSum: Native operands are multiplied by it on load
   float nranks;  // Avg: a Native destination is divided by it
   // reduceTwice only: the second destination, and which of the two are
-  // stored past the cache (each then aligned to the vector's bytes).
+  // stored past the cache (each such one aligned to the vector's bytes).
   void* dst2 = nullptr;
   bool streamDst = false, streamDst2 = false;
 };

@@ -1,6 +1,7 @@
 #include "collectives/reduce/reduce.h"
 
 #include <cassert>
+#include <cstring>
 
 #include "collectives/reduce/reduce_kernels.h"
 
@@ -45,11 +46,13 @@ void reduce(void* dst, Form dstForm, const void* a, Form aForm, const void* b, F
   }
 }
 
-bool reduceTwice(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
+void reduceTwice(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
                  bool streamDst, bool streamDst2) {
   assert(spec.nranks >= 1);
-  if (!reducesTwice(spec.type)) return false;
-  return reduceNarrowTwice(dst, dst2, a, b, count, spec, streamDst, streamDst2);
+  if (count == 0) return;
+  if (reducesTwice(spec.type)) return reduceNarrowTwice(dst, dst2, a, b, count, spec, streamDst, streamDst2);
+  reduce(dst, Form::Native, a, Form::Native, b, Form::Native, count, spec);
+  std::memcpy(dst2, dst, count * dataTypeSize(spec.type));
 }
 
 bool reducesTwice(hclDataType_t type) {

@@ -35,15 +35,15 @@ void reduce(void* dst, Form dstForm, const void* a, Form aForm, const void* b, F
             size_t count, const ReduceSpec& spec);
 
 // dst[i] = dst2[i] = combine(a[i], b[i]) over Native operands and
-// destinations in one pass, each destination stored past the cache where its
-// flag says so (then ending with a store fence). dst and dst2 may each alias
-// a or b exactly, not each other. False, with nothing done, where this build
-// and CPU have no such kernel for the type (today: fp16 and bf16 with AVX2
-// and F16C), or where both destinations stream and cannot both be aligned.
-bool reduceTwice(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
+// destinations. Where reducesTwice(type), in one pass that stores each
+// result into both, each destination past the cache where its flag says so
+// (and where it can be aligned for that with the other; then ending with a
+// store fence); otherwise reduce() into dst and a copy into dst2. dst and
+// dst2 may each alias a or b exactly, not each other.
+void reduceTwice(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
                  bool streamDst, bool streamDst2);
-// Whether reduceTwice has a kernel for this type here (then it fails only
-// where both destinations stream and their alignments differ).
+// Whether reduceTwice stores both in one pass for this type here (today:
+// fp16 and bf16 on CPUs with AVX2 and F16C).
 bool reducesTwice(hclDataType_t type);
 
 // dst = src converted between forms (Native->Acc loads, Acc->Native stores,
