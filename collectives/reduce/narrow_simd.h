@@ -1,9 +1,10 @@
-// Fused vector kernels for the fp16 and bf16 reductions: each block of
+// Fused vector kernels for the fp16, bf16 and fp8 reductions: each block of
 // elements is widened, combined and rounded in registers in one pass, instead
 // of the chunked passes through fp32 buffers of reduce_narrow.cc, which runs
-// whatever these leave (the tail, fp8, CPUs without AVX2 and F16C). Results
-// are bit-identical to that path: the same fp32 operations in the same order,
-// the same F16C rounding, and bf16 rounding done with integer operations.
+// whatever these leave (the tail, CPUs without AVX2 and F16C). Results are
+// bit-identical to that path: the same fp32 operations in the same order,
+// the same F16C rounding, and bf16 and fp8 rounding done with the same
+// integer (and, for fp8 subnormals, fp32) operations.
 // (Which NaN an operation on two NaNs returns is pinned by neither: the
 // compiler may swap the operands of an add.)
 #pragma once

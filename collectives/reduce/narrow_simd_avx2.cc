@@ -1,4 +1,4 @@
-// The fused fp16/bf16 kernels with AVX2 and F16C (8 fp32 lanes).
+// The fused narrow-float kernels with AVX2 and F16C (8 fp32 lanes).
 #include "collectives/reduce/narrow_simd.h"
 
 #ifdef HCL_NARROW_SIMD
@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #pragma GCC push_options
@@ -21,9 +22,12 @@ struct Avx2 {
   using F = __m256;
   using I = __m256i;
   using H = __m128i;
+  using Q = __m128i;  // eight codes in the low half
+  using M = __m256i;
   static constexpr size_t kLanes = 8;
 
   static F set1(float v) { return _mm256_set1_ps(v); }
+  static I set1i(uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
   static I bits(F v) { return _mm256_castps_si256(v); }
   static F floats(I v) { return _mm256_castsi256_ps(v); }
 
@@ -32,6 +36,7 @@ struct Avx2 {
 
   static void store(uint16_t* p, H h) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), h); }
   static void stream(uint16_t* p, H h) { _mm_stream_si128(reinterpret_cast<__m128i*>(p), h); }
+  static void store(uint8_t* p, Q q) { _mm_storel_epi64(reinterpret_cast<__m128i*>(p), q); }
   static void storeFence() { _mm_sfence(); }
 
   static F loadHalf(const uint16_t* p) {
@@ -43,18 +48,38 @@ struct Avx2 {
     const I wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return floats(_mm256_slli_epi32(wide, 16));
   }
-  // As in narrow_simd_avx512.cc. The magnitude has no sign bit, so a signed
-  // compare finds the NaNs; every code fits 16 bits, so packing with unsigned
-  // saturation keeps it.
-  static H packBf16(F v) {
-    const I x = bits(v);
-    const I high = _mm256_srli_epi32(x, 16);
-    const I bias = _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), _mm256_and_si256(high, _mm256_set1_epi32(1)));
-    const I rounded = _mm256_srli_epi32(_mm256_add_epi32(x, bias), 16);
-    const I quietNaN = _mm256_or_si256(high, _mm256_set1_epi32(0x40));
-    const I nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
-    const I code = _mm256_blendv_epi8(rounded, quietNaN, nan);
-    return _mm_packus_epi32(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
+  // As in narrow_simd_avx512.cc.
+  static F loadE4m3(const uint8_t* p) {
+    const __m128i c = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    const __m128i mag = _mm_and_si128(_mm_slli_epi16(c, 7), _mm_set1_epi16(0x3F80));
+    const __m128i sign = _mm_and_si128(_mm_slli_epi16(c, 8), _mm_set1_epi16(-0x8000));
+    const __m128i nan = _mm_cmpeq_epi16(mag, _mm_set1_epi16(0x3F80));
+    const __m128i half = _mm_or_si128(_mm_blendv_epi8(mag, _mm_set1_epi16(0x7E00), nan), sign);
+    return _mm256_mul_ps(_mm256_cvtph_ps(half), _mm256_set1_ps(256.0f));
+  }
+  static F loadE5m2(const uint8_t* p) {
+    const __m128i codes = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_cvtph_ps(_mm_slli_epi16(codes, 8));
+  }
+
+  // Values under 2^31 order alike signed and unsigned, so below and above
+  // use the signed compares; codes fit their width, so packing with unsigned
+  // saturation keeps them.
+  static I iadd(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I isub(I a, I b) { return _mm256_sub_epi32(a, b); }
+  static I iand(I a, I b) { return _mm256_and_si256(a, b); }
+  static I ior(I a, I b) { return _mm256_or_si256(a, b); }
+  static I srl(I a, int n) { return _mm256_srli_epi32(a, n); }
+  static I minu(I a, I b) { return _mm256_min_epu32(a, b); }
+  static M below(I a, I b) { return _mm256_cmpgt_epi32(b, a); }
+  static M above(I a, I b) { return _mm256_cmpgt_epi32(a, b); }
+  static I where(M m, I yes, I no) { return _mm256_blendv_epi8(no, yes, m); }
+  static H words(I codes) {
+    return _mm_packus_epi32(_mm256_castsi256_si128(codes), _mm256_extracti128_si256(codes, 1));
+  }
+  static Q bytes(I codes) {
+    const __m128i w = words(codes);
+    return _mm_packus_epi16(w, w);
   }
 
   static F add(F x, F y) { return _mm256_add_ps(x, y); }

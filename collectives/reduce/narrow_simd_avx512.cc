@@ -1,4 +1,4 @@
-// The fused fp16/bf16 kernels with AVX-512 (16 fp32 lanes).
+// The fused narrow-float kernels with AVX-512 (16 fp32 lanes).
 #include "collectives/reduce/narrow_simd.h"
 
 #ifdef HCL_NARROW_SIMD
@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #pragma GCC push_options
@@ -26,9 +27,12 @@ struct Avx512 {
   using F = __m512;
   using I = __m512i;
   using H = __m256i;
+  using Q = __m128i;
+  using M = __mmask16;
   static constexpr size_t kLanes = 16;
 
   static F set1(float v) { return _mm512_set1_ps(v); }
+  static I set1i(uint32_t v) { return _mm512_set1_epi32(static_cast<int>(v)); }
   static I bits(F v) { return _mm512_castps_si512(v); }
   static F floats(I v) { return _mm512_castsi512_ps(v); }
 
@@ -37,6 +41,7 @@ struct Avx512 {
 
   static void store(uint16_t* p, H h) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h); }
   static void stream(uint16_t* p, H h) { _mm256_stream_si256(reinterpret_cast<__m256i*>(p), h); }
+  static void store(uint8_t* p, Q q) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), q); }
   static void storeFence() { _mm_sfence(); }
 
   static F loadHalf(const uint16_t* p) {
@@ -48,19 +53,35 @@ struct Avx512 {
     const I wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return floats(_mm512_slli_epi32(wide, 16));
   }
-  // floatToBf16 (float_formats.h) lane by lane: NaNs keep their top bits and
-  // are quieted, everything else rounds to nearest-even on the integer bits.
-  static H packBf16(F v) {
-    const I x = bits(v);
-    const I high = _mm512_srli_epi32(x, 16);
-    const I bias = _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), _mm512_and_si512(high, _mm512_set1_epi32(1)));
-    const I rounded = _mm512_srli_epi32(_mm512_add_epi32(x, bias), 16);
-    const I quietNaN = _mm512_or_si512(high, _mm512_set1_epi32(0x40));
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7FFFFFFF)),
-                                                  _mm512_set1_epi32(0x7F800000));
-    const I code = _mm512_mask_blend_epi32(nan, rounded, quietNaN);
-    return _mm512_cvtepi32_epi16(code);
+  // An e4m3 magnitude shifted into an fp16 is that fp16's value times 2^8
+  // (subnormals too); the NaN code becomes an fp16 quiet NaN, which the
+  // scaling keeps. The result is float_formats.h's value, bit for bit.
+  static F loadE4m3(const uint8_t* p) {
+    const __m256i c = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i mag = _mm256_and_si256(_mm256_slli_epi16(c, 7), _mm256_set1_epi16(0x3F80));
+    const __m256i sign = _mm256_and_si256(_mm256_slli_epi16(c, 8), _mm256_set1_epi16(-0x8000));
+    const __m256i nan = _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x3F80));
+    const __m256i half = _mm256_or_si256(_mm256_blendv_epi8(mag, _mm256_set1_epi16(0x7E00), nan), sign);
+    return _mm512_mul_ps(_mm512_cvtph_ps(half), _mm512_set1_ps(256.0f));
   }
+  // An e5m2 code is the top byte of the fp16 of the same value, NaN payload
+  // included, so F16C widens it.
+  static F loadE5m2(const uint8_t* p) {
+    const __m256i codes = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm512_cvtph_ps(_mm256_slli_epi16(codes, 8));
+  }
+
+  static I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I isub(I a, I b) { return _mm512_sub_epi32(a, b); }
+  static I iand(I a, I b) { return _mm512_and_si512(a, b); }
+  static I ior(I a, I b) { return _mm512_or_si512(a, b); }
+  static I srl(I a, int n) { return _mm512_srli_epi32(a, static_cast<unsigned>(n)); }
+  static I minu(I a, I b) { return _mm512_min_epu32(a, b); }
+  static M below(I a, I b) { return _mm512_cmplt_epu32_mask(a, b); }
+  static M above(I a, I b) { return _mm512_cmpgt_epu32_mask(a, b); }
+  static I where(M m, I yes, I no) { return _mm512_mask_blend_epi32(m, no, yes); }
+  static H words(I codes) { return _mm512_cvtepi32_epi16(codes); }
+  static Q bytes(I codes) { return _mm512_cvtepi32_epi8(codes); }
 
   static F add(F x, F y) { return _mm512_add_ps(x, y); }
   static F mul(F x, F y) { return _mm512_mul_ps(x, y); }

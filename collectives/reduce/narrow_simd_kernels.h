@@ -1,48 +1,114 @@
-// The fused fp16/bf16 kernel, written once over a vector type V that each
+// The fused narrow-float kernel, written once over a vector type V that each
 // ISA file defines (narrow_simd_avx512.cc, narrow_simd_avx2.cc). Include it
 // only there, after the file's `#pragma GCC target`, so that the kernel is
 // compiled for that ISA, and after every standard header, so that no inline
 // library function is compiled for it: the linker could pick such a copy for
 // the whole program. Everything here has internal linkage for the same reason.
 //
-// V provides: F (fp32 vector), H (the same lanes as 16-bit codes), kLanes,
-// set1, loadAcc/storeAcc, loadHalf/packHalf, loadBf16/packBf16, store and
-// stream (of an H, the latter past the cache), add, mul, div, max, min. Its
-// max and min follow reduce_ops.h: NaN-propagating, +0 above -0.
+// V provides: F (fp32 vector), I (its lanes as 32-bit integers), M (a lane
+// mask), H and Q (the same lanes as 16-bit and as 8-bit codes), kLanes, set1,
+// set1i, bits/floats (casts), loadAcc/storeAcc, a load for each format
+// (loadHalf, loadBf16, loadE4m3, loadE5m2), packHalf, store of an H into
+// uint16_t codes and of a Q into uint8_t codes, stream of an H (past the
+// cache), the fp32 add, mul, div, max, min, and the integer operations the
+// roundings below need: iadd, isub, iand, ior, srl, minu, below and above
+// (compares of values under 2^31, giving an M), where (a select by M), words
+// and bytes (pack lanes holding codes into an H or a Q). Its max and min
+// follow reduce_ops.h: NaN-propagating, +0 above -0.
 #pragma once
 
-// Needs <cstddef>, <cstdint>, <utility> and narrow_simd.h, included first.
+// Needs <cstddef>, <cstdint>, <type_traits>, <utility> and narrow_simd.h, included first.
 
 namespace hcl::narrow_simd {
 namespace {
 
-enum class Codec { Half, Bf16 };
+enum class Codec { Half, Bf16, E4m3, E5m2 };
+
+// The element type of a format's codes.
+template <Codec C>
+using Code = std::conditional_t<C == Codec::Half || C == Codec::Bf16, uint16_t, uint8_t>;
 enum class OpKind { Add, Mul, Max, Min, Copy };
 
 template <class V, Codec C, Form F>
 typename V::F loadAt(const void* base, size_t i) {
   if constexpr (F == Form::Acc)
     return V::loadAcc(static_cast<const float*>(base) + i);
-  else if constexpr (C == Codec::Half)
-    return V::loadHalf(static_cast<const uint16_t*>(base) + i);
-  else
-    return V::loadBf16(static_cast<const uint16_t*>(base) + i);
+  const Code<C>* codes = static_cast<const Code<C>*>(base) + i;
+  if constexpr (C == Codec::Half) return V::loadHalf(codes);
+  if constexpr (C == Codec::Bf16) return V::loadBf16(codes);
+  if constexpr (C == Codec::E4m3) return V::loadE4m3(codes);
+  if constexpr (C == Codec::E5m2) return V::loadE5m2(codes);
+}
+
+// floatToBf16 (float_formats.h) lane by lane: NaNs keep their top bits and
+// are quieted, everything else rounds to nearest-even on the integer bits.
+template <class V>
+typename V::H packBf16(typename V::F v) {
+  using I = typename V::I;
+  const I x = V::bits(v);
+  const I high = V::srl(x, 16);
+  const I bias = V::iadd(V::set1i(0x7FFF), V::iand(high, V::set1i(1)));
+  const I rounded = V::srl(V::iadd(x, bias), 16);
+  const I quietNaN = V::ior(high, V::set1i(0x40));
+  const typename V::M nan = V::above(V::iand(x, V::set1i(0x7FFFFFFF)), V::set1i(0x7F800000));
+  return V::words(V::where(nan, quietNaN, rounded));
+}
+
+// The fp8 roundings follow the lane-wise loops of float_arrays.cc: magnitude
+// codes of finite fp32 magnitudes in the format (M, B), rounded to
+// nearest-even; past the largest finite code they come back larger than it.
+// Below the smallest normal the fp32 adder rounds (see roundFp8Magnitude).
+template <class V, int M, int B>
+typename V::I roundFp8(typename V::I ax) {
+  using I = typename V::I;
+  constexpr int kShift = 23 - M;
+  const I magic = V::set1i(uint32_t(151 - B - M) << 23);
+  I r = V::isub(ax, V::set1i(uint32_t(127 - B) << 23));
+  r = V::iadd(r, V::iadd(V::set1i((1u << (kShift - 1)) - 1), V::iand(V::srl(r, kShift), V::set1i(1))));
+  const I normal = V::srl(r, kShift);
+  const I subnormal = V::isub(V::bits(V::add(V::floats(ax), V::floats(magic))), magic);
+  return V::where(V::below(ax, V::set1i(uint32_t(128 - B) << 23)), subnormal, normal);
+}
+
+// Finite values saturate at 0x7E, NaN is 0x7F.
+template <class V>
+typename V::Q packE4m3(typename V::F v) {
+  using I = typename V::I;
+  const I x = V::bits(v), ax = V::iand(x, V::set1i(0x7FFFFFFF));
+  I code = V::minu(roundFp8<V, 3, 7>(ax), V::set1i(0x7E));
+  code = V::where(V::above(ax, V::set1i(0x7F800000)), V::set1i(0x7F), code);
+  return V::bytes(V::ior(code, V::iand(V::srl(x, 24), V::set1i(0x80))));
+}
+
+// Finite values saturate at 0x7B, infinity is 0x7C, NaN 0x7F.
+template <class V>
+typename V::Q packE5m2(typename V::F v) {
+  using I = typename V::I;
+  const I x = V::bits(v), ax = V::iand(x, V::set1i(0x7FFFFFFF));
+  I code = V::minu(roundFp8<V, 2, 15>(ax), V::set1i(0x7B));
+  code = V::where(V::above(ax, V::set1i(0x7F7FFFFF)), V::set1i(0x7C), code);
+  code = V::where(V::above(ax, V::set1i(0x7F800000)), V::set1i(0x7F), code);
+  return V::bytes(V::ior(code, V::iand(V::srl(x, 24), V::set1i(0x80))));
+}
+
+// The codes of a block: a V::H for 16-bit formats, a V::Q for fp8.
+template <class V, Codec C>
+auto pack(typename V::F v) {
+  if constexpr (C == Codec::Half) return V::packHalf(v);
+  if constexpr (C == Codec::Bf16) return packBf16<V>(v);
+  if constexpr (C == Codec::E4m3) return packE4m3<V>(v);
+  if constexpr (C == Codec::E5m2) return packE5m2<V>(v);
 }
 
 template <class V, Codec C>
-typename V::H pack(typename V::F v) {
-  if constexpr (C == Codec::Half)
-    return V::packHalf(v);
-  else
-    return V::packBf16(v);
-}
+using Packed = decltype(pack<V, C>(std::declval<typename V::F>()));
 
-template <class V, bool Stream>
-void put(void* base, size_t i, typename V::H h) {
+template <class V, Codec C, bool Stream>
+void put(void* base, size_t i, Packed<V, C> codes) {
   if constexpr (Stream)
-    V::stream(static_cast<uint16_t*>(base) + i, h);
+    V::stream(static_cast<Code<C>*>(base) + i, codes);
   else
-    V::store(static_cast<uint16_t*>(base) + i, h);
+    V::store(static_cast<Code<C>*>(base) + i, codes);
 }
 
 template <class V, Codec C, Form F>
@@ -50,7 +116,7 @@ void storeAt(void* base, size_t i, typename V::F v) {
   if constexpr (F == Form::Acc)
     V::storeAcc(static_cast<float*>(base) + i, v);
   else
-    put<V, false>(base, i, pack<V, C>(v));
+    put<V, C, false>(base, i, pack<V, C>(v));
 }
 
 template <class V, OpKind O>
@@ -90,9 +156,11 @@ typename V::F blockResult(const Call& c, size_t i, const BlockConstants<V>& k) {
 }
 
 // One block is read completely before it is written, so a destination that
-// aliases an operand of its own width, or a wider one, is safe.
+// aliases an operand of its own width, or a wider one, is safe. The loops are
+// flattened: GCC would leave the fp8 conversions out of line otherwise,
+// passing vectors through memory.
 template <class V, Codec C, OpKind O, Form DF, Form AF, Form BF>
-size_t runBlocks(const Call& c) {
+[[gnu::flatten]] size_t runBlocks(const Call& c) {
   const size_t n = c.count / V::kLanes * V::kLanes;
   const BlockConstants<V> k(c);
   for (size_t i = 0; i < n; i += V::kLanes) storeAt<V, C, DF>(c.dst, i, blockResult<V, C, O, DF, AF, BF>(c, i, k));
@@ -101,14 +169,14 @@ size_t runBlocks(const Call& c) {
 
 // runBlocks over Native operands, into two Native destinations at once.
 template <class V, Codec C, OpKind O, bool Stream1, bool Stream2>
-size_t runBlocksTwice(const Call& c) {
+[[gnu::flatten]] size_t runBlocksTwice(const Call& c) {
   constexpr Form N = Form::Native;
   const size_t n = c.count / V::kLanes * V::kLanes;
   const BlockConstants<V> k(c);
   for (size_t i = 0; i < n; i += V::kLanes) {
-    const typename V::H h = pack<V, C>(blockResult<V, C, O, N, N, N>(c, i, k));
-    put<V, Stream1>(c.dst, i, h);
-    put<V, Stream2>(c.dst2, i, h);
+    const Packed<V, C> codes = pack<V, C>(blockResult<V, C, O, N, N, N>(c, i, k));
+    put<V, C, Stream1>(c.dst, i, codes);
+    put<V, C, Stream2>(c.dst2, i, codes);
   }
   return n;
 }
@@ -142,6 +210,9 @@ size_t runCodec(const Call& c) {
   switch (c.type) {
     case hclFloat16: return Twice ? runTwice<V, Codec::Half, O>(c) : runOp<V, Codec::Half, O>(c);
     case hclBfloat16: return Twice ? runTwice<V, Codec::Bf16, O>(c) : runOp<V, Codec::Bf16, O>(c);
+    // reduceTwice is not used for fp8 (reducesTwice in reduce.cc).
+    case hclFloat8e4m3: return Twice ? 0 : runOp<V, Codec::E4m3, O>(c);
+    case hclFloat8e5m2: return Twice ? 0 : runOp<V, Codec::E5m2, O>(c);
     default: return 0;
   }
 }

@@ -56,6 +56,8 @@ void reduceTwice(void* dst, void* dst2, const void* a, const void* b, size_t cou
 }
 
 bool reducesTwice(hclDataType_t type) {
+  // Not fp8: its blocks take long enough to compute that one pass into both
+  // ran no faster than a reduce and a copy (docs/performance.md).
   return (type == hclFloat16 || type == hclBfloat16) && reduce_kernels::narrowVectorLanes() > 0;
 }
 

@@ -20,7 +20,7 @@ void convertDirect(T* dst, Form dstForm, const T* src, Form srcForm, size_t coun
 void reduceNarrow(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm,
                   size_t count, const ReduceSpec& spec);
 
-// The fp16/bf16 vector kernels' width on this CPU, 0 where they do not run.
+// The narrow-float vector kernels' width on this CPU, 0 where they do not run.
 size_t narrowVectorLanes();
 
 // reduceTwice for fp16/bf16 where narrowVectorLanes() > 0.

@@ -539,37 +539,88 @@ std::vector<float> roundingEdgeValues() {
   return v;
 }
 
+// fp8 values around each format's rounding edges: ties at the subnormal step,
+// the smallest normal, saturation (e4m3 448/464/480, e5m2 57344/61440).
+std::vector<float> fp8EdgeValues() {
+  const uint32_t bits[] = {0x3B000000u, 0x3A800000u, 0x3A800001u, 0x3B400000u, 0x3C800000u, 0x3C7FFFFFu,
+                           0x43E00000u, 0x43E7FFFFu, 0x43E80000u, 0x43F00000u, 0x47600000u, 0x476FFFFFu,
+                           0x47700000u, 0x37800000u, 0x37000000u, 0x37000001u, 0x37C00000u, 0x387FFFFFu,
+                           0xBB400000u, 0xC7700000u, 0x3F880000u, 0x3F980000u, 0x3F900000u, 0x3FA00000u};
+  std::vector<float> v;
+  for (int rep = 0; rep < 3; ++rep)
+    for (size_t i = 0; i < std::size(bits); ++i) v.push_back(std::bit_cast<float>(bits[(i + rep) % std::size(bits)]));
+  return v;
+}
+
+uint32_t scalarRounding(hclDataType_t t, float f) {
+  switch (t) {
+    case hclFloat16: return floatToHalf(f);
+    case hclBfloat16: return floatToBf16(f);
+    case hclFloat8e4m3: return floatToE4m3(f);
+    default: return floatToE5m2(f);
+  }
+}
+
 TEST(ReduceFloats, NarrowRoundingMatchesTheScalarConversionsBitForBit) {
-  const std::vector<float> acc = roundingEdgeValues();
+  std::vector<float> acc = roundingEdgeValues();
+  const std::vector<float> fp8 = fp8EdgeValues();
+  acc.insert(acc.end(), fp8.begin(), fp8.end());
   const std::vector<float> zeros(acc.size(), 0.0f);
-  for (hclDataType_t t : {hclFloat16, hclBfloat16}) {
+  for (hclDataType_t t : {hclFloat16, hclBfloat16, hclFloat8e4m3, hclFloat8e5m2}) {
     SCOPED_TRACE(dataTypeName(t));
     ReduceSpec spec;
     spec.type = t;
-    std::vector<uint16_t> converted(acc.size()), summed(acc.size());
+    const size_t es = dataTypeSize(t);
+    std::vector<uint8_t> converted(acc.size() * es), summed(acc.size() * es);
     convert(converted.data(), Form::Native, acc.data(), Form::Acc, acc.size(), spec);
     // + 0 keeps every value but -0 (which becomes +0); the NaN bits pass through the adder unchanged.
     reduce(summed.data(), Form::Native, acc.data(), Form::Acc, zeros.data(), Form::Acc, acc.size(), spec);
     for (size_t i = 0; i < acc.size(); ++i) {
-      const float sum = acc[i] + 0.0f;
-      const uint16_t want = t == hclFloat16 ? floatToHalf(acc[i]) : floatToBf16(acc[i]);
-      const uint16_t wantSum = t == hclFloat16 ? floatToHalf(sum) : floatToBf16(sum);
-      EXPECT_EQ(converted[i], want) << "element " << i << ", fp32 0x" << std::hex << std::bit_cast<uint32_t>(acc[i]);
-      EXPECT_EQ(summed[i], wantSum) << "element " << i << ", fp32 0x" << std::hex << std::bit_cast<uint32_t>(acc[i]);
+      uint32_t got = 0, gotSum = 0;
+      std::memcpy(&got, converted.data() + i * es, es);
+      std::memcpy(&gotSum, summed.data() + i * es, es);
+      EXPECT_EQ(got, scalarRounding(t, acc[i])) << "element " << i << ", fp32 0x" << std::hex
+                                                 << std::bit_cast<uint32_t>(acc[i]);
+      EXPECT_EQ(gotSum, scalarRounding(t, acc[i] + 0.0f))
+          << "element " << i << ", fp32 0x" << std::hex << std::bit_cast<uint32_t>(acc[i]);
+    }
+  }
+}
+
+// Every fp8 code widens to the fp32 bits of the scalar table, NaN payloads
+// and signs included, through convert() and through reduce() with -0 (the
+// one value whose sum with every code keeps its bits, NaNs aside).
+TEST(ReduceFloats, Fp8WideningMatchesTheScalarTablesForEveryCode) {
+  std::vector<uint8_t> codes(256 * 3);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>(i);
+  const std::vector<float> negZeros(codes.size(), -0.0f);
+  for (hclDataType_t t : {hclFloat8e4m3, hclFloat8e5m2}) {
+    SCOPED_TRACE(dataTypeName(t));
+    const auto& table = t == hclFloat8e4m3 ? kE4m3ToFloatBits : kE5m2ToFloatBits;
+    ReduceSpec spec;
+    spec.type = t;
+    std::vector<float> widened(codes.size()), summed(codes.size());
+    convert(widened.data(), Form::Acc, codes.data(), Form::Native, codes.size(), spec);
+    reduce(summed.data(), Form::Acc, codes.data(), Form::Native, negZeros.data(), Form::Acc, codes.size(), spec);
+    for (size_t i = 0; i < codes.size(); ++i) {
+      EXPECT_EQ(std::bit_cast<uint32_t>(widened[i]), table[codes[i]]) << "code 0x" << std::hex << int(codes[i]);
+      EXPECT_EQ(std::bit_cast<uint32_t>(summed[i]), table[codes[i]]) << "code 0x" << std::hex << int(codes[i]);
     }
   }
 }
 
 // reduceTwice against reduce(): every operator, counts around the vector
-// widths, destinations at every 2-byte misalignment of a 64-byte line (so
-// that two streamed ones cannot always be aligned together), each streamed
-// or not, and the aliasing the executor uses (in place: a destination is the
-// local operand). fp16 and bf16 run the one-pass kernels where this build
-// has them; the other types the reduce-then-copy path.
+// widths, destinations at misalignments of a 64-byte line (so that two
+// streamed ones cannot always be aligned together), each streamed or not, and
+// the aliasing the executor uses (in place: a destination is the local
+// operand). fp16 and bf16 run the one-pass kernels where this build has
+// them; the other types the reduce-then-copy path.
 TEST(ReduceTwice, StoresWhatReduceStoresIntoBoth) {
-  for (hclDataType_t t : {hclFloat32, hclInt32, hclFloat8e4m3}) EXPECT_FALSE(reducesTwice(t)) << dataTypeName(t);
+  for (hclDataType_t t : {hclFloat32, hclInt32, hclFloat8e4m3, hclFloat8e5m2})
+    EXPECT_FALSE(reducesTwice(t)) << dataTypeName(t);
+  EXPECT_EQ(reducesTwice(hclBfloat16), reducesTwice(hclFloat16));
   std::mt19937_64 rng(11);
-  for (hclDataType_t t : {hclFloat16, hclBfloat16, hclFloat32, hclInt8, hclFloat8e5m2}) {
+  for (hclDataType_t t : {hclFloat16, hclBfloat16, hclFloat8e4m3, hclFloat8e5m2, hclFloat32, hclInt8}) {
     const size_t es = dataTypeSize(t);
     // Which NaN an operation on two NaNs returns is not part of the contract.
     const auto isNaN = [&](const uint8_t* p) {
@@ -577,6 +628,8 @@ TEST(ReduceTwice, StoresWhatReduceStoresIntoBoth) {
       std::memcpy(&v, p, std::min<size_t>(es, 2));
       if (t == hclFloat16) return (v & 0x7C00) == 0x7C00 && (v & 0x3FF) != 0;
       if (t == hclBfloat16) return (v & 0x7F80) == 0x7F80 && (v & 0x7F) != 0;
+      if (t == hclFloat8e4m3) return (v & 0x7F) == 0x7F;
+      if (t == hclFloat8e5m2) return (v & 0x7F) > 0x7C;
       return false;  // the other types take reduce() itself: every bit must match
     };
     for (ReduceKind k : kAllKinds) {
