@@ -6,7 +6,9 @@
 // the same F16C rounding, and bf16 and fp8 rounding done with the same
 // integer (and, for fp8 subnormals, fp32) operations.
 // (Which NaN an operation on two NaNs returns is pinned by neither: the
-// compiler may swap the operands of an add.)
+// compiler may swap the operands of an add.) The same kernels store a
+// float32 result into two buffers in one pass (reduceTwice), with the
+// operations of the loops of direct_kernels.h.
 #pragma once
 
 #include <cstddef>
@@ -44,7 +46,7 @@ struct Call {
 size_t reduce(const Call& call);
 size_t convert(const Call& call);
 // reduce() of Native operands into dst and dst2 at once, ending with a store
-// fence where it stored past the cache.
+// fence where it stored past the cache: fp16, bf16 and float32.
 size_t reduceTwice(const Call& call);
 
 // The vector width the kernels run at here: 16 (AVX-512), 8 (AVX2) or 0.

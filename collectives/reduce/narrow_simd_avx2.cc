@@ -1,4 +1,4 @@
-// The fused narrow-float kernels with AVX2 and F16C (8 fp32 lanes).
+// The fused kernels with AVX2 and F16C (8 fp32 lanes).
 #include "collectives/reduce/narrow_simd.h"
 
 #ifdef HCL_NARROW_SIMD
@@ -37,6 +37,8 @@ struct Avx2 {
   static void store(uint16_t* p, H h) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), h); }
   static void stream(uint16_t* p, H h) { _mm_stream_si128(reinterpret_cast<__m128i*>(p), h); }
   static void store(uint8_t* p, Q q) { _mm_storel_epi64(reinterpret_cast<__m128i*>(p), q); }
+  static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
+  static void stream(float* p, F v) { _mm256_stream_ps(p, v); }
   static void storeFence() { _mm_sfence(); }
 
   static F loadHalf(const uint16_t* p) {

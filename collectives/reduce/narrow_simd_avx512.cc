@@ -1,4 +1,4 @@
-// The fused narrow-float kernels with AVX-512 (16 fp32 lanes).
+// The fused kernels with AVX-512 (16 fp32 lanes).
 #include "collectives/reduce/narrow_simd.h"
 
 #ifdef HCL_NARROW_SIMD
@@ -42,6 +42,8 @@ struct Avx512 {
   static void store(uint16_t* p, H h) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h); }
   static void stream(uint16_t* p, H h) { _mm256_stream_si256(reinterpret_cast<__m256i*>(p), h); }
   static void store(uint8_t* p, Q q) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), q); }
+  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static void stream(float* p, F v) { _mm512_stream_ps(p, v); }
   static void storeFence() { _mm_sfence(); }
 
   static F loadHalf(const uint16_t* p) {

@@ -1,4 +1,4 @@
-// The fused narrow-float kernel, written once over a vector type V that each
+// The fused kernel, written once over a vector type V that each
 // ISA file defines (narrow_simd_avx512.cc, narrow_simd_avx2.cc). Include it
 // only there, after the file's `#pragma GCC target`, so that the kernel is
 // compiled for that ISA, and after every standard header, so that no inline
@@ -9,8 +9,8 @@
 // mask), H and Q (the same lanes as 16-bit and as 8-bit codes), kLanes, set1,
 // set1i, bits/floats (casts), loadAcc/storeAcc, a load for each format
 // (loadHalf, loadBf16, loadE4m3, loadE5m2), packHalf, store of an H into
-// uint16_t codes and of a Q into uint8_t codes, stream of an H (past the
-// cache), the fp32 add, mul, div, max, min, and the integer operations the
+// uint16_t codes, of a Q into uint8_t codes and of an F into floats, stream
+// of an H and of an F (past the cache), the fp32 add, mul, div, max, min, and the integer operations the
 // roundings below need: iadd, isub, iand, ior, srl, minu, below and above
 // (compares of values under 2^31, giving an M), where (a select by M), words
 // and bytes (pack lanes holding codes into an H or a Q). Its max and min
@@ -22,11 +22,12 @@
 namespace hcl::narrow_simd {
 namespace {
 
-enum class Codec { Half, Bf16, E4m3, E5m2 };
+enum class Codec { Half, Bf16, E4m3, E5m2, F32 };
 
 // The element type of a format's codes.
 template <Codec C>
-using Code = std::conditional_t<C == Codec::Half || C == Codec::Bf16, uint16_t, uint8_t>;
+using Code = std::conditional_t<C == Codec::F32, float,
+                                std::conditional_t<C == Codec::Half || C == Codec::Bf16, uint16_t, uint8_t>>;
 enum class OpKind { Add, Mul, Max, Min, Copy };
 
 template <class V, Codec C, Form F>
@@ -38,6 +39,7 @@ typename V::F loadAt(const void* base, size_t i) {
   if constexpr (C == Codec::Bf16) return V::loadBf16(codes);
   if constexpr (C == Codec::E4m3) return V::loadE4m3(codes);
   if constexpr (C == Codec::E5m2) return V::loadE5m2(codes);
+  if constexpr (C == Codec::F32) return V::loadAcc(codes);
 }
 
 // floatToBf16 (float_formats.h) lane by lane: NaNs keep their top bits and
@@ -91,9 +93,11 @@ typename V::Q packE5m2(typename V::F v) {
   return V::bytes(V::ior(code, V::iand(V::srl(x, 24), V::set1i(0x80))));
 }
 
-// The codes of a block: a V::H for 16-bit formats, a V::Q for fp8.
+// The codes of a block: a V::H for 16-bit formats, a V::Q for fp8, the
+// fp32 vector itself for float32.
 template <class V, Codec C>
 auto pack(typename V::F v) {
+  if constexpr (C == Codec::F32) return v;
   if constexpr (C == Codec::Half) return V::packHalf(v);
   if constexpr (C == Codec::Bf16) return packBf16<V>(v);
   if constexpr (C == Codec::E4m3) return packE4m3<V>(v);
@@ -210,9 +214,11 @@ size_t runCodec(const Call& c) {
   switch (c.type) {
     case hclFloat16: return Twice ? runTwice<V, Codec::Half, O>(c) : runOp<V, Codec::Half, O>(c);
     case hclBfloat16: return Twice ? runTwice<V, Codec::Bf16, O>(c) : runOp<V, Codec::Bf16, O>(c);
-    // reduceTwice is not used for fp8 (reducesTwice in reduce.cc).
+    // reduceTwice is not used for fp8 (reducesTwice in reduce.cc); float32
+    // takes the kernel only for it, reduce() has its own loops.
     case hclFloat8e4m3: return Twice ? 0 : runOp<V, Codec::E4m3, O>(c);
     case hclFloat8e5m2: return Twice ? 0 : runOp<V, Codec::E5m2, O>(c);
+    case hclFloat32: return Twice ? runTwice<V, Codec::F32, O>(c) : 0;
     default: return 0;
   }
 }

@@ -46,21 +46,6 @@ void reduce(void* dst, Form dstForm, const void* a, Form aForm, const void* b, F
   }
 }
 
-void reduceTwice(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
-                 bool streamDst, bool streamDst2) {
-  assert(spec.nranks >= 1);
-  if (count == 0) return;
-  if (reducesTwice(spec.type)) return reduceNarrowTwice(dst, dst2, a, b, count, spec, streamDst, streamDst2);
-  reduce(dst, Form::Native, a, Form::Native, b, Form::Native, count, spec);
-  std::memcpy(dst2, dst, count * dataTypeSize(spec.type));
-}
-
-bool reducesTwice(hclDataType_t type) {
-  // Not fp8: its blocks take long enough to compute that one pass into both
-  // ran no faster than a reduce and a copy (docs/performance.md).
-  return (type == hclFloat16 || type == hclBfloat16) && reduce_kernels::narrowVectorLanes() > 0;
-}
-
 void convert(void* dst, Form dstForm, const void* src, Form srcForm, size_t count,
              const ReduceSpec& spec) {
   assert(spec.nranks >= 1);

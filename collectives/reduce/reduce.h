@@ -43,7 +43,7 @@ void reduce(void* dst, Form dstForm, const void* a, Form aForm, const void* b, F
 void reduceTwice(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
                  bool streamDst, bool streamDst2);
 // Whether reduceTwice stores both in one pass for this type here (today:
-// fp16 and bf16 on CPUs with AVX2 and F16C).
+// fp16, bf16 and float32 on CPUs with AVX2 and F16C).
 bool reducesTwice(hclDataType_t type);
 
 // dst = src converted between forms (Native->Acc loads, Acc->Native stores,

@@ -20,13 +20,6 @@ void convertDirect(T* dst, Form dstForm, const T* src, Form srcForm, size_t coun
 void reduceNarrow(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm,
                   size_t count, const ReduceSpec& spec);
 
-// The narrow-float vector kernels' width on this CPU, 0 where they do not run.
-size_t narrowVectorLanes();
-
-// reduceTwice for fp16/bf16 where narrowVectorLanes() > 0.
-void reduceNarrowTwice(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
-                       bool streamDst, bool streamDst2);
-
 void convertNarrow(void* dst, Form dstForm, const void* src, Form srcForm, size_t count,
                    const ReduceSpec& spec);
 

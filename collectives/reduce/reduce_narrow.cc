@@ -134,39 +134,6 @@ void reduceNarrow(void* dst, Form dstForm, const void* a, Form aForm, const void
   }
 }
 
-size_t narrowVectorLanes() { return narrow_simd::lanes(); }
-
-void reduceNarrowTwice(void* dst, void* dst2, const void* a, const void* b, size_t count, const ReduceSpec& spec,
-                       bool streamDst, bool streamDst2) {
-  // Streamed stores need their destination aligned to a vector of codes:
-  // the elements before that go the plain way, like the last ones. A
-  // destination that cannot be aligned (with the other) goes through the cache.
-  const size_t vectorBytes = narrow_simd::lanes() * sizeof(uint16_t);
-  const auto misalignment = [&](const void* p) { return reinterpret_cast<uintptr_t>(p) % vectorBytes; };
-  if (misalignment(dst) % sizeof(uint16_t) != 0) streamDst = false;
-  if (misalignment(dst2) % sizeof(uint16_t) != 0) streamDst2 = false;
-  const void* lead = streamDst ? dst : dst2;
-  const size_t head =
-      (streamDst || streamDst2) ? std::min(count, (vectorBytes - misalignment(lead)) % vectorBytes / 2) : 0;
-  if (streamDst && misalignment(bytes(dst) + 2 * head) != misalignment(bytes(dst2) + 2 * head)) streamDst2 = false;
-  const auto plain = [&](size_t from, size_t n) {
-    if (n == 0) return;
-    const size_t at = from * sizeof(uint16_t);
-    reduceNarrow(bytes(dst) + at, Form::Native, bytes(a) + at, Form::Native, bytes(b) + at, Form::Native, n, spec);
-    std::memcpy(bytes(dst2) + at, bytes(dst) + at, n * sizeof(uint16_t));
-  };
-  plain(0, head);
-  const NarrowParams p = makeParams(spec);
-  const size_t at = head * sizeof(uint16_t);
-  narrow_simd::Call call = vectorCall(bytes(dst) + at, Form::Native, bytes(a) + at, Form::Native, bytes(b) + at,
-                                      Form::Native, count - head, spec, p);
-  call.dst2 = bytes(dst2) + at;
-  call.streamDst = streamDst;
-  call.streamDst2 = streamDst2;
-  const size_t done = narrow_simd::reduceTwice(call);
-  plain(head + done, count - head - done);
-}
-
 void convertNarrow(void* dst, Form dstForm, const void* src, Form srcForm, size_t count,
                    const ReduceSpec& spec) {
   if (dstForm == Form::Acc && srcForm == Form::Acc) {

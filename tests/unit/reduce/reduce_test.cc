@@ -613,19 +613,20 @@ TEST(ReduceFloats, Fp8WideningMatchesTheScalarTablesForEveryCode) {
 // widths, destinations at misalignments of a 64-byte line (so that two
 // streamed ones cannot always be aligned together), each streamed or not, and
 // the aliasing the executor uses (in place: a destination is the local
-// operand). fp16 and bf16 run the one-pass kernels where this build has
-// them; the other types the reduce-then-copy path.
+// operand). fp16, bf16 and float32 run the one-pass kernels where this
+// build has them; the other types the reduce-then-copy path.
 TEST(ReduceTwice, StoresWhatReduceStoresIntoBoth) {
-  for (hclDataType_t t : {hclFloat32, hclInt32, hclFloat8e4m3, hclFloat8e5m2})
+  for (hclDataType_t t : {hclInt32, hclFloat64, hclFloat8e4m3, hclFloat8e5m2})
     EXPECT_FALSE(reducesTwice(t)) << dataTypeName(t);
-  EXPECT_EQ(reducesTwice(hclBfloat16), reducesTwice(hclFloat16));
+  for (hclDataType_t t : {hclBfloat16, hclFloat32}) EXPECT_EQ(reducesTwice(t), reducesTwice(hclFloat16));
   std::mt19937_64 rng(11);
   for (hclDataType_t t : {hclFloat16, hclBfloat16, hclFloat8e4m3, hclFloat8e5m2, hclFloat32, hclInt8}) {
     const size_t es = dataTypeSize(t);
     // Which NaN an operation on two NaNs returns is not part of the contract.
     const auto isNaN = [&](const uint8_t* p) {
-      uint16_t v = 0;
-      std::memcpy(&v, p, std::min<size_t>(es, 2));
+      uint32_t v = 0;
+      std::memcpy(&v, p, std::min<size_t>(es, 4));
+      if (t == hclFloat32) return (v & 0x7F800000) == 0x7F800000 && (v & 0x7FFFFF) != 0;
       if (t == hclFloat16) return (v & 0x7C00) == 0x7C00 && (v & 0x3FF) != 0;
       if (t == hclBfloat16) return (v & 0x7F80) == 0x7F80 && (v & 0x7F) != 0;
       if (t == hclFloat8e4m3) return (v & 0x7F) == 0x7F;
