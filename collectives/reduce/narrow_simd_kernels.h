@@ -214,7 +214,7 @@ size_t runCodec(const Call& c) {
   switch (c.type) {
     case hclFloat16: return Twice ? runTwice<V, Codec::Half, O>(c) : runOp<V, Codec::Half, O>(c);
     case hclBfloat16: return Twice ? runTwice<V, Codec::Bf16, O>(c) : runOp<V, Codec::Bf16, O>(c);
-    // reduceTwice is not used for fp8 (reducesTwice in reduce.cc); float32
+    // reduceTwice is not used for fp8 (reducesTwice in reduce_twice.cc); float32
     // takes the kernel only for it, reduce() has its own loops.
     case hclFloat8e4m3: return Twice ? 0 : runOp<V, Codec::E4m3, O>(c);
     case hclFloat8e5m2: return Twice ? 0 : runOp<V, Codec::E5m2, O>(c);
