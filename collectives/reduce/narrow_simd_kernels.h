@@ -1,20 +1,24 @@
-// The fused kernel, written once over a vector type V that each
-// ISA file defines (narrow_simd_avx512.cc, narrow_simd_avx2.cc). Include it
-// only there, after the file's `#pragma GCC target`, so that the kernel is
+// The fused kernel, written once over a vector type V that each ISA file
+// defines (narrow_simd_avx512.cc, narrow_simd_avx2.cc). Include it only
+// there, after the file's `#pragma GCC target`, so that the kernel is
 // compiled for that ISA, and after every standard header, so that no inline
 // library function is compiled for it: the linker could pick such a copy for
 // the whole program. Everything here has internal linkage for the same reason.
 //
-// V provides: F (fp32 vector), I (its lanes as 32-bit integers), M (a lane
-// mask), H and Q (the same lanes as 16-bit and as 8-bit codes), kLanes, set1,
-// set1i, bits/floats (casts), loadAcc/storeAcc, a load for each format
-// (loadHalf, loadBf16, loadE4m3, loadE5m2), packHalf, store of an H into
-// uint16_t codes, of a Q into uint8_t codes and of an F into floats, stream
-// of an H and of an F (past the cache), the fp32 add, mul, div, max, min, and the integer operations the
-// roundings below need: iadd, isub, iand, ior, srl, minu, below and above
-// (compares of values under 2^31, giving an M), where (a select by M), words
-// and bytes (pack lanes holding codes into an H or a Q). Its max and min
-// follow reduce_ops.h: NaN-propagating, +0 above -0.
+// V provides:
+// - F (fp32 vector), I (its lanes as 32-bit integers), M (a lane mask), H and
+//   Q (the same lanes as 16-bit and as 8-bit codes), kLanes;
+// - set1, set1i, bits/floats (casts);
+// - loadAcc/storeAcc, a load for each format (loadHalf, loadBf16, loadE4m3,
+//   loadE5m2), packHalf, store of an H into uint16_t codes, of a Q into
+//   uint8_t codes and of an F into floats, stream of an H and of an F (past
+//   the cache);
+// - the fp32 add, mul, div, max, min; max and min follow reduce_ops.h:
+//   NaN-propagating, +0 above -0;
+// - the integer operations the roundings below need: iadd, isub, iand, ior,
+//   srl, minu, below and above (compares of values under 2^31, giving an M),
+//   where (a select by M), words and bytes (pack lanes holding codes into an
+//   H or a Q).
 #pragma once
 
 // Needs <cstddef>, <cstdint>, <type_traits>, <utility> and narrow_simd.h, included first.
@@ -28,6 +32,7 @@ enum class Codec { Half, Bf16, E4m3, E5m2, F32 };
 template <Codec C>
 using Code = std::conditional_t<C == Codec::F32, float,
                                 std::conditional_t<C == Codec::Half || C == Codec::Bf16, uint16_t, uint8_t>>;
+
 enum class OpKind { Add, Mul, Max, Min, Copy };
 
 template <class V, Codec C, Form F>
