@@ -77,23 +77,15 @@ typename V::I roundFp8(typename V::I ax) {
   return V::where(V::below(ax, V::set1i(uint32_t(128 - B) << 23)), subnormal, normal);
 }
 
-// Finite values saturate at 0x7E, NaN is 0x7F.
-template <class V>
-typename V::Q packE4m3(typename V::F v) {
+// fp32 to the fp8 format (M, B): finite values saturate at kMaxCode, NaN is
+// 0x7F (S.1111.111 in e4m3, a quiet NaN in e5m2), and where the format has
+// infinities (e5m2), infinity is kMaxCode + 1.
+template <class V, int M, int B, uint32_t kMaxCode, bool kHasInf>
+typename V::Q packFp8(typename V::F v) {
   using I = typename V::I;
   const I x = V::bits(v), ax = V::iand(x, V::set1i(0x7FFFFFFF));
-  I code = V::minu(roundFp8<V, 3, 7>(ax), V::set1i(0x7E));
-  code = V::where(V::above(ax, V::set1i(0x7F800000)), V::set1i(0x7F), code);
-  return V::bytes(V::ior(code, V::iand(V::srl(x, 24), V::set1i(0x80))));
-}
-
-// Finite values saturate at 0x7B, infinity is 0x7C, NaN 0x7F.
-template <class V>
-typename V::Q packE5m2(typename V::F v) {
-  using I = typename V::I;
-  const I x = V::bits(v), ax = V::iand(x, V::set1i(0x7FFFFFFF));
-  I code = V::minu(roundFp8<V, 2, 15>(ax), V::set1i(0x7B));
-  code = V::where(V::above(ax, V::set1i(0x7F7FFFFF)), V::set1i(0x7C), code);
+  I code = V::minu(roundFp8<V, M, B>(ax), V::set1i(kMaxCode));
+  if constexpr (kHasInf) code = V::where(V::above(ax, V::set1i(0x7F7FFFFF)), V::set1i(kMaxCode + 1), code);
   code = V::where(V::above(ax, V::set1i(0x7F800000)), V::set1i(0x7F), code);
   return V::bytes(V::ior(code, V::iand(V::srl(x, 24), V::set1i(0x80))));
 }
@@ -105,8 +97,8 @@ auto pack(typename V::F v) {
   if constexpr (C == Codec::F32) return v;
   if constexpr (C == Codec::Half) return V::packHalf(v);
   if constexpr (C == Codec::Bf16) return packBf16<V>(v);
-  if constexpr (C == Codec::E4m3) return packE4m3<V>(v);
-  if constexpr (C == Codec::E5m2) return packE5m2<V>(v);
+  if constexpr (C == Codec::E4m3) return packFp8<V, 3, 7, 0x7E, false>(v);
+  if constexpr (C == Codec::E5m2) return packFp8<V, 2, 15, 0x7B, true>(v);
 }
 
 template <class V, Codec C>

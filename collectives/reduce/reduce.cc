@@ -1,7 +1,6 @@
 #include "collectives/reduce/reduce.h"
 
 #include <cassert>
-#include <cstring>
 
 #include "collectives/reduce/reduce_kernels.h"
 

@@ -1,9 +1,10 @@
 // Reduction for fp16, bf16 and fp8, which accumulate in fp32. The fused vector
 // kernels of narrow_simd.h take what they can (everything but a vector's
-// tail and in-place widening, on CPUs with AVX2 and F16C); the rest goes chunk by chunk
-// through small fp32 buffers: Native operands are widened (and scaled for
-// PreMulSum) into a buffer, Acc operands are read in place, the combine loop
-// runs on fp32 only, and a Native destination is rounded once at the end.
+// tail and in-place widening, on CPUs with AVX2 and F16C); the rest goes
+// chunk by chunk through small fp32 buffers: Native operands are widened
+// (and scaled for PreMulSum) into a buffer, Acc operands are read in place,
+// the combine loop runs on fp32 only, and a Native destination is rounded
+// once at the end.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
