@@ -1,6 +1,10 @@
 // Google Benchmark suite for the reduction kernels: GB/s for every data type
 // and operator, next to memcpy on the same buffers. Bytes counted per call:
-// two inputs read and one output written, all in the data type. Each runs at
+// two inputs read and one output written. Three shapes per pair: "partial"
+// (fp32 accumulator op input into an accumulator, a reduce-scatter step),
+// "final" (the same into the data type) and "native" (input op input into
+// the data type, a 2-rank all-reduce); they differ only for the types that
+// accumulate in fp32. Each runs at
 // two sizes: 8 MiB, out of the L2 like whole messages, and 256 KiB, in the L2
 // like the slices the window and direct algorithms reduce.
 //
@@ -61,17 +65,22 @@ void BM_Memcpy(benchmark::State& state) {
 }
 BENCHMARK(BM_Memcpy)->ArgsProduct({{kSizes[0], kSizes[1]}})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+hcl::ReduceSpec benchSpec(hclDataType_t type, hcl::ReduceKind kind) {
+  hcl::ReduceSpec spec;
+  spec.type = type;
+  spec.kind = kind;
+  spec.nranks = 2;
+  spec.scalarFloat = 0.5;
+  return spec;
+}
+
 // The kernel a reduce-scatter step runs: acc = partial (Acc) op input (Native).
 void BM_Reduce(benchmark::State& state, hclDataType_t type, hcl::ReduceKind kind, hcl::Form dstForm) {
   const size_t es = hcl::dataTypeSize(type), as = hcl::accumulatorSize(type);
   const size_t count = static_cast<size_t>(state.range(0)) / es;
   std::vector<std::byte> partial(count * as), input(count * es), out(count * std::max(es, as));
   fillValues(input, type, count);
-  hcl::ReduceSpec spec;
-  spec.type = type;
-  spec.kind = kind;
-  spec.nranks = 2;
-  spec.scalarFloat = 0.5;
+  const hcl::ReduceSpec spec = benchSpec(type, kind);
   hcl::convert(partial.data(), hcl::Form::Acc, input.data(), hcl::Form::Native, count, spec);
   for (auto _ : state) {
     hcl::reduce(out.data(), dstForm, partial.data(), hcl::Form::Acc, input.data(), hcl::Form::Native, count, spec);
@@ -80,6 +89,21 @@ void BM_Reduce(benchmark::State& state, hclDataType_t type, hcl::ReduceKind kind
   const size_t outBytes = count * (dstForm == hcl::Form::Native ? es : as);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
                           static_cast<int64_t>(count * as + count * es + outBytes));
+}
+
+// The kernel a 2-rank all-reduce runs: out = input op input, all Native.
+void BM_ReduceNative(benchmark::State& state, hclDataType_t type, hcl::ReduceKind kind) {
+  const size_t es = hcl::dataTypeSize(type);
+  const size_t count = static_cast<size_t>(state.range(0)) / es;
+  std::vector<std::byte> a(count * es), b(count * es), out(count * es);
+  fillValues(a, type, count);
+  fillValues(b, type, count);
+  const hcl::ReduceSpec spec = benchSpec(type, kind);
+  for (auto _ : state) {
+    hcl::reduce(out.data(), hcl::Form::Native, a.data(), hcl::Form::Native, b.data(), hcl::Form::Native, count, spec);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 3 * static_cast<int64_t>(count * es));
 }
 
 void registerAll() {
@@ -95,6 +119,12 @@ void registerAll() {
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
       }
+      const std::string native =
+          std::string("BM_Reduce/") + hcl::dataTypeName(t) + "/" + hcl::reduceKindName(k) + "/native";
+      benchmark::RegisterBenchmark(native.c_str(), BM_ReduceNative, static_cast<hclDataType_t>(t), k)
+          ->ArgsProduct({{kSizes[0], kSizes[1]}})
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
     }
   }
 }
