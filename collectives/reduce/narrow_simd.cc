@@ -3,7 +3,7 @@
 namespace hcl::narrow_simd {
 namespace {
 
-enum class Level { None, Avx2, Avx512, Avx512Fp16 };
+enum class Level { None, Avx2, Avx512, Avx512Bf16, Avx512Fp16 };
 
 // Asked once per process, by kernels().
 Level level() {
@@ -12,8 +12,11 @@ Level level() {
 #elif defined(HCL_NO_ISA_CLONES)
   // A copy of the kernels built for one ISA level (the tests' baseline and
   // x86-64-v3 builds): run what that level has, whatever this CPU has.
-#if defined(__AVX512FP16__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__F16C__)
+#if defined(__AVX512FP16__) && defined(__AVX512BF16__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__F16C__)
   return Level::Avx512Fp16;
+#elif defined(__AVX512BF16__) && defined(__F16C__)
+  return Level::Avx512Bf16;
 #elif defined(__AVX512F__) && defined(__F16C__)
   return Level::Avx512;
 #elif defined(__AVX2__) && defined(__F16C__)
@@ -25,10 +28,11 @@ Level level() {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return Level::None;
   if (!__builtin_cpu_supports("avx512f")) return Level::Avx2;
+  if (!__builtin_cpu_supports("avx512bf16")) return Level::Avx512;
   return __builtin_cpu_supports("avx512fp16") && __builtin_cpu_supports("avx512bw") &&
                  __builtin_cpu_supports("avx512vl")
              ? Level::Avx512Fp16
-             : Level::Avx512;
+             : Level::Avx512Bf16;
 #endif
 }
 
@@ -46,7 +50,9 @@ const Kernels& kernels() {
     switch (level()) {
 #ifdef HCL_NARROW_SIMD
       case Level::Avx512Fp16:
-        return {detail::reduceAvx512Fp16, detail::convertAvx512, detail::reduceTwiceAvx512Fp16, 16};
+        return {detail::reduceAvx512Fp16, detail::convertAvx512Bf16, detail::reduceTwiceAvx512Fp16, 16};
+      case Level::Avx512Bf16:
+        return {detail::reduceAvx512Bf16, detail::convertAvx512Bf16, detail::reduceTwiceAvx512Bf16, 16};
       case Level::Avx512: return {detail::reduceAvx512, detail::convertAvx512, detail::reduceTwiceAvx512, 16};
       case Level::Avx2: return {detail::reduceAvx2, detail::convertAvx2, detail::reduceTwiceAvx2, 8};
 #endif

@@ -59,8 +59,12 @@ size_t reduceTwiceAvx512(const Call& call);
 size_t reduceAvx2(const Call& call);
 size_t convertAvx2(const Call& call);
 size_t reduceTwiceAvx2(const Call& call);
-// AVX-512 with fp16 sums, products, maxima and minima of fp16 operands into
-// fp16 done in AVX512-FP16 (narrow_simd_avx512fp16.cc); the rest as above.
+// AVX-512 with bf16 rounded by AVX512-BF16 (narrow_simd_avx512bf16.cc).
+size_t reduceAvx512Bf16(const Call& call);
+size_t convertAvx512Bf16(const Call& call);
+size_t reduceTwiceAvx512Bf16(const Call& call);
+// Those, with fp16 sums, products, maxima and minima of fp16 operands into
+// fp16 done in AVX512-FP16 (narrow_simd_avx512fp16.cc).
 size_t reduceAvx512Fp16(const Call& call);
 size_t reduceTwiceAvx512Fp16(const Call& call);
 }  // namespace detail

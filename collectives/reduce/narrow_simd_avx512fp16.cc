@@ -1,7 +1,8 @@
 // fp16 reductions in AVX512-FP16's own arithmetic (Intel Sapphire Rapids and
 // later): fp16 operands combined into an fp16 destination, 32 lanes at a
 // time, with no widening to fp32 and back. Everything else goes to the
-// AVX-512 kernels.
+// AVX-512 kernels with AVX512-BF16 (narrow_simd.cc picks this level only
+// where the CPU has both).
 //
 // The results are those of the fp32 kernels bit for bit. A sum or a product
 // of two fp16 values rounded once to fp16 equals the same operation done in
@@ -109,11 +110,11 @@ bool takes(const Call& c) {
 size_t detail::reduceAvx512Fp16(const Call& c) {
   if (takes(c) && c.dstForm == Form::Native && c.aForm == Form::Native && c.bForm == Form::Native)
     return byOp<false, false, false>(c);
-  return reduceAvx512(c);
+  return reduceAvx512Bf16(c);
 }
 
 size_t detail::reduceTwiceAvx512Fp16(const Call& c) {
-  if (!takes(c)) return reduceTwiceAvx512(c);
+  if (!takes(c)) return reduceTwiceAvx512Bf16(c);
   if (c.streamDst && c.streamDst2) return byOp<true, true, true>(c);
   if (c.streamDst) return byOp<true, true, false>(c);
   if (c.streamDst2) return byOp<true, false, true>(c);

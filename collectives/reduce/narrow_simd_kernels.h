@@ -18,7 +18,8 @@
 // - the integer operations the roundings below need: iadd, isub, iand, ior,
 //   srl, minu, below and above (compares of values under 2^31, giving an M),
 //   where (a select by M), words and bytes (pack lanes holding codes into an
-//   H or a Q).
+//   H or a Q);
+// - optionally convertBf16 and anySubnormal (see packBf16).
 #pragma once
 
 // Needs <cstddef>, <cstdint>, <type_traits>, <utility> and narrow_simd.h, included first.
@@ -49,8 +50,15 @@ typename V::F loadAt(const void* base, size_t i) {
 
 // floatToBf16 (float_formats.h) lane by lane: NaNs keep their top bits and
 // are quieted, everything else rounds to nearest-even on the integer bits.
+// Where V has a conversion instruction that does the same for every value
+// but fp32 subnormals (convertBf16, AVX512-BF16's, which flushes those to
+// zero), blocks without subnormals take it.
 template <class V>
 typename V::H packBf16(typename V::F v) {
+  if constexpr (requires { V::convertBf16(v); }) {
+    if (!V::anySubnormal(v)) [[likely]]
+      return V::convertBf16(v);
+  }
   using I = typename V::I;
   const I x = V::bits(v);
   const I high = V::srl(x, 16);

@@ -1,8 +1,13 @@
-// The AVX512-FP16 kernels against the fp32 AVX-512 ones they replace for
-// fp16 sums, products, maxima and minima: the same bits for every fp16 code
-// against a set of edge codes, in both operand orders, at every tail length,
-// into one destination or two. The tests that compare hcl::reduce with a
-// double-precision model run through them too where the CPU has them.
+// The kernels for AVX-512's extensions against the plain AVX-512 ones they
+// stand in for, bit for bit:
+// - AVX512-FP16's fp16 sums, products, maxima and minima: every fp16 code
+//   against a set of edge codes, in both operand orders, at every tail
+//   length, into one destination or two;
+// - AVX512-BF16's rounding of fp32 to bf16: random and edge fp32 values,
+//   with subnormals alone and among normals in a block, converted and
+//   reduced.
+// The tests that compare hcl::reduce with a double-precision model run
+// through them too where the CPU has them.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -23,6 +28,15 @@ bool cpuHasFp16Kernels() {
   return __builtin_cpu_supports("avx512fp16") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
 }
+
+bool cpuHasBf16Kernels() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16") &&
+         __builtin_cpu_supports("f16c");
+}
+
+#define REQUIRE_BF16_KERNELS() \
+  if (!cpuHasBf16Kernels()) GTEST_SKIP() << "this CPU lacks AVX512-BF16 (Intel Cooper Lake, AMD Zen 4 or later)"
 
 #define REQUIRE_FP16_KERNELS()                                                          \
   if (!cpuHasFp16Kernels()) GTEST_SKIP() << "this CPU lacks AVX512-FP16 (Intel Sapphire Rapids or later)"
@@ -177,6 +191,81 @@ TEST(NarrowSimdFp16, LeavesOtherTypesAndOperatorsToTheFp32Kernels) {
   w.dst = want.data();
   EXPECT_EQ(detail::reduceAvx512Fp16(c), detail::reduceAvx512(w));
   EXPECT_EQ(got, want) << "bf16";
+}
+
+// fp32 bit patterns: random ones, the rounding edges, and subnormals that
+// round to non-zero bf16 codes, some in blocks of their own and some among
+// normals.
+std::vector<uint32_t> bf16TestBits() {
+  std::vector<uint32_t> v = {0x00010000u, 0x80010000u, 0x007F0000u, 0x007FFFFFu, 0x00008000u, 0x00018000u,
+                             0x00008001u, 0x807FFFFFu, 0x00000001u, 0x00800000u, 0x3F808000u, 0x3F818000u,
+                             0x7F7FFFFFu, 0x7F800000u, 0x7F800001u, 0xFFFFFFFFu, 0x7FBF8001u, 0x00000000u};
+  std::mt19937 rng(3);
+  for (int i = 0; i < 16; ++i) v.push_back(rng() & 0x807FFFFFu);  // a block of subnormals
+  for (int i = 0; i < (1 << 20); ++i) v.push_back(rng());
+  for (int i = 0; i < 64; ++i) v[1000 + i * 37] = rng() & 0x807FFFFFu;  // subnormals among normals
+  return v;
+}
+
+Call bf16Call(ReduceKind kind, void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm,
+              size_t count) {
+  Call c = callFor(kind, dst, a, b, count);
+  c.type = hclBfloat16;
+  c.dstForm = dstForm;
+  c.aForm = aForm;
+  c.bForm = bForm;
+  return c;
+}
+
+TEST(NarrowSimdBf16, RoundingMatchesThePlainKernelForEveryKindOfValue) {
+  REQUIRE_BF16_KERNELS();
+  const std::vector<uint32_t> in = bf16TestBits();
+  const size_t n = in.size() / 16 * 16;
+  std::vector<uint16_t> got(n), want(n);
+  ASSERT_EQ(detail::convertAvx512Bf16(bf16Call(ReduceKind::Sum, got.data(), Form::Native, in.data(), Form::Acc,
+                                               nullptr, Form::Acc, n)),
+            n);
+  ASSERT_EQ(detail::convertAvx512(bf16Call(ReduceKind::Sum, want.data(), Form::Native, in.data(), Form::Acc,
+                                           nullptr, Form::Acc, n)),
+            n);
+  int reported = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (got[i] != want[i] && reported++ < 5)
+      ADD_FAILURE() << std::hex << "fp32 0x" << in[i] << ": got 0x" << got[i] << " want 0x" << want[i];
+}
+
+TEST(NarrowSimdBf16, ReductionsMatchThePlainKernel) {
+  REQUIRE_BF16_KERNELS();
+  constexpr size_t kCount = 4096;
+  std::mt19937 rng(5);
+  std::vector<uint16_t> a(kCount), b(kCount);
+  for (size_t i = 0; i < kCount; ++i) {
+    // Every fourth block of bf16 subnormals, whose sums and products are fp32 subnormals.
+    const bool tiny = (i / 16) % 4 == 1;
+    a[i] = static_cast<uint16_t>(tiny ? rng() & 0x807F : rng());
+    b[i] = static_cast<uint16_t>(tiny ? rng() & 0x807F : rng());
+  }
+  for (ReduceKind kind : {ReduceKind::Sum, ReduceKind::Prod, ReduceKind::Max, ReduceKind::Min, ReduceKind::Avg,
+                          ReduceKind::PreMulSum}) {
+    std::vector<uint16_t> got(kCount), want(kCount), got2(kCount), want2(kCount);
+    Call c = bf16Call(kind, got.data(), Form::Native, a.data(), Form::Native, b.data(), Form::Native, kCount);
+    c.scalar = 0.37f;
+    c.nranks = 3.0f;
+    Call w = c;
+    w.dst = want.data();
+    ASSERT_EQ(detail::reduceAvx512Bf16(c), kCount);
+    ASSERT_EQ(detail::reduceAvx512(w), kCount);
+    c.dst2 = got2.data();
+    w.dst2 = want2.data();
+    ASSERT_EQ(detail::reduceTwiceAvx512Bf16(c), kCount);
+    ASSERT_EQ(detail::reduceTwiceAvx512(w), kCount);
+    for (size_t i = 0; i < kCount; ++i) {
+      const bool bothNaN = (a[i] & 0x7FFF) > 0x7F80 && (b[i] & 0x7FFF) > 0x7F80;
+      if (bothNaN) continue;
+      ASSERT_EQ(got[i], want[i]) << reduceKindName(kind) << " at " << i;
+      ASSERT_EQ(got2[i], want2[i]) << reduceKindName(kind) << " twice, at " << i;
+    }
+  }
 }
 
 #else
