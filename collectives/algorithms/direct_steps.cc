@@ -47,11 +47,19 @@ size_t sliceElements(const CollArgs& a) {
 
 size_t shardSliceElements(const CollArgs& a) {
   // Each slice is read from the peer, reduced and written back while it is
-  // still in this core's cache. On Intel Xeon 128 KiB did 10-20% better than
-  // 512 KiB from 1 to 8 MiB (2 ranks, malloc buffers; 64 KiB was slower
-  // again); on AMD EPYC (Zen 4) 512 KiB did 4-19% better than 128 KiB from
-  // 512 KiB to 16 MiB, allreduce and reduce-scatter alike.
-  const size_t sliceBytes = a.cpuFamily == CpuFamily::Amd ? 512 * 1024 : 128 * 1024;
+  // still in this core's cache. On AMD EPYC (Zen 4) 512 KiB did 4-19% better
+  // than 128 KiB from 512 KiB to 16 MiB, allreduce and reduce-scatter alike.
+  // On Intel Xeon (2 ranks, malloc buffers) 128 KiB did 10-20% better than
+  // 512 KiB from 1 to 8 MiB (64 KiB slower again), and on an Emerald Rapids
+  // host 256 KiB took 0.77-0.97x 128 KiB's time for the all-reduce at
+  // 256 KiB-4 MiB (the reduce 0.79-1.0x, the reduce-scatter level; 512 KiB
+  // 1.08-1.12x behind at 16 MiB). Where ranks share CPUs (4 ranks on
+  // 2 cores) 256 KiB ran 0.85-1.19x, so those keep 128 KiB.
+  size_t sliceBytes = 128 * 1024;
+  if (a.cpuFamily == CpuFamily::Amd)
+    sliceBytes = 512 * 1024;
+  else if (!a.sharedCpus)
+    sliceBytes = 256 * 1024;
   const size_t widest = std::max(dataTypeSize(a.type), accumulatorSize(a.type));
   return std::max<size_t>(1, std::min(a.chunkBytes, sliceBytes) / widest);
 }

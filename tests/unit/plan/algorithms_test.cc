@@ -251,12 +251,15 @@ TEST(Planner, DirectStartsWhereTheShardPays) {
   EXPECT_STREQ(hcl::Planner("").algorithmFor(CollKind::AllReduce, 1 << 20, 2), "ring");
 }
 
-// The direct algorithms reduce their shard in slices of at most 128 KiB
-// (512 KiB on AMD EPYC), so each stays in cache; a smaller HCL_CHUNK_BYTES
-// still makes them smaller.
+// The direct algorithms reduce their shard in slices of at most 256 KiB
+// (128 KiB where ranks share CPUs, 512 KiB on AMD EPYC), so each stays in
+// cache; a smaller HCL_CHUNK_BYTES still makes them smaller.
 TEST(DirectSchedules, ShardSlicesAreCacheSized) {
   hcl::Planner planner("allreduce:direct");
   planner.setPeerAccess(true);
+  hcl::Planner shared("allreduce:direct");
+  shared.setPeerAccess(true);
+  shared.setSharedCpus(true);
   hcl::Planner amd("allreduce:direct");
   amd.setPeerAccess(true);
   amd.setCpuFamily(hcl::CpuFamily::Amd);
@@ -269,8 +272,9 @@ TEST(DirectSchedules, ShardSlicesAreCacheSized) {
     }
     return largest;
   };
-  EXPECT_EQ(largestPeerReduce(planner, 1024 * 1024), 128u * 1024 / sizeof(float));
+  EXPECT_EQ(largestPeerReduce(planner, 1024 * 1024), 256u * 1024 / sizeof(float));
   EXPECT_EQ(largestPeerReduce(planner, 64 * 1024), 64u * 1024 / sizeof(float));
+  EXPECT_EQ(largestPeerReduce(shared, 1024 * 1024), 128u * 1024 / sizeof(float));
   EXPECT_EQ(largestPeerReduce(amd, 1024 * 1024), 512u * 1024 / sizeof(float));
   EXPECT_EQ(largestPeerReduce(amd, 64 * 1024), 64u * 1024 / sizeof(float));
 }
