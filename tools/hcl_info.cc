@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "collectives/reduce/narrow_simd.h"
 #include "core/cpu_family.h"
 #include "core/features.h"
 #include "core/params.h"
@@ -75,6 +76,7 @@ void printInfo() {
   for (const std::string& feature : hcl::hclBuildFeatures()) fmt::print("  {}\n", feature);
   fmt::print("  cpu family: {} (sizes measured per family apply where ranks reach peers' buffers)\n",
              hcl::toString(hcl::hostCpuFamily()));
+  fmt::print("  reduction kernels: {}\n", hcl::narrow_simd::levelName());
 
   const std::string conf = hcl::paramConfigFilePath();
   struct stat st {};

@@ -4,7 +4,9 @@
 // whatever these leave (the tail, CPUs without AVX2 and F16C). Results are
 // bit-identical to that path: the same fp32 operations in the same order,
 // the same F16C rounding, and bf16 and fp8 rounding done with the same
-// integer (and, for fp8 subnormals, fp32) operations.
+// integer (and, for fp8 subnormals, fp32) operations, or with instructions
+// proven to give the same bits (AVX512-BF16's rounding, AVX512-FP16's
+// arithmetic; numerics.md says why).
 // (Which NaN an operation on two NaNs returns is pinned by neither: the
 // compiler may swap the operands of an add.) The same kernels store a
 // float32 result into two buffers in one pass (reduceTwice), with the
@@ -40,7 +42,8 @@ struct Call {
 };
 
 // Each returns how many leading elements it handled: a multiple of its vector
-// width, or 0 where no kernel applies (type, CPU or compiler). Operands may
+// width, all of them (the AVX512-FP16 kernels, which mask their tail), or 0
+// where no kernel applies (type, CPU or compiler). Operands may
 // alias exactly, except that an Acc destination must not alias a Native
 // operand (that needs a backward walk, which these do not do).
 size_t reduce(const Call& call);
@@ -49,8 +52,12 @@ size_t convert(const Call& call);
 // fence where it stored past the cache: fp16, bf16 and float32.
 size_t reduceTwice(const Call& call);
 
-// The vector width the kernels run at here: 16 (AVX-512), 8 (AVX2) or 0.
+// The fp32 vector width the kernels run at here: 16 (AVX-512), 8 (AVX2) or
+// 0; streamed destinations are aligned to this many elements.
 size_t lanes();
+// The kernels this CPU runs: "avx512-fp16", "avx512-bf16", "avx512", "avx2"
+// or "none".
+const char* levelName();
 
 namespace detail {
 size_t reduceAvx512(const Call& call);

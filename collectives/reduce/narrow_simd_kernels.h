@@ -1,5 +1,6 @@
 // The fused kernel, written once over a vector type V that each ISA file
-// defines (narrow_simd_avx512.cc, narrow_simd_avx2.cc). Include it only
+// defines (narrow_simd_avx2.cc; narrow_simd_avx512_vector.h, which
+// narrow_simd_avx512.cc and narrow_simd_avx512bf16.cc use). Include it only
 // there, after the file's `#pragma GCC target`, so that the kernel is
 // compiled for that ISA, and after every standard header, so that no inline
 // library function is compiled for it: the linker could pick such a copy for

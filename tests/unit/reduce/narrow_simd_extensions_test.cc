@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "collectives/reduce/narrow_simd.h"
+#include "flush_denormals.h"
 
 namespace hcl::narrow_simd {
 namespace {
@@ -32,7 +33,7 @@ bool cpuHasFp16Kernels() {
 bool cpuHasBf16Kernels() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16") &&
-         __builtin_cpu_supports("f16c");
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("f16c");
 }
 
 #define REQUIRE_BF16_KERNELS() \
@@ -40,6 +41,23 @@ bool cpuHasBf16Kernels() {
 
 #define REQUIRE_FP16_KERNELS()                                                          \
   if (!cpuHasFp16Kernels()) GTEST_SKIP() << "this CPU lacks AVX512-FP16 (Intel Sapphire Rapids or later)"
+
+// The widest kernels the CPU runs are the ones chosen: the extensions' give
+// the same bits as the plain ones, so no other test would notice otherwise.
+TEST(NarrowSimdLevel, IsTheWidestTheCpuRuns) {
+  __builtin_cpu_init();
+  std::string want = "none";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+    want = "avx2";
+    if (__builtin_cpu_supports("avx512f")) want = "avx512";
+    if (want == "avx512" && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw"))
+      want = "avx512-bf16";
+    if (want == "avx512-bf16" && __builtin_cpu_supports("avx512fp16") && __builtin_cpu_supports("avx512vl"))
+      want = "avx512-fp16";
+  }
+  EXPECT_EQ(levelName(), want);
+  EXPECT_EQ(lanes(), want == "none" ? 0u : want == "avx2" ? 8u : 16u);
+}
 
 constexpr ReduceKind kOps[] = {ReduceKind::Sum, ReduceKind::Prod, ReduceKind::Max, ReduceKind::Min};
 
@@ -94,10 +112,14 @@ void expectSameBits(const std::vector<uint16_t>& got, const std::vector<uint16_t
   }
 }
 
+// With DAZ and FTZ set too: fp16 subnormals are fp32 normals, and
+// AVX512-FP16 ignores both flags, so the bits stay the same.
 TEST(NarrowSimdFp16, EveryCodeAgainstTheEdgeCodesMatchesTheFp32Kernel) {
   REQUIRE_FP16_KERNELS();
   std::vector<uint16_t> all(65536);
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  for (const bool flush : {false, true}) {
+  const FlushDenormals mode(flush);
   for (uint16_t edge : edgeCodes()) {
     const std::vector<uint16_t> same(all.size(), edge);
     for (ReduceKind kind : kOps) {
@@ -107,9 +129,11 @@ TEST(NarrowSimdFp16, EveryCodeAgainstTheEdgeCodesMatchesTheFp32Kernel) {
         std::vector<uint16_t> got(all.size());
         ASSERT_EQ(detail::reduceAvx512Fp16(callFor(kind, got.data(), a, b, all.size())), all.size());
         expectSameBits(got, expected(kind, a, b, all.size()), a, b, kind,
-                       "edge " + std::to_string(edge) + (order == 0 ? " as b" : " as a"));
+                       "edge " + std::to_string(edge) + (order == 0 ? " as b" : " as a") +
+                           (flush ? ", DAZ and FTZ" : ""));
       }
     }
+  }
   }
 }
 
@@ -221,6 +245,8 @@ TEST(NarrowSimdBf16, RoundingMatchesThePlainKernelForEveryKindOfValue) {
   REQUIRE_BF16_KERNELS();
   const std::vector<uint32_t> in = bf16TestBits();
   const size_t n = in.size() / 16 * 16;
+  for (const bool flush : {false, true}) {
+  const FlushDenormals mode(flush);
   std::vector<uint16_t> got(n), want(n);
   ASSERT_EQ(detail::convertAvx512Bf16(bf16Call(ReduceKind::Sum, got.data(), Form::Native, in.data(), Form::Acc,
                                                nullptr, Form::Acc, n)),
@@ -231,7 +257,9 @@ TEST(NarrowSimdBf16, RoundingMatchesThePlainKernelForEveryKindOfValue) {
   int reported = 0;
   for (size_t i = 0; i < n; ++i)
     if (got[i] != want[i] && reported++ < 5)
-      ADD_FAILURE() << std::hex << "fp32 0x" << in[i] << ": got 0x" << got[i] << " want 0x" << want[i];
+      ADD_FAILURE() << std::hex << "fp32 0x" << in[i] << ": got 0x" << got[i] << " want 0x" << want[i]
+                    << (flush ? ", DAZ and FTZ" : "");
+  }
 }
 
 TEST(NarrowSimdBf16, ReductionsMatchThePlainKernel) {
