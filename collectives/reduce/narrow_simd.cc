@@ -30,10 +30,8 @@ Level level() {
   if (!__builtin_cpu_supports("avx512f")) return Level::Avx2;
   // GCC's avx512bf16 target implies AVX512BW, which its code may use.
   if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512bw")) return Level::Avx512;
-  return __builtin_cpu_supports("avx512fp16") && __builtin_cpu_supports("avx512bw") &&
-                 __builtin_cpu_supports("avx512vl")
-             ? Level::Avx512Fp16
-             : Level::Avx512Bf16;
+  return __builtin_cpu_supports("avx512fp16") && __builtin_cpu_supports("avx512vl") ? Level::Avx512Fp16
+                                                                                    : Level::Avx512Bf16;
 #endif
 }
 

@@ -41,6 +41,23 @@ struct Call {
   bool streamDst = false, streamDst2 = false;
 };
 
+// A Call of spec's type and operator; reduceTwice's destinations and stores
+// are set on it afterwards.
+inline Call callFor(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm, size_t count,
+                    const ReduceSpec& spec) {
+  return {.dst = dst,
+          .dstForm = dstForm,
+          .a = a,
+          .aForm = aForm,
+          .b = b,
+          .bForm = bForm,
+          .count = count,
+          .type = spec.type,
+          .kind = spec.kind,
+          .scalar = static_cast<float>(spec.scalarFloat),
+          .nranks = static_cast<float>(spec.nranks < 1 ? 1 : spec.nranks)};
+}
+
 // Each returns how many leading elements it handled: a multiple of its vector
 // width, all of them (the AVX512-FP16 kernels, which mask their tail), or 0
 // where no kernel applies (type, CPU or compiler). Operands may

@@ -49,6 +49,14 @@ void stream(uint16_t* p, __m512h v) {
   _mm256_stream_si256(reinterpret_cast<__m256i*>(p + 16), _mm512_extracti64x4_epi64(bits(v), 1));
 }
 
+template <bool Stream>
+void put(uint16_t* p, __m512h v) {
+  if constexpr (Stream)
+    stream(p, v);
+  else
+    store(p, v);
+}
+
 // Max and min of reduce_ops.h (the fp32 kernels' V::max and V::min): y where
 // x is not above (below) it, the bitwise and (or) of equal values, x where x
 // is NaN; a NaN that comes out is quiet, as widening leaves it.
@@ -75,10 +83,8 @@ size_t run(const Call& c) {
   const size_t blocks = c.count / kLanes * kLanes;
   for (size_t i = 0; i < blocks; i += kLanes) {
     const __m512h r = combine<O>(load(a + i), load(b + i));
-    if constexpr (Stream1) stream(dst + i, r); else store(dst + i, r);
-    if constexpr (Twice) {
-      if constexpr (Stream2) stream(dst2 + i, r); else store(dst2 + i, r);
-    }
+    put<Stream1>(dst + i, r);
+    if constexpr (Twice) put<Stream2>(dst2 + i, r);
   }
   if (blocks < c.count) {
     const __mmask32 m = (uint32_t{1} << (c.count - blocks)) - 1;

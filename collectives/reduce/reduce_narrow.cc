@@ -105,11 +105,6 @@ size_t byteOffset(Form form, size_t elements, const NarrowParams& p) {
   return elements * (form == Form::Acc ? sizeof(float) : p.nativeSize);
 }
 
-narrow_simd::Call vectorCall(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm,
-                             size_t count, const ReduceSpec& spec, const NarrowParams& p) {
-  return {dst, dstForm, a, aForm, b, bForm, count, spec.type, spec.kind, p.scalar, p.nranks};
-}
-
 }  // namespace
 
 void reduceNarrow(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm,
@@ -119,7 +114,7 @@ void reduceNarrow(void* dst, Form dstForm, const void* a, Form aForm, const void
   const bool backwards =
       walkBackwards(dst, dstForm, a, aForm) || walkBackwards(dst, dstForm, b, bForm);
   const size_t done =
-      backwards ? 0 : narrow_simd::reduce(vectorCall(dst, dstForm, a, aForm, b, bForm, count, spec, p));
+      backwards ? 0 : narrow_simd::reduce(narrow_simd::callFor(dst, dstForm, a, aForm, b, bForm, count, spec));
   if (done == count) return;
   dst = bytes(dst) + byteOffset(dstForm, done, p);
   a = bytes(a) + byteOffset(aForm, done, p);
@@ -144,7 +139,7 @@ void convertNarrow(void* dst, Form dstForm, const void* src, Form srcForm, size_
   const NarrowParams p = makeParams(spec);
   const bool backwards = walkBackwards(dst, dstForm, src, srcForm);
   const size_t done =
-      backwards ? 0 : narrow_simd::convert(vectorCall(dst, dstForm, src, srcForm, nullptr, srcForm, count, spec, p));
+      backwards ? 0 : narrow_simd::convert(narrow_simd::callFor(dst, dstForm, src, srcForm, nullptr, srcForm, count, spec));
   if (done == count) return;
   dst = bytes(dst) + byteOffset(dstForm, done, p);
   src = bytes(src) + byteOffset(srcForm, done, p);

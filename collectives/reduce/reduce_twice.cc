@@ -37,20 +37,11 @@ void reduceTwiceFused(void* dst, void* dst2, const void* a, const void* b, size_
   };
   plain(0, head);
   const size_t at = head * es;
-  const narrow_simd::Call call{.dst = bytes(dst) + at,
-                               .dstForm = Form::Native,
-                               .a = bytes(a) + at,
-                               .aForm = Form::Native,
-                               .b = bytes(b) + at,
-                               .bForm = Form::Native,
-                               .count = count - head,
-                               .type = spec.type,
-                               .kind = spec.kind,
-                               .scalar = static_cast<float>(spec.scalarFloat),
-                               .nranks = static_cast<float>(spec.nranks < 1 ? 1 : spec.nranks),
-                               .dst2 = bytes(dst2) + at,
-                               .streamDst = streamDst,
-                               .streamDst2 = streamDst2};
+  narrow_simd::Call call = narrow_simd::callFor(bytes(dst) + at, Form::Native, bytes(a) + at, Form::Native,
+                                                bytes(b) + at, Form::Native, count - head, spec);
+  call.dst2 = bytes(dst2) + at;
+  call.streamDst = streamDst;
+  call.streamDst2 = streamDst2;
   const size_t done = narrow_simd::reduceTwice(call);
   plain(head + done, count - head - done);
 }
