@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -223,6 +224,11 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   }
   avoidSpinningWhenOversubscribed(*comm);
   comm->setSharedCpus(anyHostOversubscribed(comm->peers()));
+  if (std::vector<int> order = sharedCpuPairingOrder(comm->peers()); !order.empty()) {
+    log::info(log::Tuning, "rank {}: ranks share CPUs; their places in recursive doubling, by rank: {}", rank,
+              fmt::join(order, ","));
+    comm->setPairingOrder(std::move(order));
+  }
   comm->setCpuFamily(hostCpuFamily());
   log::info(log::Tuning, "rank {}: CPU family {} (thresholds measured per family apply to peer access)", rank,
             toString(comm->cpuFamily()));

@@ -87,6 +87,7 @@ class Communicator {
   void setPlanTable(std::shared_ptr<const PlanTable> table) { planner_.setTable(std::move(table)); }
   void setPeerAccess(bool on) { planner_.setPeerAccess(on); }
   void setSharedCpus(bool on) { planner_.setSharedCpus(on); }
+  void setPairingOrder(std::vector<int> order) { planner_.setPairingOrder(std::move(order)); }
   void setCpuFamily(CpuFamily f) { planner_.setCpuFamily(f); }
   CpuFamily cpuFamily() const { return planner_.cpuFamily(); }
   bool sharedCpus() const { return planner_.sharedCpus(); }

@@ -6,6 +6,7 @@
 #include <bit>
 #include <map>
 #include <memory>
+#include <utility>
 
 namespace hcl {
 namespace {
@@ -61,6 +62,36 @@ bool anyHostOversubscribed(const std::vector<PeerInfo>& peers) {
   std::map<std::string, HostCpus> hosts;
   for (const PeerInfo& p : peers) hosts[p.hostId].add(p);
   return std::any_of(hosts.begin(), hosts.end(), [](const auto& h) { return h.second.oversubscribed(); });
+}
+
+std::vector<int> sharedCpuPairingOrder(const std::vector<PeerInfo>& peers) {
+  const size_t n = peers.size();
+  if (n < 4 || !std::has_single_bit(n)) return {};
+  // Ranks with the same mask on the same host, groups in the order of their
+  // lowest rank (peers are in rank order), so every rank derives the same.
+  std::vector<std::vector<int>> groups;
+  std::map<std::pair<std::string, std::vector<uint64_t>>, size_t> groupOf;
+  for (const PeerInfo& p : peers) {
+    if (p.cpuMask.empty()) return {};
+    const auto [it, added] = groupOf.try_emplace({p.hostId, p.cpuMask}, groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(p.rank);
+  }
+  const size_t k = groups.front().size();
+  for (const auto& [key, g] : groupOf) {
+    size_t cpus = 0;
+    for (uint64_t word : key.second) cpus += static_cast<size_t>(std::popcount(word));
+    if (groups[g].size() != k || k <= cpus) return {};
+  }
+  if (k < 2 || k == n || !std::has_single_bit(k)) return {};
+  // Members of a group differ only in the top bits of their place, which
+  // recursive doubling's last rounds flip.
+  std::vector<int> order(n);
+  const size_t stride = n / k;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t t = 0; t < k; ++t) order[static_cast<size_t>(groups[g][t])] = static_cast<int>(g + t * stride);
+  }
+  return order;
 }
 
 }  // namespace hcl

@@ -24,6 +24,14 @@ bool hostOversubscribed(const std::vector<PeerInfo>& peers, const std::string& h
 // hostOversubscribed for any host of the communicator.
 bool anyHostOversubscribed(const std::vector<PeerInfo>& peers);
 
+// Each rank's place in recursive doubling's pairing (order[rank]), chosen so
+// that ranks pinned to the same CPUs meet only in the last rounds: the
+// earlier rounds then pair ranks that run at once, and each CPU switches
+// between its ranks about once per call. Empty (the ranks' own order) unless
+// the ranks form equal groups of 2^j ranks per CPU mask, each group more
+// ranks than its CPUs, on a power-of-two number of ranks.
+std::vector<int> sharedCpuPairingOrder(const std::vector<PeerInfo>& peers);
+
 // Where ranks share CPUs, messages on one host below this size are copied
 // through the shared-memory FIFO, which the sender leaves at once, instead
 // of the single copy, whose sender waits for a reader that may not be

@@ -1,14 +1,28 @@
 #include "collectives/algorithms/recursive_doubling.h"
 
+#include <vector>
+
 #include "collectives/algorithms/schedule_start.h"
 
 namespace hcl {
+namespace {
+
+int placeOf(const CollArgs& a, int rank) {
+  return a.pairingOrder ? (*a.pairingOrder)[static_cast<size_t>(rank)] : rank;
+}
+
+}  // namespace
 
 Schedule recursiveDoublingAllReduce(const CollArgs& a) {
   Schedule s = beginSchedule(a, "rd");
   ScheduleBuilder b(s);
   if (reduceAlone(b, a)) return s;
-  const int n = a.nranks, r = a.rank;
+  const int n = a.nranks;
+  // Pairs are made between places in the pairing order, not ranks.
+  std::vector<int> rankAt(static_cast<size_t>(n));
+  for (int q = 0; q < n; ++q) rankAt[static_cast<size_t>(placeOf(a, q))] = q;
+  const auto rankOf = [&](int place) { return rankAt[static_cast<size_t>(place)]; };
+  const int r = placeOf(a, a.rank);
   int p = 1;
   while (p * 2 <= n) p *= 2;
   const size_t es = dataTypeSize(a.type), as = accumulatorSize(a.type);
@@ -19,8 +33,8 @@ Schedule recursiveDoublingAllReduce(const CollArgs& a) {
 
   if (r >= p) {  // fold into r - p, then receive the result from it
     b.convert(A, Form::Acc, sendAt(0), Form::Native, a.count);
-    b.send(r - p, A, accBytes);
-    b.wait(b.recv(r - p, recvAt(0), a.count * es));
+    b.send(rankOf(r - p), A, accBytes);
+    b.wait(b.recv(rankOf(r - p), recvAt(0), a.count * es));
     return s;
   }
   // The running partial: the user's data itself while loading it changes
@@ -28,7 +42,7 @@ Schedule recursiveDoublingAllReduce(const CollArgs& a) {
   BufferRef cur = sendAt(0);
   Form curForm = Form::Native;
   if (r + p < n) {
-    b.wait(b.recv(r + p, B, accBytes));
+    b.wait(b.recv(rankOf(r + p), B, accBytes));
     b.reduce(A, Form::Acc, B, Form::Acc, sendAt(0), Form::Native, a.count);
     cur = A;
     curForm = Form::Acc;
@@ -38,7 +52,7 @@ Schedule recursiveDoublingAllReduce(const CollArgs& a) {
     curForm = Form::Acc;
   }
   for (int mask = 1; mask < p; mask <<= 1) {
-    const int partner = r ^ mask;
+    const int partner = rankOf(r ^ mask);
     const uint32_t rt = b.recv(partner, B, accBytes);
     const uint32_t st = b.send(partner, cur, accBytes);
     b.wait(rt);
@@ -51,7 +65,7 @@ Schedule recursiveDoublingAllReduce(const CollArgs& a) {
       curForm = Form::Acc;
     }
   }
-  if (r + p < n) b.send(r + p, recvAt(0), a.count * es);
+  if (r + p < n) b.send(rankOf(r + p), recvAt(0), a.count * es);
   return s;
 }
 

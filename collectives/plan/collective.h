@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "collectives/plan/topology.h"
 #include "core/cpu_family.h"
@@ -53,6 +54,9 @@ struct CollArgs {
   CpuFamily cpuFamily = CpuFamily::Other;
   // Some host has more ranks than CPUs for them (Planner::setSharedCpus).
   bool sharedCpus = false;
+  // Each rank's place in recursive doubling's pairing, where ranks pinned
+  // to shared CPUs should meet last (sharedCpuPairingOrder); null: rank order.
+  const std::vector<int>* pairingOrder = nullptr;
 };
 
 // The bytes of this rank's send and receive buffers a call covers (0 for a

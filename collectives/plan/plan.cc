@@ -260,6 +260,7 @@ Schedule Planner::plan(const CollArgs& args) const {
   CollArgs a = args;
   a.cpuFamily = cpuFamily_;
   a.sharedCpus = sharedCpus_;
+  if (!pairingOrder_.empty() && pairingOrder_.size() == static_cast<size_t>(a.nranks)) a.pairingOrder = &pairingOrder_;
   if (a.topology == nullptr && table_ && !table_->topology.flat()) a.topology = &table_->topology;
   return e->generate(a);
 }

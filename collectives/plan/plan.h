@@ -93,6 +93,8 @@ class Planner {
   // rank derives it from the same peer table, so all choose alike.
   void setSharedCpus(bool on) { sharedCpus_ = on; }
   bool sharedCpus() const { return sharedCpus_; }
+  // sharedCpuPairingOrder's result, the same on every rank; empty: rank order.
+  void setPairingOrder(std::vector<int> order) { pairingOrder_ = std::move(order); }
   // The host's CPU family (hostCpuFamily()), for entries measured per family.
   void setCpuFamily(CpuFamily f) { cpuFamily_ = f; }
   CpuFamily cpuFamily() const { return cpuFamily_; }
@@ -111,6 +113,7 @@ class Planner {
   std::string spec_;
   bool peerAccess_ = false;
   bool sharedCpus_ = false;
+  std::vector<int> pairingOrder_;
   CpuFamily cpuFamily_ = CpuFamily::Other;
   std::vector<const AlgorithmEntry*> named_;  // listed (not excluded) in the override
   std::vector<const AlgorithmEntry*> lastResort_;

@@ -4,8 +4,12 @@
 // with all-reduce, all-gather and all-to-all forced through the shared
 // windows (which large messages take) on malloc buffers, on hclMemAlloc
 // buffers, with peers' memory reached only through the kernel, and with
-// the windows' direct steps.
+// the windows' direct steps. And 4 ranks pinned two to a CPU, whose
+// recursive doubling pairs them in an order of their CPUs.
 #include <gtest/gtest.h>
+#include <sched.h>
+
+#include <vector>
 
 #include "collective_checks.h"
 #include "multiprocess.h"
@@ -19,7 +23,27 @@ struct Config {
   const char* algo = nullptr;  // HCL_ALGO
   bool mapPeers = true;        // HCL_SHM_MAP
   bool staging = true;         // HCL_WINDOW_STAGING=0 when false: the window's direct steps on malloc buffers
+  bool pinnedTwoPerCpu = false;  // ranks 0 and 3 on one CPU, 1 and 2 on another
 };
+
+// The first two CPUs this process may run on; fewer where it has fewer.
+std::vector<int> firstTwoCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+bool pinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return sched_setaffinity(0, sizeof(set), &set) == 0;
+}
 
 // The collectives that stage through shared windows, forced at every size.
 constexpr const char* kWindows = "allreduce:window;allgather:window;alltoall:window";
@@ -28,6 +52,8 @@ class Collectives : public ::testing::TestWithParam<Config> {};
 
 TEST_P(Collectives, EveryCollectiveEveryType) {
   const Config c = GetParam();
+  const std::vector<int> cpus = firstTwoCpus();
+  if (c.pinnedTwoPerCpu && cpus.size() < 2) GTEST_SKIP() << "needs two CPUs to pin ranks to; this process has " << cpus.size();
   // Rank 0 runs the bootstrap root (HCL_COMM_ID), so the parent forks with no threads.
   hcltest::CheckConfig cfg;
   cfg.bigForEveryType = c.nranks == 3 && !c.tcp;
@@ -44,6 +70,7 @@ TEST_P(Collectives, EveryCollectiveEveryType) {
   auto results = hcltest::runProcesses(
       c.nranks,
       [&](int rank) {
+        if (c.pinnedTwoPerCpu && !pinTo(cpus[rank == 0 || rank == 3 ? 0 : 1])) return 90;
         hclUniqueId id;
         RANK_HCL(hclGetUniqueId(&id));
         hclComm_t comm = nullptr;
@@ -65,12 +92,13 @@ INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
                                            Config{2, false, true, kWindows},
                                            Config{3, false, false, kWindows, false},
                                            Config{2, false, false, kWindows, true, false},
-                                           Config{3, false, false, kWindows, true, false}),
+                                           Config{3, false, false, kWindows, true, false},
+                                           Config{4, false, false, nullptr, true, true, true}),
                          [](const auto& info) {
                            const Config& c = info.param;
                            return std::to_string(c.nranks) + "ranks_" + (c.tcp ? "tcp" : "shm") +
                                   (c.shared ? "_memalloc" : "") + (c.algo ? "_window" : "") +
-                                  (c.mapPeers ? "" : "_unmapped") + (c.staging ? "" : "_unstaged");
+                                  (c.mapPeers ? "" : "_unmapped") + (c.staging ? "" : "_unstaged") + (c.pinnedTwoPerCpu ? "_pinned" : "");
                          });
 
 }  // namespace

@@ -165,6 +165,53 @@ TEST(Planner, OverrideGrammar) {
   EXPECT_STREQ(hcl::Planner("^ring;allgather:rhd").algorithmFor(CollKind::AllGather), "rhd");
 }
 
+// Recursive doubling pairs places in the pairing order: with ranks 0 and 3
+// on one CPU and 1 and 2 on the other (order 0,1,3,2), rank 0 meets rank 1
+// first and rank 3 last, and every order still gives every rank the sum.
+TEST(RecursiveDoubling, PairsPlacesInThePairingOrder) {
+  const auto peersOf = [](const hcl::Schedule& s) {
+    std::vector<int> peers;
+    for (const hcl::Step& st : s.steps) {
+      if (st.kind == hcl::Step::Kind::Send) peers.push_back(st.peer);
+    }
+    return peers;
+  };
+  struct Case2 {
+    std::vector<int> order, rank0Peers;
+  };
+  const Case2 cases[] = {{{0, 1, 3, 2}, {1, 3}},
+                         {{0, 2, 1, 3}, {2, 1}},
+                         {{3, 0, 2, 1, 7, 5, 4, 6}, {2, 3, 4}},
+                         {{2, 0, 5, 1, 4, 3}, {5, 1}}};
+  for (const auto& [order, rank0Peers] : cases) {
+    hcl::Planner planner("allreduce:rd");
+    planner.setPairingOrder(order);
+    const int n = static_cast<int>(order.size());
+    const Case c{n, 5, 512 * 1024};
+    std::vector<std::vector<int64_t>> in(order.size()), out(order.size(), std::vector<int64_t>(c.count, -1));
+    std::vector<hcltest::SimRank> ranks(order.size());
+    for (int r = 0; r < n; ++r) {
+      const size_t ur = static_cast<size_t>(r);
+      in[ur] = iota(c.count, r * 1000);
+      ranks[ur] = {planner.plan(args(CollKind::AllReduce, r, c)), in[ur].data(), out[ur].data(), sumSpec(n)};
+      ASSERT_EQ(ranks[ur].schedule.algorithm, "rd");
+    }
+    EXPECT_EQ(peersOf(ranks[0].schedule), rank0Peers) << "order of " << n;
+    ASSERT_EQ(hcltest::simulate(ranks), "") << "order of " << n;
+    for (size_t r = 0; r < order.size(); ++r) {
+      for (size_t i = 0; i < c.count; ++i) {
+        int64_t want = 0;
+        for (int q = 0; q < n; ++q) want += q * 1000 + static_cast<int64_t>(i);
+        ASSERT_EQ(out[r][i], want) << "order of " << n << ", rank " << r << ", element " << i;
+      }
+    }
+  }
+  // An order for another rank count is not applied.
+  hcl::Planner planner("allreduce:rd");
+  planner.setPairingOrder({0, 1, 3, 2});
+  EXPECT_EQ(peersOf(planner.plan(args(CollKind::AllReduce, 0, Case{8, 5, 512 * 1024}))), (std::vector<int>{1, 2, 4}));
+}
+
 // Ranks that share CPUs take recursive doubling's rounds instead of the flat
 // round, unless HCL_ALGO names flat.
 TEST(Planner, FlatNeedsACpuPerRank) {
