@@ -207,6 +207,11 @@ def main(argv):
     if iperf_gbps is not None:
         lines.append(f"- iperf3 loopback, one stream: {iperf_gbps:.2f} GB/s "
                      f"(median of {len(iperf)}: {', '.join(f'{x:.2f}' for x in iperf)})")
+    placements = {p: [sw.placement for sw in sweeps[p]] for p in order if any(sw.placement for sw in sweeps[p])}
+    if placements:
+        lines.append("- ranks per CPU as the kernel placed them, share of samples, run by run (performance.md: "
+                     "the grouping moves small-message times for every library):")
+        lines += [f"  - {p}: " + "; ".join(x or "not sampled" for x in runs) for p, runs in placements.items()]
     for peer, errs in errors.items():
         for e in errs:
             lines.append(f"- {peer} failed, {e.splitlines()[0][:300]}")
@@ -232,8 +237,10 @@ def write_json(path, a, info, command, order, sweeps, iperf, round_trips, errors
                  "runs_loop_us": [r.loop_us for r in m.runs]}
                 for s, m in meds.items()]
     missing = {p: m for p in order for sw in sweeps[p] for m in [sw.missing] if m}
+    placements = {p: [sw.placement for sw in sweeps[p]] for p in order if any(sw.placement for sw in sweeps[p])}
     doc = {"format": "hcl-compare/1", "machine": info, "command": command, "ranks": a.ranks, "runs": a.runs,
-           "iperf3_gbps": iperf, "line_round_trip_ns": round_trips, "results": results, "errors": errors, "missing": missing}
+           "iperf3_gbps": iperf, "line_round_trip_ns": round_trips, "results": results, "errors": errors, "missing": missing,
+           "placements": placements}
     Path(path).write_text(json.dumps(doc, indent=1) + "\n")
 
 

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import placement
+
 COLL_PERF_BINARY = {
     "allreduce": "all_reduce_perf",
     "allgather": "all_gather_perf",
@@ -39,6 +41,7 @@ class Sweep:
     rows: dict = field(default_factory=dict)
     error: str = None
     missing: dict = field(default_factory=dict)
+    placement: str = None  # which ranks shared a CPU (placement.Sampler.summary), where sampled
 
 
 @dataclass
@@ -65,6 +68,13 @@ class Plan:
             yield s
             s *= 2
 
+    def sampler(self, program):
+        """A placement.Sampler for a launch of `program`'s ranks where they
+        outnumber the CPUs and the kernel places them; None elsewhere."""
+        if self.cpus or self.ranks <= placement.cpus_available():
+            return None
+        return placement.Sampler(0, Path(program).name, self.ranks)
+
     def iters(self, size):
         """The planned count of sweep.h's sweep_iters (before the time budget)."""
         return max(self.min_iters, min(self.max_iters, self.budget // max(size, 1)))
@@ -86,11 +96,12 @@ def _kill(proc):
 SESSION = Path(__file__).resolve().parent / "session.py"
 
 
-def launch(commands, timeout, grace=5.0):
+def launch(commands, timeout, grace=5.0, sampler=None):
     """Starts every (argv, env) in one new session (session.py says why) and
     waits for all of them. When one fails, the others get `grace` seconds;
     past `timeout` all are killed. Returns (stdout of the first, error text
-    or None, with the tails of the commands' stderr)."""
+    or None, with the tails of the commands' stderr). A placement.Sampler
+    given samples the session's ranks while they run."""
     with tempfile.TemporaryDirectory(prefix="hcl-compare-launch-") as tmp:
         spec = [{"argv": [str(x) for x in argv], "env": env, "out": f"{tmp}/out{i}", "err": f"{tmp}/err{i}"}
                 for i, (argv, env) in enumerate(commands)]
@@ -98,6 +109,8 @@ def launch(commands, timeout, grace=5.0):
         spec_path.write_text(json.dumps(spec))
         proc = subprocess.Popen([sys.executable, str(SESSION), str(spec_path), str(grace)],
                                 stdin=subprocess.DEVNULL, start_new_session=True)
+        if sampler:
+            sampler.session = proc.pid
         deadline = time.monotonic() + timeout
         error = None
         while proc.poll() is None:
@@ -105,6 +118,8 @@ def launch(commands, timeout, grace=5.0):
                 error = f"timed out after {timeout:.0f} s"
                 _kill(proc)
                 break
+            if sampler:
+                sampler.sample()
             time.sleep(0.05)
         proc.wait()
         if error is None and proc.returncode != 0:
@@ -136,8 +151,13 @@ def parse_missing(stdout):
     return {f[1]: " ".join(f[2:]) for f in map(str.split, stdout.splitlines()) if len(f) >= 2 and f[0] == "missing"}
 
 
-def _sweep(stdout, error):
-    return Sweep(parse_rows(stdout), error, parse_missing(stdout))
+def _sweep(stdout, error, sampler=None):
+    return Sweep(parse_rows(stdout), error, parse_missing(stdout), sampler.summary() if sampler else None)
+
+
+def _launch_sweep(commands, plan, program):
+    sampler = plan.sampler(program)
+    return _sweep(*launch(commands, plan.timeout, sampler=sampler), sampler)
 
 
 def pinned(plan, rank, argv):
@@ -168,7 +188,7 @@ def run_mpi(exe, flavour, plan):
             ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"]
         argv = ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(plan.ranks)] + btl
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    return _sweep(*launch([(argv + mpi_pinned(plan, [str(exe)] + plan.peer_args()), env)], plan.timeout))
+    return _launch_sweep([(argv + mpi_pinned(plan, [str(exe)] + plan.peer_args()), env)], plan, exe)
 
 
 def _rank_envs(plan, extra):
@@ -183,7 +203,7 @@ def run_gloo(exe, plan):
     with tempfile.TemporaryDirectory(prefix="hcl-compare-gloo-") as store:
         cmds = [(pinned(plan, r, [str(exe)] + plan.peer_args()), env)
                 for r, env in enumerate(_rank_envs(plan, {"GLOO_STORE_DIR": store}))]
-        return _sweep(*launch(cmds, plan.timeout))
+        return _launch_sweep(cmds, plan, exe)
 
 
 def hcl_env(variant):
@@ -194,7 +214,7 @@ def run_hcl_bench(exe, variant, alloc, plan):
     extra = dict(hcl_env(variant), HCL_COMM_ID=f"127.0.0.1:{free_port()}")
     cmds = [(pinned(plan, r, [str(exe)] + plan.peer_args() + ["-A", alloc]), env)
             for r, env in enumerate(_rank_envs(plan, extra))]
-    return _sweep(*launch(cmds, plan.timeout))
+    return _launch_sweep(cmds, plan, exe)
 
 
 def read_nccl_json(path):

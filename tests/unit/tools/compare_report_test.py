@@ -13,6 +13,7 @@ sys.path.insert(0, str(HERE.parents[2] / "tools" / "compare"))
 
 import call_cost  # noqa: E402
 import compare  # noqa: E402
+import placement  # noqa: E402
 import report  # noqa: E402
 import runners  # noqa: E402
 
@@ -127,6 +128,37 @@ class CompareTest(unittest.TestCase):
             sids = {Path(tmp, str(i)).read_text().strip() for i in range(2)}
             self.assertEqual(len(sids), 1)
             self.assertNotEqual(sids.pop(), str(os.getsid(0)))
+
+    def test_placement_parsing(self):
+        self.assertEqual(placement.grouping({0: 1, 1: 0, 2: 1, 3: 0}), "0+2|1+3")
+        self.assertEqual(placement.grouping({0: 5, 1: 5, 2: 5, 3: 2}), "0+1+2|3")
+        self.assertEqual(placement.grouping({0: 0, 1: 1}), "0|1")
+        self.assertEqual(placement.rank_of(b"PATH=/bin\0OMPI_COMM_WORLD_RANK=3\0"), 3)
+        self.assertEqual(placement.rank_of(b"PMI_RANK=2\0X=y"), 2)
+        self.assertIsNone(placement.rank_of(b"RANKS=1\0RANK=\0"))
+        # The command may hold spaces and parentheses; the CPU is field 39.
+        stat = "42 (a (b) c) R " + " ".join(str(i) for i in range(4, 39)) + " 7 0 0"
+        self.assertEqual(placement.cpu_of(stat), 7)
+        sampler = placement.Sampler(0, "prog", 2)
+        self.assertIsNone(sampler.summary())
+        sampler.counts.update({"0+1": 3, "0|1": 1})
+        self.assertEqual(sampler.summary(), "0+1 75%, 0|1 25%")
+        # Only launches the kernel places, with more ranks than CPUs, are sampled.
+        plan = lambda ranks, cpus=None: runners.Plan(ranks, [], 8, 8, 1, 1, 1, 10, cpus=cpus)
+        self.assertIsNotNone(plan(placement.cpus_available() + 1).sampler("/x/prog"))
+        self.assertIsNone(plan(placement.cpus_available() + 1, [0]).sampler("/x/prog"))
+        self.assertIsNone(plan(placement.cpus_available()).sampler("/x/prog"))
+
+    def test_launch_samples_its_ranks(self):
+        program = os.path.basename(os.path.realpath(sys.executable))
+        busy = "import time\nend = time.monotonic() + 1.0\nwhile time.monotonic() < end: pass"
+        cmds = [([sys.executable, "-c", busy], dict(os.environ, RANK=str(r))) for r in range(2)]
+        sampler = placement.Sampler(0, program, 2)
+        _, error = runners.launch(cmds, timeout=30, sampler=sampler)
+        self.assertIsNone(error)
+        self.assertEqual(set(sampler.pids), {0, 1})
+        self.assertGreater(sum(sampler.counts.values()), 0)
+        self.assertTrue(set(sampler.counts) <= {"0+1", "0|1"}, sampler.counts)
 
     def test_launch_failure_and_timeout(self):
         env = dict(os.environ)
