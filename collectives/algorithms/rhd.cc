@@ -10,18 +10,40 @@ namespace {
 constexpr uint32_t kNoTransfer = UINT32_MAX;
 
 // Which ranks take part in the power-of-two exchanges, as "virtual ranks"
-// 0..p-1 (see rhd.h).
+// 0..p-1 (see rhd.h). On a power-of-two count of ranks with a pairing order
+// (ranks pinned to shared CPUs: CollArgs::pairingOrder), the all-gather
+// takes the ranks' places in it as virtual ranks, so ranks on one CPU meet
+// in the last exchanges (emitDoublingByBlocks). The reduce-scatter's halving
+// keeps the ranks' order: loading its input by place cost more than the
+// order gained (4 ranks pinned two per CPU, docs/performance.md); the
+// all-reduce was not measured with one.
 struct Folding {
   int n = 1, p = 1, extra = 0;
+  std::vector<int> virtualOf, rankAt;  // with an order: each rank's virtual rank, and back
 
-  explicit Folding(int nranks) : n(nranks) {
+  Folding(const CollArgs& a, bool followPairingOrder) : n(a.nranks) {
     while (p * 2 <= n) p *= 2;
     extra = n - p;
+    if (extra != 0 || !followPairingOrder || !a.pairingOrder) return;
+    const std::vector<int>& order = *a.pairingOrder;
+    bool identity = true;
+    for (int r = 0; r < n; ++r) identity = identity && order[static_cast<size_t>(r)] == r;
+    if (identity) return;
+    virtualOf = order;
+    rankAt.resize(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) rankAt[static_cast<size_t>(order[static_cast<size_t>(r)])] = r;
   }
+  bool permuted() const { return !virtualOf.empty(); }
   bool foldsAway(int r) const { return r < 2 * extra && r % 2 == 1; }
   bool standsForPartner(int r) const { return r < 2 * extra && r % 2 == 0; }
-  int virtualRank(int r) const { return r < 2 * extra ? r / 2 : r - extra; }
-  int realRank(int v) const { return v < extra ? 2 * v : v + extra; }
+  int virtualRank(int r) const {
+    if (permuted()) return virtualOf[static_cast<size_t>(r)];
+    return r < 2 * extra ? r / 2 : r - extra;
+  }
+  int realRank(int v) const {
+    if (permuted()) return rankAt[static_cast<size_t>(v)];
+    return v < extra ? 2 * v : v + extra;
+  }
   // The first rank (NCCL block) that virtual rank v stands for; p gives n.
   int firstBlock(int v) const { return v + std::min(v, extra); }
 };
@@ -156,6 +178,44 @@ void emitDoubling(ScheduleBuilder& b, const CollArgs& a, const Folding& f, const
   }
 }
 
+// The NCCL blocks of the ranks at virtual ranks [lo, hi), as runs of
+// consecutive blocks in rank order (bytes).
+std::vector<Range> blockRuns(const Folding& f, int lo, int hi, size_t blockBytes) {
+  std::vector<int> ranks;
+  for (int v = lo; v < hi; ++v) ranks.push_back(f.realRank(v));
+  std::sort(ranks.begin(), ranks.end());
+  std::vector<Range> runs;
+  for (int q : ranks) {
+    const size_t at = static_cast<size_t>(q) * blockBytes;
+    if (!runs.empty() && runs.back().begin + runs.back().count == at) {
+      runs.back().count += blockBytes;
+    } else {
+      runs.push_back({at, blockBytes});
+    }
+  }
+  return runs;
+}
+
+// emitDoubling for an all-gather whose virtual ranks are places in a pairing
+// order: the blocks a rank holds are its group's, wherever the ranks put
+// them, so each exchange moves them as runs of consecutive blocks (both
+// ends list the same runs in the same order).
+void emitDoublingByBlocks(ScheduleBuilder& b, const CollArgs& a, const Folding& f, size_t blockBytes) {
+  const int v = f.virtualRank(a.rank);
+  for (int size = 1; size < f.p; size *= 2) {
+    const int mine = v & ~(size - 1), theirs = mine ^ size;
+    const int partner = f.realRank(v ^ size);
+    std::vector<uint32_t> transfers;
+    for (const Range& run : blockRuns(f, theirs, theirs + size, blockBytes)) {
+      transfers.push_back(recvIfAny(b, partner, recvAt(run.begin), run.count));
+    }
+    for (const Range& run : blockRuns(f, mine, mine + size, blockBytes)) {
+      transfers.push_back(sendIfAny(b, partner, recvAt(run.begin), run.count));
+    }
+    for (uint32_t t : transfers) waitIfAny(b, t);
+  }
+}
+
 }  // namespace
 
 Schedule rhdAllReduce(const CollArgs& a) {
@@ -166,7 +226,7 @@ Schedule rhdAllReduce(const CollArgs& a) {
     b.convert(recvAt(0), Form::Native, sendAt(0), Form::Native, a.count);
     return s;
   }
-  const Folding f(a.nranks);
+  const Folding f(a, false);
   const size_t es = dataTypeSize(a.type), as = accumulatorSize(a.type);
   if (f.foldsAway(r)) {
     s.scratchBytes = emitFoldAway(b, a, a.count, recvAt(0), a.count * es);
@@ -194,7 +254,7 @@ Schedule rhdReduceScatter(const CollArgs& a) {
     b.convert(recvAt(0), Form::Native, sendAt(0), Form::Native, a.count);
     return s;
   }
-  const Folding f(a.nranks);
+  const Folding f(a, false);
   const size_t es = dataTypeSize(a.type), as = accumulatorSize(a.type);
   const size_t total = a.count * static_cast<size_t>(a.nranks);
   if (f.foldsAway(r)) {
@@ -227,7 +287,7 @@ Schedule rhdAllGather(const CollArgs& a) {
   const size_t allBytes = blockBytes * static_cast<size_t>(a.nranks);
   b.copy(recvAt(static_cast<size_t>(r) * blockBytes), sendAt(0), blockBytes);
   if (a.nranks == 1) return s;
-  const Folding f(a.nranks);
+  const Folding f(a, true);
   if (f.foldsAway(r)) {
     // In place, the result overwrites the input, so the send must be done.
     waitIfAny(b, sendIfAny(b, r - 1, sendAt(0), blockBytes));
@@ -235,6 +295,10 @@ Schedule rhdAllGather(const CollArgs& a) {
     return s;
   }
   const bool hasPartner = f.standsForPartner(r);
+  if (f.permuted()) {
+    emitDoublingByBlocks(b, a, f, blockBytes);
+    return s;
+  }
   if (hasPartner) waitIfAny(b, recvIfAny(b, r + 1, recvAt(static_cast<size_t>(r + 1) * blockBytes), blockBytes));
   emitDoubling(b, a, f, blockShares(f, a.count));
   if (hasPartner) waitIfAny(b, sendIfAny(b, r + 1, recvAt(0), allBytes));

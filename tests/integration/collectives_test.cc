@@ -53,7 +53,9 @@ class Collectives : public ::testing::TestWithParam<Config> {};
 TEST_P(Collectives, EveryCollectiveEveryType) {
   const Config c = GetParam();
   const std::vector<int> cpus = firstTwoCpus();
-  if (c.pinnedTwoPerCpu && cpus.size() < 2) GTEST_SKIP() << "needs two CPUs to pin ranks to; this process has " << cpus.size();
+  if (c.pinnedTwoPerCpu && cpus.size() < 2) {
+    GTEST_SKIP() << "needs two CPUs to pin ranks to; this process has " << cpus.size();
+  }
   // Rank 0 runs the bootstrap root (HCL_COMM_ID), so the parent forks with no threads.
   hcltest::CheckConfig cfg;
   cfg.bigForEveryType = c.nranks == 3 && !c.tcp;
@@ -98,7 +100,8 @@ INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
                            const Config& c = info.param;
                            return std::to_string(c.nranks) + "ranks_" + (c.tcp ? "tcp" : "shm") +
                                   (c.shared ? "_memalloc" : "") + (c.algo ? "_window" : "") +
-                                  (c.mapPeers ? "" : "_unmapped") + (c.staging ? "" : "_unstaged") + (c.pinnedTwoPerCpu ? "_pinned" : "");
+                                  (c.mapPeers ? "" : "_unmapped") + (c.staging ? "" : "_unstaged") +
+                                  (c.pinnedTwoPerCpu ? "_pinned" : "");
                          });
 
 }  // namespace

@@ -186,13 +186,15 @@ struct Call {
   Numeric num;
   bool shareable = false;  // buffers as from hclMemAlloc
   bool staged = true;      // the first rank proposes staging (Only::Staged)
+  std::vector<int> order;  // the ranks' places in the pairing (Planner::setPairingOrder); empty: none
 };
 
 std::string describe(const Call& c) {
   return std::string(hcl::collKindName(c.kind)) + " " + c.algorithm + " nranks " + std::to_string(c.nranks) +
          " count " + std::to_string(c.count) + " chunk " + std::to_string(c.chunkBytes) + " root " +
          std::to_string(c.root) + (c.inPlace ? " in-place " : " out-of-place ") + c.num.name +
-         (c.shareable ? " shareable" : "") + (c.staged ? "" : " unstaged");
+         (c.shareable ? " shareable" : "") + (c.staged ? "" : " unstaged") +
+         (c.order.empty() ? "" : " in a pairing order");
 }
 
 // One rank's buffers, laid out the way NCCL defines in place for the
@@ -309,6 +311,7 @@ hcl::ReduceSpec specFor(const Call& c) {
 std::string simulateCall(const Call& c, std::vector<RankIo>& io) {
   hcl::Planner planner(std::string(hcl::collKindName(c.kind)) + ":" + c.algorithm);
   planner.setPeerAccess(true);  // direct algorithms need it; the others ignore it
+  planner.setPairingOrder(c.order);
   const hcl::ReduceSpec spec = specFor(c);
   std::vector<hcltest::SimRank> ranks(static_cast<size_t>(c.nranks));
   for (int r = 0; r < c.nranks; ++r) {
@@ -399,7 +402,7 @@ bool isReduction(CollKind k) {
 // Every size, placement, root and data type of one collective.
 // Only sizes up to `maxBytes` per rank's vector, for algorithms limited to them.
 void runEveryCase(CollKind kind, const char* algorithm, int n, bool shareable = false, size_t maxBytes = SIZE_MAX,
-                  bool staged = true) {
+                  bool staged = true, const std::vector<int>& order = {}) {
   const std::vector<int> roots = isRooted(kind) ? rootsFor(n) : std::vector<int>{0};
   const std::span<const Numeric> numerics = isReduction(kind) ? std::span<const Numeric>(kReductions)
                                                               : std::span<const Numeric>(kMovements);
@@ -408,7 +411,7 @@ void runEveryCase(CollKind kind, const char* algorithm, int n, bool shareable = 
       for (int root : roots) {
         for (const Numeric& num : numerics) {
           if (size.count * hcl::dataTypeSize(num.type) > maxBytes) continue;
-          const Call c{kind, algorithm, n, size.count, size.chunkBytes, root, inPlace, num, shareable, staged};
+          const Call c{kind, algorithm, n, size.count, size.chunkBytes, root, inPlace, num, shareable, staged, order};
           const size_t count = size.count;
           SCOPED_TRACE(describe(c));
           switch (kind) {
@@ -489,6 +492,31 @@ TEST_P(TreeRhd, DirectReduceScatter) { runEveryCase(CollKind::ReduceScatter, "di
 TEST_P(TreeRhd, DirectReduce) { runEveryCase(CollKind::Reduce, "direct", GetParam()); }
 TEST_P(TreeRhd, DirectAllGather) { runEveryCase(CollKind::AllGather, "direct", GetParam()); }
 TEST_P(TreeRhd, DirectBroadcast) { runEveryCase(CollKind::Broadcast, "direct", GetParam()); }
+
+// Ranks pinned to shared CPUs pair in an order of their places
+// (core/host_cpus.h), which recursive doubling and rhd follow; it applies
+// on power-of-two rank counts.
+std::vector<int> pairingOrderFor(int n) {
+  switch (n) {
+    case 2: return {1, 0};
+    case 4: return {0, 1, 3, 2};
+    case 8: return {3, 0, 2, 1, 7, 5, 4, 6};
+    default: return {};
+  }
+}
+
+TEST_P(TreeRhd, RdAllReduceInPairingOrder) {
+  runEveryCase(CollKind::AllReduce, "rd", GetParam(), false, SIZE_MAX, true, pairingOrderFor(GetParam()));
+}
+TEST_P(TreeRhd, RhdAllReduceInPairingOrder) {
+  runEveryCase(CollKind::AllReduce, "rhd", GetParam(), false, SIZE_MAX, true, pairingOrderFor(GetParam()));
+}
+TEST_P(TreeRhd, RhdReduceScatterInPairingOrder) {
+  runEveryCase(CollKind::ReduceScatter, "rhd", GetParam(), false, SIZE_MAX, true, pairingOrderFor(GetParam()));
+}
+TEST_P(TreeRhd, RhdAllGatherInPairingOrder) {
+  runEveryCase(CollKind::AllGather, "rhd", GetParam(), false, SIZE_MAX, true, pairingOrderFor(GetParam()));
+}
 
 INSTANTIATE_TEST_SUITE_P(RankCounts, TreeRhd, ::testing::Range(1, kMaxRanks + 1),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
