@@ -69,7 +69,7 @@ ShareStarts blockShares(const Folding& f, size_t blockElems) {
 }
 
 struct Range {
-  size_t begin = 0, count = 0;  // elements
+  size_t begin = 0, count = 0;  // elements (blockRuns: bytes)
 };
 
 // The shares of virtual ranks [lo, hi).

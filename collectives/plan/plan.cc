@@ -254,6 +254,18 @@ const char* Planner::algorithmFor(const CollArgs& args) const {
   return e ? e->name : "none";
 }
 
+void Planner::setPairingOrder(std::vector<int> order) {
+  std::vector<bool> seen(order.size(), false);
+  for (int place : order) {
+    if (place < 0 || static_cast<size_t>(place) >= order.size() || seen[static_cast<size_t>(place)]) {
+      pairingOrder_.clear();
+      return;
+    }
+    seen[static_cast<size_t>(place)] = true;
+  }
+  pairingOrder_ = std::move(order);
+}
+
 Schedule Planner::plan(const CollArgs& args) const {
   const AlgorithmEntry* e = choose(args);
   if (!e) return Schedule{};

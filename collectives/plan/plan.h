@@ -93,8 +93,9 @@ class Planner {
   // rank derives it from the same peer table, so all choose alike.
   void setSharedCpus(bool on) { sharedCpus_ = on; }
   bool sharedCpus() const { return sharedCpus_; }
-  // sharedCpuPairingOrder's result, the same on every rank; empty: rank order.
-  void setPairingOrder(std::vector<int> order) { pairingOrder_ = std::move(order); }
+  // sharedCpuPairingOrder's result, the same on every rank; empty: rank
+  // order. Anything but a permutation of 0..size-1 is ignored.
+  void setPairingOrder(std::vector<int> order);
   // The host's CPU family (hostCpuFamily()), for entries measured per family.
   void setCpuFamily(CpuFamily f) { cpuFamily_ = f; }
   CpuFamily cpuFamily() const { return cpuFamily_; }

@@ -11,8 +11,9 @@ import os
 import time
 from pathlib import Path
 
-# Where each launcher puts a process's rank.
-RANK_VARIABLES = (b"RANK", b"OMPI_COMM_WORLD_RANK", b"PMI_RANK")
+# Where each launcher puts a process's rank; the launchers' own first, since
+# an MPI rank may inherit a RANK from the environment compare.py ran in.
+RANK_VARIABLES = (b"OMPI_COMM_WORLD_RANK", b"PMI_RANK", b"RANK")
 
 
 def cpus_available():
@@ -43,6 +44,13 @@ def cpu_of(stat_text):
     return int(fields[36])
 
 
+def executable(path):
+    """A program's file as /proc/PID/exe names it: the real path, without the
+    " (deleted)" the kernel adds once the file was replaced (a rebuild)."""
+    path = str(path)
+    return os.path.realpath(path[:-len(" (deleted)")] if path.endswith(" (deleted)") else path)
+
+
 class Sampler:
     """Finds the ranks of one launch (processes of session `session` running
     `program`) and records their grouping each time sample() is called."""
@@ -50,7 +58,7 @@ class Sampler:
     RESCAN_SECONDS = 0.5
 
     def __init__(self, session, program, ranks):
-        self.session, self.program, self.ranks = session, program, ranks
+        self.session, self.program, self.ranks = session, executable(program), ranks
         self.pids = {}
         self.counts = collections.Counter()
         self.next_scan = 0.0
@@ -63,7 +71,7 @@ class Sampler:
                 stat = (entry / "stat").read_text()
                 if int(stat[stat.rfind(")") + 2:].split()[3]) != self.session:
                     continue
-                if os.path.basename(os.readlink(entry / "exe")) != self.program:
+                if executable(os.readlink(entry / "exe")) != self.program:
                     continue
                 rank = rank_of((entry / "environ").read_bytes())
             except (OSError, ValueError, IndexError):
@@ -87,6 +95,11 @@ class Sampler:
             except (OSError, ValueError, IndexError):
                 return  # a rank has exited: the launch is ending
         self.counts[grouping(cpus)] += 1
+
+    def merge(self, other):
+        """Adds another launch's samples (a sweep of several launches)."""
+        if other:
+            self.counts.update(other.counts)
 
     def summary(self, most=3):
         """"0+2|1+3 91%, 0+1+2|3 6%", or None where nothing was sampled."""

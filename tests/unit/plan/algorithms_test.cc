@@ -206,6 +206,13 @@ TEST(RecursiveDoubling, PairsPlacesInThePairingOrder) {
       }
     }
   }
+  // Anything but a permutation is not applied either.
+  for (const std::vector<int>& bad : {std::vector<int>{0, 1, 1, 2}, std::vector<int>{0, 1, 2, 4},
+                                      std::vector<int>{-1, 0, 1, 2}}) {
+    hcl::Planner p("allreduce:rd");
+    p.setPairingOrder(bad);
+    EXPECT_EQ(peersOf(p.plan(args(CollKind::AllReduce, 0, Case{4, 5, 512 * 1024}))), (std::vector<int>{1, 2}));
+  }
   // An order for another rank count is not applied.
   hcl::Planner planner("allreduce:rd");
   planner.setPairingOrder({0, 1, 3, 2});

@@ -494,14 +494,19 @@ TEST_P(TreeRhd, DirectAllGather) { runEveryCase(CollKind::AllGather, "direct", G
 TEST_P(TreeRhd, DirectBroadcast) { runEveryCase(CollKind::Broadcast, "direct", GetParam()); }
 
 // Ranks pinned to shared CPUs pair in an order of their places
-// (core/host_cpus.h), which recursive doubling and rhd follow; it applies
-// on power-of-two rank counts.
+// (core/host_cpus.h), which recursive doubling and the rhd all-gather
+// follow. Such orders arise on power-of-two rank counts; recursive doubling
+// takes any order (its folds included), rhd ignores one elsewhere.
 std::vector<int> pairingOrderFor(int n) {
   switch (n) {
     case 2: return {1, 0};
     case 4: return {0, 1, 3, 2};
     case 8: return {3, 0, 2, 1, 7, 5, 4, 6};
-    default: return {};
+    default: {
+      std::vector<int> reversed;
+      for (int r = n - 1; r >= 0; --r) reversed.push_back(r);
+      return reversed;
+    }
   }
 }
 
