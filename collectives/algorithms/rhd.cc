@@ -26,9 +26,6 @@ struct Folding {
     extra = n - p;
     if (extra != 0 || !followPairingOrder || !a.pairingOrder) return;
     const std::vector<int>& order = *a.pairingOrder;
-    bool identity = true;
-    for (int r = 0; r < n; ++r) identity = identity && order[static_cast<size_t>(r)] == r;
-    if (identity) return;
     virtualOf = order;
     rankAt.resize(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) rankAt[static_cast<size_t>(order[static_cast<size_t>(r)])] = r;

@@ -138,8 +138,9 @@ void convertNarrow(void* dst, Form dstForm, const void* src, Form srcForm, size_
   }
   const NarrowParams p = makeParams(spec);
   const bool backwards = walkBackwards(dst, dstForm, src, srcForm);
-  const size_t done =
-      backwards ? 0 : narrow_simd::convert(narrow_simd::callFor(dst, dstForm, src, srcForm, nullptr, srcForm, count, spec));
+  const size_t done = backwards ? 0
+                                : narrow_simd::convert(
+                                      narrow_simd::callFor(dst, dstForm, src, srcForm, nullptr, srcForm, count, spec));
   if (done == count) return;
   dst = bytes(dst) + byteOffset(dstForm, done, p);
   src = bytes(src) + byteOffset(srcForm, done, p);

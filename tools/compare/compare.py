@@ -207,7 +207,7 @@ def main(argv):
     if iperf_gbps is not None:
         lines.append(f"- iperf3 loopback, one stream: {iperf_gbps:.2f} GB/s "
                      f"(median of {len(iperf)}: {', '.join(f'{x:.2f}' for x in iperf)})")
-    placements = {p: [sw.placement for sw in sweeps[p]] for p in order if any(sw.placement for sw in sweeps[p])}
+    placements = placements_of(order, sweeps)
     if placements:
         lines.append("- ranks per CPU as the kernel placed them, share of samples, run by run (performance.md: "
                      "the grouping moves small-message times for every library):")
@@ -224,6 +224,11 @@ def main(argv):
     return 0
 
 
+def placements_of(order, sweeps):
+    """{peer: each run's grouping of ranks per CPU} for peers with any sampled."""
+    return {p: [sw.placement for sw in sweeps[p]] for p in order if any(sw.placement for sw in sweeps[p])}
+
+
 def write_json(path, a, info, command, order, sweeps, iperf, round_trips, errors):
     results = {}
     for peer in order:
@@ -237,10 +242,9 @@ def write_json(path, a, info, command, order, sweeps, iperf, round_trips, errors
                  "runs_loop_us": [r.loop_us for r in m.runs]}
                 for s, m in meds.items()]
     missing = {p: m for p in order for sw in sweeps[p] for m in [sw.missing] if m}
-    placements = {p: [sw.placement for sw in sweeps[p]] for p in order if any(sw.placement for sw in sweeps[p])}
     doc = {"format": "hcl-compare/1", "machine": info, "command": command, "ranks": a.ranks, "runs": a.runs,
            "iperf3_gbps": iperf, "line_round_trip_ns": round_trips, "results": results, "errors": errors, "missing": missing,
-           "placements": placements}
+           "placements": placements_of(order, sweeps)}
     Path(path).write_text(json.dumps(doc, indent=1) + "\n")
 
 

@@ -38,10 +38,24 @@ def rank_of(environ_bytes):
     return None
 
 
+def stat_fields(stat_text):
+    """/proc/PID/stat's fields from the third (state) on: the command before
+    them may hold spaces and parentheses."""
+    return stat_text[stat_text.rfind(")") + 2:].split()
+
+
 def cpu_of(stat_text):
     """The CPU a process last ran on, from /proc/PID/stat (field 39)."""
-    fields = stat_text[stat_text.rfind(")") + 2:].split()
-    return int(fields[36])
+    return int(stat_fields(stat_text)[36])
+
+
+def summarize(counts, most=3):
+    """"0+2|1+3 91%, 0+1+2|3 6%" from samples counted by grouping, or None
+    where there are none."""
+    total = sum(counts.values())
+    if not total:
+        return None
+    return ", ".join(f"{g} {100 * n // total}%" for g, n in counts.most_common(most))
 
 
 def executable(path):
@@ -52,13 +66,14 @@ def executable(path):
 
 
 class Sampler:
-    """Finds the ranks of one launch (processes of session `session` running
-    `program`) and records their grouping each time sample() is called."""
+    """Finds the ranks of one launch (processes of session `session`, which
+    the launch sets, running `program`) and records their grouping each time
+    sample() is called."""
 
     RESCAN_SECONDS = 0.5
 
-    def __init__(self, session, program, ranks):
-        self.session, self.program, self.ranks = session, executable(program), ranks
+    def __init__(self, program, ranks):
+        self.session, self.program, self.ranks = None, executable(program), ranks
         self.pids = {}
         self.counts = collections.Counter()
         self.next_scan = 0.0
@@ -69,7 +84,7 @@ class Sampler:
                 continue
             try:
                 stat = (entry / "stat").read_text()
-                if int(stat[stat.rfind(")") + 2:].split()[3]) != self.session:
+                if int(stat_fields(stat)[3]) != self.session:  # field 6
                     continue
                 if executable(os.readlink(entry / "exe")) != self.program:
                     continue
@@ -96,14 +111,5 @@ class Sampler:
                 return  # a rank has exited: the launch is ending
         self.counts[grouping(cpus)] += 1
 
-    def merge(self, other):
-        """Adds another launch's samples (a sweep of several launches)."""
-        if other:
-            self.counts.update(other.counts)
-
-    def summary(self, most=3):
-        """"0+2|1+3 91%, 0+1+2|3 6%", or None where nothing was sampled."""
-        total = sum(self.counts.values())
-        if not total:
-            return None
-        return ", ".join(f"{g} {100 * n // total}%" for g, n in self.counts.most_common(most))
+    def summary(self):
+        return summarize(self.counts)

@@ -2,6 +2,7 @@
 limit; a launch that fails or runs out of time yields the rows it printed
 before, plus an error text, never a hang."""
 
+import collections
 import json
 import os
 import re
@@ -73,7 +74,7 @@ class Plan:
         outnumber the CPUs and the kernel places them; None elsewhere."""
         if self.cpus or self.ranks <= placement.cpus_available():
             return None
-        return placement.Sampler(0, program, self.ranks)
+        return placement.Sampler(program, self.ranks)
 
     def iters(self, size):
         """The planned count of sweep.h's sweep_iters (before the time budget)."""
@@ -237,7 +238,7 @@ def run_hcl_perf(perf_dir, variant, plan):
     has one iteration count per launch, so sizes with the same count (from
     the shared schedule) share a launch; times are nccl-tests' means."""
     sweep = Sweep()
-    seen = None  # the groupings of every launch, where sampled
+    seen = collections.Counter()  # the groupings of every launch, where sampled
     groups = []
     for size in plan.sizes():
         n = plan.iters(size)
@@ -262,15 +263,14 @@ def run_hcl_perf(perf_dir, variant, plan):
                 sampler = plan.sampler(exe)
                 _, error = launch(cmds, plan.timeout, sampler=sampler)
                 if sampler:
-                    seen = seen or plan.sampler(exe)
-                    seen.merge(sampler)
+                    seen.update(sampler.counts)
                 try:
                     sweep.rows.setdefault(coll, {}).update(read_nccl_json(out))
                 except (OSError, ValueError, KeyError) as e:
                     error = error or f"no JSON from {exe.name}: {e}"
                 if error:
                     sweep.error = error
-    sweep.placement = seen.summary() if seen else None
+    sweep.placement = placement.summarize(seen)
     return sweep
 
 

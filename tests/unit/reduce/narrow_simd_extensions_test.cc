@@ -74,18 +74,16 @@ std::vector<uint16_t> edgeCodes() {
   return codes;
 }
 
-Call callFor(ReduceKind kind, void* dst, const void* a, const void* b, size_t count) {
-  return {.dst = dst,
-          .dstForm = Form::Native,
-          .a = a,
-          .aForm = Form::Native,
-          .b = b,
-          .bForm = Form::Native,
-          .count = count,
-          .type = hclFloat16,
-          .kind = kind,
-          .scalar = 1.0f,
-          .nranks = 1.0f};
+ReduceSpec specOf(hclDataType_t type, ReduceKind kind) {
+  ReduceSpec spec;
+  spec.type = type;
+  spec.kind = kind;
+  return spec;
+}
+
+// An fp16 call on Native operands.
+Call fp16Call(ReduceKind kind, void* dst, const void* a, const void* b, size_t count) {
+  return callFor(dst, Form::Native, a, Form::Native, b, Form::Native, count, specOf(hclFloat16, kind));
 }
 
 // The fp32 kernel's result for count elements, padded to its 16 lanes.
@@ -94,7 +92,7 @@ std::vector<uint16_t> expected(ReduceKind kind, const uint16_t* a, const uint16_
   std::vector<uint16_t> pa(padded), pb(padded), out(padded);
   std::memcpy(pa.data(), a, count * 2);
   std::memcpy(pb.data(), b, count * 2);
-  EXPECT_EQ(detail::reduceAvx512(callFor(kind, out.data(), pa.data(), pb.data(), padded)), padded);
+  EXPECT_EQ(detail::reduceAvx512(fp16Call(kind, out.data(), pa.data(), pb.data(), padded)), padded);
   out.resize(count);
   return out;
 }
@@ -127,7 +125,7 @@ TEST(NarrowSimdFp16, EveryCodeAgainstTheEdgeCodesMatchesTheFp32Kernel) {
         const uint16_t* a = order == 0 ? all.data() : same.data();
         const uint16_t* b = order == 0 ? same.data() : all.data();
         std::vector<uint16_t> got(all.size());
-        ASSERT_EQ(detail::reduceAvx512Fp16(callFor(kind, got.data(), a, b, all.size())), all.size());
+        ASSERT_EQ(detail::reduceAvx512Fp16(fp16Call(kind, got.data(), a, b, all.size())), all.size());
         expectSameBits(got, expected(kind, a, b, all.size()), a, b, kind,
                        "edge " + std::to_string(edge) + (order == 0 ? " as b" : " as a") +
                            (flush ? ", DAZ and FTZ" : ""));
@@ -149,12 +147,12 @@ TEST(NarrowSimdFp16, TailsOffsetsAndAliasing) {
         const uint16_t* pa = a.data() + offset;
         const uint16_t* pb = b.data() + offset;
         const std::vector<uint16_t> want = expected(kind, pa, pb, count);
-        ASSERT_EQ(detail::reduceAvx512Fp16(callFor(kind, out.data() + offset, pa, pb, count)), count);
+        ASSERT_EQ(detail::reduceAvx512Fp16(fp16Call(kind, out.data() + offset, pa, pb, count)), count);
         expectSameBits({out.begin() + offset, out.begin() + offset + count}, want, pa, pb, kind,
                        "count " + std::to_string(count));
         EXPECT_EQ(out[offset + count], 0xABCD) << "stored past the end, count " << count;
         std::vector<uint16_t> inPlace(a);
-        detail::reduceAvx512Fp16(callFor(kind, inPlace.data() + offset, inPlace.data() + offset, pb, count));
+        detail::reduceAvx512Fp16(fp16Call(kind, inPlace.data() + offset, inPlace.data() + offset, pb, count));
         expectSameBits({inPlace.begin() + offset, inPlace.begin() + offset + count}, want, pa, pb, kind,
                        "in place, count " + std::to_string(count));
       }
@@ -178,7 +176,7 @@ TEST(NarrowSimdFp16, IntoTwoDestinationsStreamedOrNot) {
       uint16_t* d2 = dst2 + ((streams & 2) ? 16 : 5);
       std::memset(dst, 0xEE, sizeof dst);
       std::memset(dst2, 0xEE, sizeof dst2);
-      Call c = callFor(kind, d1, a.data(), b.data(), kCount);
+      Call c = fp16Call(kind, d1, a.data(), b.data(), kCount);
       c.dst2 = d2;
       c.streamDst = (streams & 1) != 0;
       c.streamDst2 = (streams & 2) != 0;
@@ -201,7 +199,7 @@ TEST(NarrowSimdFp16, LeavesOtherTypesAndOperatorsToTheFp32Kernels) {
     b[i] = static_cast<uint16_t>(0x3800 + i * 53);
   }
   for (ReduceKind kind : {ReduceKind::Avg, ReduceKind::PreMulSum}) {
-    Call c = callFor(kind, got.data(), a.data(), b.data(), kCount);
+    Call c = fp16Call(kind, got.data(), a.data(), b.data(), kCount);
     c.scalar = 0.3f;
     c.nranks = 3.0f;
     Call w = c;
@@ -209,7 +207,7 @@ TEST(NarrowSimdFp16, LeavesOtherTypesAndOperatorsToTheFp32Kernels) {
     EXPECT_EQ(detail::reduceAvx512Fp16(c), detail::reduceAvx512(w));
     EXPECT_EQ(got, want) << reduceKindName(kind);
   }
-  Call c = callFor(ReduceKind::Sum, got.data(), a.data(), b.data(), kCount);
+  Call c = fp16Call(ReduceKind::Sum, got.data(), a.data(), b.data(), kCount);
   c.type = hclBfloat16;
   Call w = c;
   w.dst = want.data();
@@ -233,12 +231,7 @@ std::vector<uint32_t> bf16TestBits() {
 
 Call bf16Call(ReduceKind kind, void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm,
               size_t count) {
-  Call c = callFor(kind, dst, a, b, count);
-  c.type = hclBfloat16;
-  c.dstForm = dstForm;
-  c.aForm = aForm;
-  c.bForm = bForm;
-  return c;
+  return callFor(dst, dstForm, a, aForm, b, bForm, count, specOf(hclBfloat16, kind));
 }
 
 TEST(NarrowSimdBf16, RoundingMatchesThePlainKernelForEveryKindOfValue) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """ctest: the parsing and reporting parts of tools/compare (no peer is run)."""
+import collections
 import os
 import subprocess
 import sys
@@ -139,10 +140,12 @@ class CompareTest(unittest.TestCase):
         # The command may hold spaces and parentheses; the CPU is field 39.
         stat = "42 (a (b) c) R " + " ".join(str(i) for i in range(4, 39)) + " 7 0 0"
         self.assertEqual(placement.cpu_of(stat), 7)
-        sampler = placement.Sampler(0, "prog", 2)
+        sampler = placement.Sampler("prog", 2)
         self.assertIsNone(sampler.summary())
         sampler.counts.update({"0+1": 3, "0|1": 1})
         self.assertEqual(sampler.summary(), "0+1 75%, 0|1 25%")
+        self.assertEqual(placement.summarize(collections.Counter({"a": 1, "b": 1, "c": 1, "d": 1}), most=2),
+                         "a 25%, b 25%")
         # Only launches the kernel places, with more ranks than CPUs, are sampled.
         plan = lambda ranks, cpus=None: runners.Plan(ranks, [], 8, 8, 1, 1, 1, 10, cpus=cpus)
         self.assertIsNotNone(plan(placement.cpus_available() + 1).sampler("/x/prog"))
@@ -154,13 +157,13 @@ class CompareTest(unittest.TestCase):
         # Ranks 1 and 0 by the MPI launchers' variable, which wins over a RANK inherited from outside.
         cmds = [([sys.executable, "-c", busy], dict(os.environ, RANK="7", OMPI_COMM_WORLD_RANK=str(1 - r)))
                 for r in range(2)]
-        sampler = placement.Sampler(0, sys.executable, 2)
+        sampler = placement.Sampler(sys.executable, 2)
         _, error = runners.launch(cmds, timeout=30, sampler=sampler)
         self.assertIsNone(error)
         self.assertEqual(set(sampler.pids), {0, 1})
         self.assertGreater(sum(sampler.counts.values()), 0)
         # A program the launch does not run is never found.
-        other = placement.Sampler(0, "/bin/sleep", 2)
+        other = placement.Sampler("/bin/sleep", 2)
         _, error = runners.launch(cmds, timeout=30, sampler=other)
         self.assertIsNone(error)
         self.assertEqual(other.pids, {})
