@@ -115,6 +115,7 @@ CommSettings settingsFromParams(const hclConfig_t* config) {
   s.stageSlots = static_cast<int>(std::clamp<int64_t>(paramInt("HCL_STAGE_SLOTS"), 2, 16));
   s.blocking = paramBool("HCL_COMM_BLOCKING");
   s.windowStaging = static_cast<int>(paramInt("HCL_WINDOW_STAGING"));
+  s.hugePagesAfter = static_cast<uint32_t>(paramInt("HCL_HUGE_PAGES_AFTER"));
   if (const char* name = configCommName(config)) s.name = name;
   if (config) {
     if (config->size >= offsetof(hclConfig_t, blocking) + sizeof(int) && config->blocking != HCL_CONFIG_UNDEF_INT) {

@@ -21,6 +21,7 @@ Communicator::Communicator(int rank, int nranks, const uint8_t secret[16], uint6
       stagingChoice_(settings_.windowStaging < 0    ? StagingChoice::Mode::Measure
                      : settings_.windowStaging == 0 ? StagingChoice::Mode::Never
                                                     : StagingChoice::Mode::Always),
+      hugePages_(HugePageAdvisor::forThisHost(settings_.hugePagesAfter)),
       keptRuns_(std::make_unique<KeptRuns>()) {
   std::memcpy(secret_, secret, sizeof secret_);
 }

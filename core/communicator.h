@@ -22,6 +22,7 @@
 #include "core/staging_choice.h"
 #include "core/ipc_area.h"
 #include "core/execution_gate.h"
+#include "core/huge_pages.h"
 #include "core/issue_order.h"
 #include "device/device.h"
 #include "transports/link.h"
@@ -42,6 +43,7 @@ struct CommSettings {
   int stageSlots = 3;
   // HCL_WINDOW_STAGING: -1 measures which way runs faster (core/staging_choice.h).
   int windowStaging = -1;
+  uint32_t hugePagesAfter = 16;  // HCL_HUGE_PAGES_AFTER
   // config.blocking / HCL_COMM_BLOCKING: false makes inits return
   // hclInProgress and finish in the background.
   bool blocking = true;
@@ -152,6 +154,7 @@ class Communicator {
   }
   // Whether runs that may stage through scratch should (HCL_WINDOW_STAGING).
   StagingChoice& stagingChoice() { return stagingChoice_; }
+  HugePageAdvisor& hugePages() { return hugePages_; }
   void releaseScratch();
 
   // Per-call serial number of splits, so every child gets a distinct tag.
@@ -214,6 +217,7 @@ class Communicator {
   size_t scratchTouched_ = 0;  // bytes of it handed out since it was allocated
   bool scratchStaged_ = false;  // a run has staged through it since it was allocated
   StagingChoice stagingChoice_;
+  HugePageAdvisor hugePages_;
   std::unique_ptr<KeptRuns> keptRuns_;  // last: its runs use the members above
 };
 

@@ -54,6 +54,7 @@ ScheduleRun::ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSched
     self.send = describeOwnBuffer(buffers_.send, schedule_.sendBytes);
     self.recv = describeOwnBuffer(buffers_.recv, schedule_.recvBytes);
     self.scratch = describeOwnBuffer(scratch_, schedule_.scratchBytes);
+    adviseHugePages(self);
     if (prepared_->stages) {
       if (comm_.stagingChoice().propose(shape())) self.flags |= kProposeStaging;
       started_ = std::chrono::steady_clock::now();
@@ -63,6 +64,14 @@ ScheduleRun::ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSched
 
 ScheduleRun::~ScheduleRun() {
   if (scratch_) comm_.releaseScratch();
+}
+
+void ScheduleRun::adviseHugePages(const AddressEntry& self) {
+  // Device memory and hclMemAlloc memory are not copied through the kernel.
+  if (comm_.device().kind() != DeviceKind::Cpu) return;
+  HugePageAdvisor& advisor = comm_.hugePages();
+  if (self.send.allocSerial == 0) advisor.noteUse(buffers_.send, schedule_.sendBytes);
+  if (self.recv.allocSerial == 0 && buffers_.recv != buffers_.send) advisor.noteUse(buffers_.recv, schedule_.recvBytes);
 }
 
 bool ScheduleRun::rearmable(const PreparedSchedule& prepared) {

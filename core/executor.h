@@ -82,6 +82,9 @@ class ScheduleRun final : public OpRun {
 
  private:
   void* resolve(const BufferRef& ref) const;
+  // Counts this call's use of its own host buffers that peers copy through
+  // the kernel, for the communicator's huge-page advisor.
+  void adviseHugePages(const AddressEntry& self);
   // A peer's send or receive buffer, from the Addresses table, and the
   // address of `ref` in it.
   // Where `bytes` at `ref` of `peer`'s buffer are; an error if they are not

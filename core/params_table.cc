@@ -93,6 +93,10 @@ constexpr std::array kParams = {
               "Pipeline slice size of ring algorithms in bytes, and the largest slice of the direct and window "
               "algorithms",
               nullptr, 4096, int64_t{1} << 30},
+    ParamSpec{"HCL_HUGE_PAGES_AFTER", Int, "16",
+              "Malloc buffers that peers copy through the kernel: each 2 MiB region wholly inside one "
+              "is collapsed into a transparent huge page once this many calls used it (0: never)",
+              nullptr, 0, 1 << 20},
     ParamSpec{"HCL_ALGO", String, "", "Collective algorithm override", "NCCL_ALGO"},
     ParamSpec{"HCL_WINDOW_STAGING", Int, "-1",
               "Window all-reduce, all-gather and all-to-all on malloc buffers: 1 stages through shared "
