@@ -1,20 +1,21 @@
 // Transparent huge pages for the user's host buffers that peers reach through
 // the kernel (process_vm_readv/writev). Every such copy pins and maps each
 // page of both buffers; over 2 MiB pages instead of 4 KiB ones the copies,
-// and this rank's own sums over the same buffers, ran 8-25% faster at
+// and this rank's own sums over the same buffers, ran 8-32% faster at
 // 1-16 MiB (docs/performance.md). The user's memory keeps its contents; only
 // its backing changes. A buffer of half a region or more has every region it
 // touches collapsed; the kernel collapses only a region that lies wholly
 // inside one private anonymous mapping, so nothing outside the buffer's own
 // mapping changes, and within it at most a region's worth past each end.
 //
-// Collapsing a region costs about a millisecond, several times that the first
-// time, so a region is collapsed once calls have used it `collapseAfter`
-// times: about as many uses as its saving needs to pay for the collapse (the
-// ski-rental rule, which never pays more than twice the better choice). It
-// is asked again every `collapseAfter` uses: a region that stayed huge
-// answers in about a microsecond, and one whose memory was unmapped and
-// mapped again since is collapsed anew.
+// Collapsing a region took 0.6-0.9 ms on the development machine (several
+// times that for a process's first), what 30-50 uses of the region save. A
+// region is collapsed once calls have used it `collapseAfter` times (16 by
+// default, sooner than that break-even: a buffer used 16 times is mostly one
+// a loop keeps using, and the most a buffer dropped soon after wastes is one
+// collapse per region). It is asked again every `collapseAfter` uses: a
+// region that stayed huge answers in about a microsecond, and one whose
+// memory was unmapped and mapped again since is collapsed anew.
 #pragma once
 
 #include <cstddef>
