@@ -69,9 +69,9 @@ ScheduleRun::~ScheduleRun() {
 void ScheduleRun::adviseHugePages(const AddressEntry& self) {
   // Device memory and hclMemAlloc memory are not copied through the kernel.
   if (comm_.device().kind() != DeviceKind::Cpu) return;
-  HugePageAdvisor& advisor = comm_.hugePages();
-  if (self.send.allocSerial == 0) advisor.noteUse(buffers_.send, schedule_.sendBytes);
-  if (self.recv.allocSerial == 0 && buffers_.recv != buffers_.send) advisor.noteUse(buffers_.recv, schedule_.recvBytes);
+  const bool send = self.send.allocSerial == 0, recv = self.recv.allocSerial == 0;
+  comm_.hugePages().noteUse(send ? buffers_.send : nullptr, send ? schedule_.sendBytes : 0,
+                            recv ? buffers_.recv : nullptr, recv ? schedule_.recvBytes : 0);
 }
 
 bool ScheduleRun::rearmable(const PreparedSchedule& prepared) {

@@ -1,21 +1,28 @@
-// Transparent huge pages for the user's host buffers that peers reach through
-// the kernel (process_vm_readv/writev). Every such copy pins and maps each
-// page of both buffers; over 2 MiB pages instead of 4 KiB ones the copies,
-// and this rank's own sums over the same buffers, ran 8-32% faster at
-// 1-16 MiB (docs/performance.md). The user's memory keeps its contents; only
-// its backing changes. A buffer of half a region or more has every region it
-// touches collapsed; the kernel collapses only a region that lies wholly
-// inside one private anonymous mapping, so nothing outside the buffer's own
-// mapping changes, and within it at most a region's worth past each end.
+// Transparent huge pages for the user's host buffers that the direct
+// algorithms reach across processes (process_vm_readv/writev). Every such
+// copy pins and maps each page of both buffers; over 2 MiB pages instead of
+// 4 KiB ones the copies, and this rank's own sums over the same buffers, ran
+// 10-35% faster at 2-16 MiB (docs/performance.md). The kernel collapses a
+// region in place (madvise MADV_COLLAPSE, Linux 6.1): the contents stay, only
+// the backing changes.
 //
-// Collapsing a region took 0.6-0.9 ms on the development machine (several
-// times that for a process's first), what 30-50 uses of the region save. A
-// region is collapsed once calls have used it `collapseAfter` times (16 by
-// default, sooner than that break-even: a buffer used 16 times is mostly one
-// a loop keeps using, and the most a buffer dropped soon after wastes is one
-// collapse per region). It is asked again every `collapseAfter` uses: a
-// region that stayed huge answers in about a microsecond, and one whose
-// memory was unmapped and mapped again since is collapsed anew.
+// Which regions: those of which at least half lies inside a buffer. The
+// kernel fills a collapsed region, so past each end of a buffer at most half
+// a region of memory the buffer does not cover becomes resident; and it
+// collapses only a region that lies wholly inside one mapping.
+//
+// When: collapsing a region took 0.6-0.9 ms on the development machine
+// (several times that for a process's first), what 30-50 uses of the region
+// save. A region is asked once calls have used it `collapseAfter` times (16
+// by default, sooner than that break-even: a buffer used 16 times is mostly
+// one a loop keeps using). After each ask the wait until the next one
+// doubles, up to 64 times `collapseAfter` uses: a region that stayed huge
+// answers in microseconds, one whose memory was mapped anew is collapsed
+// again, and one the kernel cannot collapse (a mapping boundary, pinned
+// pages, no free huge page) costs less and less. A buffer with a region
+// wholly inside it collapsed already is one a loop keeps using, so its
+// regions never asked yet are asked at once: a larger call over the same
+// allocation, as in a sweep of sizes, gains from its first call.
 #pragma once
 
 #include <cstddef>
@@ -35,35 +42,43 @@ class HugePageAdvisor {
   // collapseAfter 0 or regionBytes 0: never collapses.
   HugePageAdvisor(uint32_t collapseAfter, size_t regionBytes, Collapse collapse);
 
-  // This kernel's huge page size and madvise; never collapses where the
-  // kernel has no transparent huge pages or they are set to "never".
+  // madvise on this host; never collapses where transparent huge pages are
+  // missing or set to "never", or where their size is not the 2 MiB measured
+  // (64 KiB-page arm64 kernels have 512 MiB ones).
   static HugePageAdvisor forThisHost(uint32_t collapseAfter);
 
-  // A call used [p, p + bytes): one more use of every region it touches, and
-  // a collapse of those whose turn it is.
-  void noteUse(const void* p, size_t bytes);
+  // A call used [p, p + bytes) and [q, q + qBytes) (either may be empty):
+  // one more use of each region at least half covered by one of them (once,
+  // where they overlap), and an ask of those whose turn it is.
+  void noteUse(const void* p, size_t bytes, const void* q = nullptr, size_t qBytes = 0);
 
   struct Stats {
-    uint64_t collapsed = 0;  // collapses that succeeded
-    uint64_t refused = 0;    // regions the kernel will not collapse (not asked again)
-    uint64_t failed = 0;     // collapses that failed for now (asked again later)
+    uint64_t collapsed = 0;  // asks the kernel accepted
+    uint64_t failed = 0;     // asks it did not
   };
   Stats stats() const;
   size_t regionBytes() const { return regionBytes_; }
   size_t trackedRegions() const;
 
  private:
-  static constexpr uint32_t kRefused = UINT32_MAX;
-  // Bounds the table: past this many regions the counts start over.
+  struct Region {
+    uint32_t uses = 0;       // since the last ask
+    uint32_t wait = 0;       // uses between asks; 0 until the first ask
+    bool collapsed = false;  // the kernel accepted the last ask
+  };
+  static constexpr uint32_t kMaxWaitFactor = 64;
+  // Bounds the table: past this many regions the counts start over, and
+  // buffers that touch more are left alone.
   static constexpr size_t kMaxRegions = 16384;
 
-  void collapseRegion(uintptr_t start, uint32_t& uses);
+  void noteRange(uintptr_t begin, uintptr_t end);
+  void ask(uintptr_t start, Region& region);
 
   uint32_t collapseAfter_;
   size_t regionBytes_;
   Collapse collapse_;
   mutable std::mutex mutex_;
-  std::unordered_map<uintptr_t, uint32_t> uses_;  // region start -> uses, or kRefused
+  std::unordered_map<uintptr_t, Region> regions_;  // by the region's start
   Stats stats_;
 };
 

@@ -94,8 +94,9 @@ constexpr std::array kParams = {
               "algorithms",
               nullptr, 4096, int64_t{1} << 30},
     ParamSpec{"HCL_HUGE_PAGES_AFTER", Int, "16",
-              "Malloc buffers that peers copy through the kernel: each 2 MiB region wholly inside one "
-              "is collapsed into a transparent huge page once this many calls used it (0: never)",
+              "Host buffers of the direct algorithms: each 2 MiB region at least half inside one is "
+              "collapsed into a transparent huge page once this many calls used it, then asked again "
+              "after twice as many uses each time (0: never)",
               nullptr, 0, 1 << 20},
     ParamSpec{"HCL_ALGO", String, "", "Collective algorithm override", "NCCL_ALGO"},
     ParamSpec{"HCL_WINDOW_STAGING", Int, "-1",

@@ -1,10 +1,12 @@
-// Malloc buffers of the direct algorithms become transparent huge pages once
+// Host buffers of the direct algorithms (each in a private mapping of its
+// own, as malloc gives for large sizes) become transparent huge pages once
 // calls have used them HCL_HUGE_PAGES_AFTER times, with every result exact
 // before and after; with 0 they stay as they were.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -70,9 +72,37 @@ size_t anonHugeBytesAt(const void* p) {
   return 0;
 }
 
-// Each of 2 ranks all-reduces 6 MiB of floats from malloc buffers `calls`
-// times, checking every result, then reports how much of each buffer is in
-// huge pages through its exit code's bits (1: send, 2: receive) plus 4.
+// Two buffers in mappings of their own, as malloc gives for large sizes;
+// a page kept inaccessible between them stops the kernel merging them.
+class TwoBuffers {
+ public:
+  explicit TwoBuffers(size_t bytes) : bytes_(bytes) {
+    void* m = mmap(nullptr, 2 * bytes + kGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return;
+    base_ = static_cast<std::byte*>(m);
+    if (mprotect(base_ + bytes, kGuard, PROT_NONE) != 0) {
+      munmap(base_, 2 * bytes + kGuard);
+      base_ = nullptr;
+    }
+  }
+  ~TwoBuffers() {
+    if (base_) munmap(base_, 2 * bytes_ + kGuard);
+  }
+  TwoBuffers(const TwoBuffers&) = delete;
+  TwoBuffers& operator=(const TwoBuffers&) = delete;
+  bool ok() const { return base_ != nullptr; }
+  float* first() const { return reinterpret_cast<float*>(base_); }
+  float* second() const { return reinterpret_cast<float*>(base_ + bytes_ + kGuard); }
+
+ private:
+  static constexpr size_t kGuard = 4096;
+  size_t bytes_;
+  std::byte* base_ = nullptr;
+};
+
+// Each of 2 ranks all-reduces 6 MiB of floats `calls` times, checking every
+// result, then reports how much of each buffer is in huge pages through its
+// exit code's bits (1: send, 2: receive) plus 4.
 std::vector<hcltest::ProcessResult> allReduceMallocBuffers(const std::string& after, int calls) {
   hcltest::EnvList env = hcltest::rank0RootEnv("30000");
   env.emplace_back("HCL_HUGE_PAGES_AFTER", after);
@@ -91,9 +121,10 @@ std::vector<hcltest::ProcessResult> allReduceMallocBuffers(const std::string& af
           hclCommDestroy(comm);
           return kNotDirect;
         }
-        auto* send = static_cast<float*>(std::malloc(count * sizeof(float)));
-        auto* recv = static_cast<float*>(std::malloc(count * sizeof(float)));
-        RANK_CHECK(send && recv, "malloc failed");
+        TwoBuffers buffers(count * sizeof(float));
+        RANK_CHECK(buffers.ok(), "mmap failed");
+        float* send = buffers.first();
+        float* recv = buffers.second();
         for (int call = 0; call < calls; ++call) {
           for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>((i % 1000) * (rank + 1) + call);
           RANK_HCL(hclAllReduce(send, recv, count, hclFloat, hclSum, comm, nullptr));
@@ -103,16 +134,17 @@ std::vector<hcltest::ProcessResult> allReduceMallocBuffers(const std::string& af
           }
         }
         const int code = 4 | (anonHugeBytesAt(send) >= 2 * kHuge ? 1 : 0) | (anonHugeBytesAt(recv) >= 2 * kHuge ? 2 : 0);
-        std::free(send);
-        std::free(recv);
         RANK_HCL(hclCommDestroy(comm));
         return code;
       },
       120, env);
 }
 
+bool madviseMode() { return thpMode().find("[madvise]") != std::string::npos; }
+
 TEST(HugePages, MallocBuffersOfTheDirectAllReduceCollapseAfterTheirUses) {
   if (const std::string why = collapseUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (!madviseMode()) GTEST_SKIP() << "transparent huge pages are not in madvise mode, so buffers may be huge anyway";
   const auto results = allReduceMallocBuffers("2", 4);
   for (const auto& r : results) {
     if (r.exited && r.code == kNotDirect) GTEST_SKIP() << "no direct algorithm between these processes (see stderr)";
@@ -124,9 +156,7 @@ TEST(HugePages, MallocBuffersOfTheDirectAllReduceCollapseAfterTheirUses) {
 }
 
 TEST(HugePages, ZeroLeavesMallocBuffersAsTheyWere) {
-  if (thpMode().find("[madvise]") == std::string::npos) {
-    GTEST_SKIP() << "transparent huge pages are not in madvise mode here, so malloc may give huge pages anyway";
-  }
+  if (!madviseMode()) GTEST_SKIP() << "transparent huge pages are not in madvise mode, so buffers may be huge anyway";
   const auto results = allReduceMallocBuffers("0", 4);
   for (const auto& r : results) {
     if (r.exited && r.code == kNotDirect) GTEST_SKIP() << "no direct algorithm between these processes (see stderr)";

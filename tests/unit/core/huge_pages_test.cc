@@ -1,11 +1,12 @@
 // HugePageAdvisor's counting, over a recorded stand-in for madvise: which
-// regions a buffer touches, when each one's turn comes, and what a refusal
-// or a passing failure does. The real madvise is exercised by
+// regions a buffer covers, when each one's turn comes, how the wait between
+// asks grows, and kept buffers. The real madvise is exercised by
 // tests/integration/huge_pages_test.cc.
 #include "core/huge_pages.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <vector>
@@ -28,48 +29,127 @@ struct Recorder {
       return answer;
     });
   }
+  // Asks of `region` among the recorded ones.
+  size_t asksOf(uintptr_t region) const { return static_cast<size_t>(std::count(regions.begin(), regions.end(), region)); }
 };
 
-TEST(HugePageAdvisor, CollapsesEveryRegionABufferTouchesOnItsTurn) {
+TEST(HugePageAdvisor, AsksEveryRegionAtLeastHalfCoveredOnItsTurn) {
   Recorder rec;
   HugePageAdvisor advisor = rec.advisor(3);
-  // Starts inside the first region and ends inside the third.
+  // Covers the first region but for 4 KiB, the second wholly, the third by
+  // half, and a quarter of the fourth.
   const void* p = at(kBase + 4096);
-  const size_t bytes = 2 * kRegion + 8192;
+  const size_t bytes = 3 * kRegion + kRegion / 4 - 4096;
   advisor.noteUse(p, bytes);
   advisor.noteUse(p, bytes);
   EXPECT_TRUE(rec.regions.empty());
   advisor.noteUse(p, bytes);
   EXPECT_EQ(rec.regions, (std::vector<uintptr_t>{kBase, kBase + kRegion, kBase + 2 * kRegion}));
   EXPECT_EQ(advisor.stats().collapsed, 3u);
-  // Asked again every third use: a cheap check while the regions stay huge.
-  rec.regions.clear();
-  for (int i = 0; i < 3; ++i) advisor.noteUse(p, bytes);
-  EXPECT_EQ(rec.regions.size(), 3u);
-  EXPECT_EQ(advisor.stats().collapsed, 6u);
 }
 
-TEST(HugePageAdvisor, CountsUsesPerRegionAcrossBuffers) {
-  Recorder rec;
-  HugePageAdvisor advisor = rec.advisor(2);
-  // Two calls of different sizes over the start of one allocation share its
-  // first region; the second region is used by the larger call only.
-  advisor.noteUse(at(kBase), kRegion);
-  advisor.noteUse(at(kBase), 2 * kRegion);
-  EXPECT_EQ(rec.regions, (std::vector<uintptr_t>{kBase}));
-  advisor.noteUse(at(kBase + kRegion), kRegion);
-  EXPECT_EQ(rec.regions, (std::vector<uintptr_t>{kBase, kBase + kRegion}));
-}
-
-TEST(HugePageAdvisor, LeavesBuffersUnderHalfARegionAlone) {
+TEST(HugePageAdvisor, ABufferUnderHalfOfEveryRegionItTouchesIsLeftAlone) {
   Recorder rec;
   HugePageAdvisor advisor = rec.advisor(1);
   advisor.noteUse(at(kBase), kRegion / 2 - 1);
   advisor.noteUse(at(kBase + 100), 64);
   advisor.noteUse(nullptr, 0);
+  // Half a region on each side of a boundary, less a byte.
+  advisor.noteUse(at(kBase + kRegion / 2 + 1), kRegion - 2);
   EXPECT_TRUE(rec.regions.empty());
   advisor.noteUse(at(kBase), kRegion / 2);
-  EXPECT_EQ(rec.regions.size(), 1u);
+  EXPECT_EQ(rec.regions, (std::vector<uintptr_t>{kBase}));
+}
+
+TEST(HugePageAdvisor, TheWaitBetweenAsksDoublesUpToSixtyFourTurns) {
+  Recorder rec;
+  HugePageAdvisor advisor = rec.advisor(2);
+  std::vector<int> askedAt;
+  for (int use = 1; use <= 2 + 4 + 8 + 16 + 32 + 64 + 128 + 128 + 128; ++use) {
+    const size_t before = rec.regions.size();
+    advisor.noteUse(at(kBase), kRegion);
+    if (rec.regions.size() != before) askedAt.push_back(use);
+  }
+  EXPECT_EQ(askedAt, (std::vector<int>{2, 6, 14, 30, 62, 126, 254, 382, 510}));
+}
+
+TEST(HugePageAdvisor, FailuresWaitLongerEachTimeAndASuccessIsRecorded) {
+  Recorder rec;
+  rec.answer = EINVAL;  // e.g. a region across a mapping's boundary
+  HugePageAdvisor advisor = rec.advisor(2);
+  for (int i = 0; i < 6; ++i) advisor.noteUse(at(kBase), kRegion);
+  EXPECT_EQ(rec.regions.size(), 2u);  // at uses 2 and 6
+  EXPECT_EQ(advisor.stats().failed, 2u);
+  // The layout changed (the buffer was freed and the address reused).
+  rec.answer = 0;
+  for (int i = 0; i < 8; ++i) advisor.noteUse(at(kBase), kRegion);
+  EXPECT_EQ(rec.regions.size(), 3u);
+  EXPECT_EQ(advisor.stats().collapsed, 1u);
+}
+
+TEST(HugePageAdvisor, OverlappingSendAndReceiveCountOnce) {
+  Recorder rec;
+  HugePageAdvisor advisor = rec.advisor(2);
+  // In place: the send block lies inside the receive buffer.
+  advisor.noteUse(at(kBase + kRegion), kRegion, at(kBase), 4 * kRegion);
+  EXPECT_TRUE(rec.regions.empty());
+  advisor.noteUse(at(kBase + kRegion), kRegion, at(kBase), 4 * kRegion);
+  EXPECT_EQ(rec.regions, (std::vector<uintptr_t>{kBase, kBase + kRegion, kBase + 2 * kRegion, kBase + 3 * kRegion}));
+  // Apart, each counts its own regions.
+  rec.regions.clear();
+  advisor.noteUse(at(kBase + 8 * kRegion), kRegion, at(kBase + 16 * kRegion), kRegion);
+  advisor.noteUse(at(kBase + 8 * kRegion), kRegion, at(kBase + 16 * kRegion), kRegion);
+  EXPECT_EQ(rec.regions, (std::vector<uintptr_t>{kBase + 8 * kRegion, kBase + 16 * kRegion}));
+}
+
+TEST(HugePageAdvisor, ALargerCallOverAKeptBufferAsksItsNewRegionsAtOnce) {
+  Recorder rec;
+  HugePageAdvisor advisor = rec.advisor(2);
+  // A sweep: two calls over the first two regions collapse them ...
+  advisor.noteUse(at(kBase), 2 * kRegion);
+  advisor.noteUse(at(kBase), 2 * kRegion);
+  EXPECT_EQ(rec.regions, (std::vector<uintptr_t>{kBase, kBase + kRegion}));
+  // ... so the first larger call over the same start asks the rest.
+  rec.regions.clear();
+  advisor.noteUse(at(kBase), 4 * kRegion);
+  EXPECT_EQ(rec.regions, (std::vector<uintptr_t>{kBase + 2 * kRegion, kBase + 3 * kRegion}));
+  // After that, each on its own turn only.
+  rec.regions.clear();
+  advisor.noteUse(at(kBase), 4 * kRegion);
+  EXPECT_TRUE(rec.regions.empty());
+}
+
+TEST(HugePageAdvisor, ABufferSharingOnlyAnEndRegionIsNotKept) {
+  Recorder rec;
+  HugePageAdvisor advisor = rec.advisor(2);
+  advisor.noteUse(at(kBase), kRegion);
+  advisor.noteUse(at(kBase), kRegion);
+  ASSERT_EQ(rec.regions, (std::vector<uintptr_t>{kBase}));
+  rec.regions.clear();
+  // Starts in the first quarter of the collapsed region: that region is at
+  // its end, shared with whatever lies before it.
+  advisor.noteUse(at(kBase + kRegion / 4), 2 * kRegion);
+  EXPECT_TRUE(rec.regions.empty());
+}
+
+TEST(HugePageAdvisor, AFailedRegionIsNotAKeptBuffersReason) {
+  Recorder rec;
+  rec.answer = EAGAIN;
+  HugePageAdvisor advisor = rec.advisor(2);
+  advisor.noteUse(at(kBase), kRegion);
+  advisor.noteUse(at(kBase), kRegion);
+  ASSERT_EQ(rec.asksOf(kBase), 1u);
+  advisor.noteUse(at(kBase), 2 * kRegion);  // the first region failed: not kept
+  EXPECT_EQ(rec.asksOf(kBase + kRegion), 0u);
+}
+
+TEST(HugePageAdvisor, IgnoresRangesPastTheEndOfTheAddressSpace) {
+  Recorder rec;
+  HugePageAdvisor advisor = rec.advisor(1);
+  advisor.noteUse(at(UINTPTR_MAX - kRegion / 2), kRegion);
+  advisor.noteUse(at(kBase), SIZE_MAX);
+  EXPECT_TRUE(rec.regions.empty());
+  EXPECT_EQ(advisor.trackedRegions(), 0u);
 }
 
 TEST(HugePageAdvisor, OffWhenToldOrWithoutHugePages) {
@@ -86,35 +166,15 @@ TEST(HugePageAdvisor, OffWhenToldOrWithoutHugePages) {
   EXPECT_TRUE(rec.regions.empty());
 }
 
-TEST(HugePageAdvisor, ARefusedRegionIsNotAskedAgain) {
-  Recorder rec;
-  rec.answer = EINVAL;  // e.g. MADV_NOHUGEPAGE, or a kernel without MADV_COLLAPSE
-  HugePageAdvisor advisor = rec.advisor(2);
-  for (int i = 0; i < 10; ++i) advisor.noteUse(at(kBase), kRegion);
-  EXPECT_EQ(rec.regions.size(), 1u);
-  EXPECT_EQ(advisor.stats().refused, 1u);
-  EXPECT_EQ(advisor.stats().collapsed, 0u);
-}
-
-TEST(HugePageAdvisor, AFailureForNowIsAskedAgainOnTheNextTurn) {
-  Recorder rec;
-  rec.answer = EAGAIN;  // no huge page free at the moment
-  HugePageAdvisor advisor = rec.advisor(2);
-  for (int i = 0; i < 4; ++i) advisor.noteUse(at(kBase), kRegion);
-  EXPECT_EQ(rec.regions.size(), 2u);
-  EXPECT_EQ(advisor.stats().failed, 2u);
-  rec.answer = 0;
-  advisor.noteUse(at(kBase), kRegion);
-  advisor.noteUse(at(kBase), kRegion);
-  EXPECT_EQ(advisor.stats().collapsed, 1u);
-}
-
 TEST(HugePageAdvisor, TheTableOfRegionsStaysBounded) {
   Recorder rec;
   HugePageAdvisor advisor = rec.advisor(1000);
   for (uintptr_t i = 0; i < 40000; ++i) advisor.noteUse(at(kBase + i * kRegion), kRegion);
   EXPECT_LE(advisor.trackedRegions(), 16384u);
   EXPECT_GT(advisor.trackedRegions(), 0u);
+  // A single buffer over more regions than the table holds is left alone.
+  advisor.noteUse(at(kBase), 20000 * kRegion);
+  EXPECT_LE(advisor.trackedRegions(), 16384u);
   EXPECT_TRUE(rec.regions.empty());
 }
 
