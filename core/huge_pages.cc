@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/log.h"
 
@@ -43,56 +45,84 @@ HugePageAdvisor HugePageAdvisor::forThisHost(uint32_t collapseAfter) {
   return HugePageAdvisor(collapseAfter, bytes == kMeasured ? bytes : 0, madviseCollapse);
 }
 
-void HugePageAdvisor::noteUse(const void* p, size_t bytes, const void* q, size_t qBytes) {
-  if (collapseAfter_ == 0 || regionBytes_ == 0) return;
-  // As [begin, end) ranges; one that cannot be a buffer (past the end of the
-  // address space) is dropped.
-  auto range = [](const void* at, size_t n, uintptr_t& begin, uintptr_t& end) {
-    begin = reinterpret_cast<uintptr_t>(at);
-    end = begin + n;
-    return at != nullptr && n > 0 && end > begin;
-  };
-  uintptr_t b1 = 0, e1 = 0, b2 = 0, e2 = 0;
-  const bool has1 = range(p, bytes, b1, e1);
-  const bool has2 = range(q, qBytes, b2, e2);
-  std::lock_guard lock(mutex_);
-  // Ranges less than a region apart could share one: counted as one range.
-  if (has1 && has2 && b2 < e1 + regionBytes_ && b1 < e2 + regionBytes_) {
-    noteRange(std::min(b1, b2), std::max(e1, e2));
-    return;
-  }
-  if (has1) noteRange(b1, e1);
-  if (has2) noteRange(b2, e2);
+HugePageAdvisor::Span HugePageAdvisor::spanOf(const void* at, size_t bytes) const {
+  Span span;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(at);
+  const uintptr_t end = begin + bytes;
+  const size_t half = regionBytes_ / 2;
+  // Not a buffer: empty, under half a region, or past the address space.
+  if (at == nullptr || end <= begin || end - begin < half) return span;
+  // The regions at least half inside: from the one whose second half
+  // begin does not pass to the one whose first half end reaches.
+  const uintptr_t first = (begin + half - 1) / regionBytes_;
+  const uintptr_t last = (end - half) / regionBytes_;
+  if (last < first) return span;
+  span.first = first;
+  span.count = last - first + 1;
+  // Those wholly inside.
+  const uintptr_t innerFirst = begin / regionBytes_ + (begin % regionBytes_ != 0 ? 1 : 0);
+  const uintptr_t innerEnd = end / regionBytes_;
+  span.innerFirst = innerFirst;
+  span.innerCount = innerEnd > innerFirst ? innerEnd - innerFirst : 0;
+  return span;
 }
 
-void HugePageAdvisor::noteRange(uintptr_t begin, uintptr_t end) {
-  const size_t half = regionBytes_ / 2;
-  if (end - begin < half) return;
-  // Regions at least half covered: those that start before end - half and
-  // end after begin + half.
-  const uintptr_t first = (begin + half) / regionBytes_ * regionBytes_;
-  const uintptr_t last = (end - half) / regionBytes_ * regionBytes_;  // inclusive
-  if (last < first) return;
-  const size_t count = (last - first) / regionBytes_ + 1;
+bool HugePageAdvisor::keptIn(const Span& span) const {
+  for (uintptr_t i = 0; i < span.innerCount; ++i) {
+    const auto it = regions_.find((span.innerFirst + i) * regionBytes_);
+    if (it != regions_.end() && it->second.collapsed) return true;
+  }
+  return false;
+}
+
+void HugePageAdvisor::noteUse(const void* p, size_t bytes, const void* q, size_t qBytes) {
+  if (collapseAfter_ == 0 || regionBytes_ == 0) return;
+  const Span a = spanOf(p, bytes), b = spanOf(q, qBytes);
+  std::lock_guard lock(mutex_);
+  size_t asksLeft = kMaxAsksPerCall;
+  // Buffers whose regions overlap or touch (in place, or neighbours): their
+  // regions counted once.
+  if (a.count && b.count && b.first <= a.first + a.count && a.first <= b.first + b.count) {
+    const uintptr_t first = std::min(a.first, b.first);
+    const uintptr_t end = std::max(a.first + a.count, b.first + b.count);
+    noteRegions(first, end - first, keptIn(a) || keptIn(b), asksLeft);
+    return;
+  }
+  if (a.count) noteRegions(a.first, a.count, keptIn(a), asksLeft);
+  if (b.count) noteRegions(b.first, b.count, keptIn(b), asksLeft);
+}
+
+void HugePageAdvisor::noteRegions(uintptr_t first, uintptr_t count, bool kept, size_t& asksLeft) {
   if (count > kMaxRegions) return;
   if (regions_.size() + count > kMaxRegions) regions_.clear();
-  bool kept = false;
-  for (uintptr_t start = first; start <= last && !kept; start += regionBytes_) {
-    if (start < begin || start + regionBytes_ > end) continue;  // an end region: its neighbours' too
-    const auto it = regions_.find(start);
-    kept = it != regions_.end() && it->second.collapsed;
-  }
-  for (uintptr_t start = first; start <= last; start += regionBytes_) {
+  // Regions never asked go first, so that asking again the ones that are
+  // huge already cannot keep them waiting past the call's share.
+  std::vector<std::pair<uintptr_t, Region*>> again;
+  for (uintptr_t i = 0; i < count; ++i) {
+    const uintptr_t start = (first + i) * regionBytes_;
     Region& r = regions_[start];
-    ++r.uses;
-    if (r.wait == 0 ? (kept || r.uses >= collapseAfter_) : r.uses >= r.wait) ask(start, r);
+    if (r.uses < UINT32_MAX) ++r.uses;
+    if (r.wait == 0 ? (kept || r.uses >= collapseAfter_) : r.uses >= r.wait) {
+      if (r.wait != 0) {
+        again.emplace_back(start, &r);
+      } else if (asksLeft > 0) {
+        --asksLeft;
+        ask(start, r);
+      }
+    }
+  }
+  // Past the call's share, a due region waits for the next call.
+  for (const auto& [start, r] : again) {
+    if (asksLeft == 0) break;
+    --asksLeft;
+    ask(start, *r);
   }
 }
 
 void HugePageAdvisor::ask(uintptr_t start, Region& region) {
-  const uint32_t maxWait = collapseAfter_ * kMaxWaitFactor;
-  const uint32_t wait = region.wait == 0 ? collapseAfter_ : region.wait;
-  region.wait = wait >= maxWait / 2 ? maxWait : wait * 2;
+  const uint64_t maxWait = std::min<uint64_t>(uint64_t{collapseAfter_} * kMaxWaitFactor, UINT32_MAX);
+  const uint64_t wait = region.wait == 0 ? collapseAfter_ : region.wait;
+  region.wait = static_cast<uint32_t>(std::min(wait * 2, maxWait));
   region.uses = 0;
   const auto began = std::chrono::steady_clock::now();
   const int err = collapse_(reinterpret_cast<void*>(start), regionBytes_);

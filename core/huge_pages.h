@@ -22,7 +22,8 @@
 // pages, no free huge page) costs less and less. A buffer with a region
 // wholly inside it collapsed already is one a loop keeps using, so its
 // regions never asked yet are asked at once: a larger call over the same
-// allocation, as in a sweep of sizes, gains from its first call.
+// allocation, as in a sweep of sizes, gains from its first call. One call
+// asks at most 32 regions (about 25 ms); the others wait for the next call.
 #pragma once
 
 #include <cstddef>
@@ -48,8 +49,9 @@ class HugePageAdvisor {
   static HugePageAdvisor forThisHost(uint32_t collapseAfter);
 
   // A call used [p, p + bytes) and [q, q + qBytes) (either may be empty):
-  // one more use of each region at least half covered by one of them (once,
-  // where they overlap), and an ask of those whose turn it is.
+  // one more use of each region at least half inside one of them (once where
+  // their regions overlap), and an ask of those whose turn it is, at most
+  // 32 in one call.
   void noteUse(const void* p, size_t bytes, const void* q = nullptr, size_t qBytes = 0);
 
   struct Stats {
@@ -66,12 +68,23 @@ class HugePageAdvisor {
     uint32_t wait = 0;       // uses between asks; 0 until the first ask
     bool collapsed = false;  // the kernel accepted the last ask
   };
+  // A buffer's regions, as region numbers (address / regionBytes): those at
+  // least half inside, and those wholly inside.
+  struct Span {
+    uintptr_t first = 0, count = 0;
+    uintptr_t innerFirst = 0, innerCount = 0;
+  };
   static constexpr uint32_t kMaxWaitFactor = 64;
   // Bounds the table: past this many regions the counts start over, and
   // buffers that touch more are left alone.
   static constexpr size_t kMaxRegions = 16384;
+  // Bounds one call's stall (about 0.6-0.9 ms an ask); the rest wait for
+  // the next call.
+  static constexpr size_t kMaxAsksPerCall = 32;
 
-  void noteRange(uintptr_t begin, uintptr_t end);
+  Span spanOf(const void* at, size_t bytes) const;
+  bool keptIn(const Span& span) const;  // a region wholly inside is collapsed
+  void noteRegions(uintptr_t first, uintptr_t count, bool kept, size_t& asksLeft);
   void ask(uintptr_t start, Region& region);
 
   uint32_t collapseAfter_;

@@ -96,7 +96,7 @@ constexpr std::array kParams = {
     ParamSpec{"HCL_HUGE_PAGES_AFTER", Int, "16",
               "Host buffers of the direct algorithms: each 2 MiB region at least half inside one is "
               "collapsed into a transparent huge page once this many calls used it, then asked again "
-              "after twice as many uses each time (0: never)",
+              "after twice as many uses each time, up to 64 times this many (0: never)",
               nullptr, 0, 1 << 20},
     ParamSpec{"HCL_ALGO", String, "", "Collective algorithm override", "NCCL_ALGO"},
     ParamSpec{"HCL_WINDOW_STAGING", Int, "-1",

@@ -36,8 +36,8 @@ struct Recorder {
 TEST(HugePageAdvisor, AsksEveryRegionAtLeastHalfCoveredOnItsTurn) {
   Recorder rec;
   HugePageAdvisor advisor = rec.advisor(3);
-  // Covers the first region but for 4 KiB, the second wholly, the third by
-  // half, and a quarter of the fourth.
+  // Covers the first region but for 4 KiB, the second and third wholly, and
+  // a quarter of the fourth.
   const void* p = at(kBase + 4096);
   const size_t bytes = 3 * kRegion + kRegion / 4 - 4096;
   advisor.noteUse(p, bytes);
@@ -46,6 +46,13 @@ TEST(HugePageAdvisor, AsksEveryRegionAtLeastHalfCoveredOnItsTurn) {
   advisor.noteUse(p, bytes);
   EXPECT_EQ(rec.regions, (std::vector<uintptr_t>{kBase, kBase + kRegion, kBase + 2 * kRegion}));
   EXPECT_EQ(advisor.stats().collapsed, 3u);
+}
+
+TEST(HugePageAdvisor, ExactlyHalfCountsAtEitherEnd) {
+  Recorder rec;
+  HugePageAdvisor advisor = rec.advisor(1);
+  advisor.noteUse(at(kBase + kRegion / 2), kRegion);  // the second half of one, the first half of the next
+  EXPECT_EQ(rec.regions, (std::vector<uintptr_t>{kBase, kBase + kRegion}));
 }
 
 TEST(HugePageAdvisor, ABufferUnderHalfOfEveryRegionItTouchesIsLeftAlone) {
@@ -95,6 +102,14 @@ TEST(HugePageAdvisor, OverlappingSendAndReceiveCountOnce) {
   EXPECT_TRUE(rec.regions.empty());
   advisor.noteUse(at(kBase + kRegion), kRegion, at(kBase), 4 * kRegion);
   EXPECT_EQ(rec.regions, (std::vector<uintptr_t>{kBase, kBase + kRegion, kBase + 2 * kRegion, kBase + 3 * kRegion}));
+  // Less than a region apart but sharing none: each counts its own, and the
+  // region between them (a tenth inside either) is not asked.
+  rec.regions.clear();
+  const uintptr_t gap = kBase + 32 * kRegion;
+  for (int i = 0; i < 2; ++i) {
+    advisor.noteUse(at(gap + 2 * kRegion - kRegion / 20), kRegion + kRegion / 10, at(gap), kRegion + kRegion / 20);
+  }
+  EXPECT_EQ(rec.regions, (std::vector<uintptr_t>{gap + 2 * kRegion, gap}));
   // Apart, each counts its own regions.
   rec.regions.clear();
   advisor.noteUse(at(kBase + 8 * kRegion), kRegion, at(kBase + 16 * kRegion), kRegion);
@@ -150,6 +165,35 @@ TEST(HugePageAdvisor, IgnoresRangesPastTheEndOfTheAddressSpace) {
   advisor.noteUse(at(kBase), SIZE_MAX);
   EXPECT_TRUE(rec.regions.empty());
   EXPECT_EQ(advisor.trackedRegions(), 0u);
+  // Up to the last byte: the top region, and nothing past it.
+  const uintptr_t top = UINTPTR_MAX / kRegion * kRegion;
+  advisor.noteUse(at(top - kRegion / 4), kRegion / 4 + kRegion - 1);
+  EXPECT_EQ(rec.regions, (std::vector<uintptr_t>{top}));
+  EXPECT_EQ(advisor.trackedRegions(), 1u);
+}
+
+TEST(HugePageAdvisor, OneCallAsksAtMostThirtyTwoRegionsNeverAskedOnesFirst) {
+  Recorder rec;
+  HugePageAdvisor advisor = rec.advisor(1);
+  std::vector<size_t> asks;
+  for (int call = 0; call < 4; ++call) {
+    const size_t before = rec.regions.size();
+    advisor.noteUse(at(kBase), 100 * kRegion);
+    asks.push_back(rec.regions.size() - before);
+  }
+  EXPECT_EQ(asks, (std::vector<size_t>{32, 32, 32, 32}));
+  // The first 100 asks reached every region once, although the first 32
+  // were due again from the third call.
+  std::vector<uintptr_t> firstAsks(rec.regions.begin(), rec.regions.begin() + 100);
+  std::sort(firstAsks.begin(), firstAsks.end());
+  EXPECT_EQ(std::unique(firstAsks.begin(), firstAsks.end()), firstAsks.end()) << "a region asked twice before all were";
+}
+
+TEST(HugePageAdvisor, TheLargestWaitFitsForAnyCount) {
+  Recorder rec;
+  HugePageAdvisor advisor = rec.advisor(UINT32_MAX / 2);
+  advisor.noteUse(at(kBase), kRegion);
+  EXPECT_TRUE(rec.regions.empty());
 }
 
 TEST(HugePageAdvisor, OffWhenToldOrWithoutHugePages) {
