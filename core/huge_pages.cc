@@ -2,9 +2,9 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -56,7 +56,8 @@ HugePageAdvisor::Span HugePageAdvisor::spanOf(const void* at, size_t bytes) cons
   // begin does not pass to the one whose first half end reaches.
   const uintptr_t first = (begin + half - 1) / regionBytes_;
   const uintptr_t last = (end - half) / regionBytes_;
-  if (last < first) return span;
+  // None, or more than the table holds: left alone.
+  if (last < first || last - first >= kMaxRegions) return span;
   span.first = first;
   span.count = last - first + 1;
   // Those wholly inside.
@@ -78,6 +79,7 @@ bool HugePageAdvisor::keptIn(const Span& span) const {
 void HugePageAdvisor::noteUse(const void* p, size_t bytes, const void* q, size_t qBytes) {
   if (collapseAfter_ == 0 || regionBytes_ == 0) return;
   const Span a = spanOf(p, bytes), b = spanOf(q, qBytes);
+  if (a.count == 0 && b.count == 0) return;  // small messages: no lock
   std::lock_guard lock(mutex_);
   size_t asksLeft = kMaxAsksPerCall;
   // Buffers whose regions overlap or touch (in place, or neighbours): their

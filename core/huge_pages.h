@@ -59,7 +59,6 @@ class HugePageAdvisor {
     uint64_t failed = 0;     // asks it did not
   };
   Stats stats() const;
-  size_t regionBytes() const { return regionBytes_; }
   size_t trackedRegions() const;
 
  private:
