@@ -128,6 +128,10 @@ int main(int argc, char** argv) {
   const int nranks = std::max(1, argc > 5 ? std::atoi(argv[5]) : 2);
   const bool sim = device.rfind("sim", 0) == 0;
   if (sim) setenv("HCL_SIM_COPY_GBPS", std::to_string(static_cast<int>(simGbps)).c_str(), 1);
+  // The ranks are threads on one GPU: each stream needs a hardware queue of
+  // its own (devices.md, "What ran where"). Before the first CUDA call; a
+  // value the caller set is kept.
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 
   CopyTimes copy{};
   if (sim) {

@@ -9,7 +9,9 @@
 namespace hcl::tcp {
 namespace {
 
-Status openOne(asio::io_context& io, const NetInterface& itf, std::unique_ptr<TcpListener>& out) {
+// `refused`: why the kernel refused HCL_TCP_CONGESTION here, if it did.
+Status openOne(asio::io_context& io, const NetInterface& itf, std::unique_ptr<TcpListener>& out,
+               std::string& refused) {
   asio::error_code ec;
   const asio::ip::address ip = asio::ip::make_address(itf.ip, ec);
   if (ec) return systemError(fmt::format("bad address '{}': {}", itf.ip, ec.message()));
@@ -22,13 +24,12 @@ Status openOne(asio::io_context& io, const NetInterface& itf, std::unique_ptr<Tc
   // Accepted sockets inherit the algorithm (tcp_socket_util.h).
   listener->congestionSetting = paramString("HCL_TCP_CONGESTION");
   listener->kernelCongestion = congestionInUse(acceptor.native_handle());
-  std::string refused;
   if (!applyCongestionControl(acceptor.native_handle(),
                               congestionCandidates(listener->congestionSetting, true), &refused) &&
       !congestionIsAuto(listener->congestionSetting)) {
     listener->congestionRefused = true;
-    log::warn(log::Net, "HCL_TCP_CONGESTION={} refused on the listener on {} ({}); using {}",
-              listener->congestionSetting, itf.name, refused, listener->kernelCongestion);
+  } else {
+    refused.clear();
   }
   acceptor.bind(endpoint, ec);
   if (ec) return systemError("bind: " + ec.message());
@@ -54,9 +55,15 @@ Status openListeners(int rank, asio::io_context& io, const std::vector<NetInterf
         rank, paramString("HCL_SOCKET_IFNAME"), paramString("HCL_SOCKET_FAMILY")));
   }
   std::string failures;
+  std::string refusedOn;  // one warning per rank, however many addresses an interface has
   for (const NetInterface& itf : interfaces) {
     std::unique_ptr<TcpListener> listener;
-    Status status = openOne(io, itf, listener);
+    std::string refused;
+    Status status = openOne(io, itf, listener, refused);
+    if (!refused.empty()) {
+      refusedOn += fmt::format("{}{} ({}): {}, using {}", refusedOn.empty() ? "" : "; ", itf.name, itf.ip, refused,
+                               listener ? listener->kernelCongestion : std::string("the default"));
+    }
     if (!status.ok()) {
       log::warn(log::Net, "rank {}: cannot listen on {} ({}): {}", rank, itf.name, itf.ip,
                 status.message());
@@ -67,6 +74,10 @@ Status openListeners(int rank, asio::io_context& io, const std::vector<NetInterf
     log::info(log::Net, "rank {}: listening on tcp {} via {}", rank,
               formatHostPort(listener->address.ip, listener->address.port), itf.name);
     out.push_back(std::move(listener));
+  }
+  if (!refusedOn.empty()) {
+    log::warn(log::Net, "rank {}: HCL_TCP_CONGESTION={} refused on the listeners on {}", rank,
+              paramString("HCL_TCP_CONGESTION"), refusedOn);
   }
   if (out.empty())
     return systemError(fmt::format("rank {}: could not open a TCP listener: {}", rank, failures));

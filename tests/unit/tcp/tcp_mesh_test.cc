@@ -1,4 +1,6 @@
 // Connection setup: full meshes, strangers on the listener, missing peers, abort.
+#include <sys/socket.h>
+
 #include <asio/connect.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
@@ -7,11 +9,13 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "core/log.h"
 #include "tests/unit/params/test_env.h"
 #include "tcp_mesh_support.h"
 #include "transports/tcp/tcp_hello.h"
+#include "transports/tcp/tcp_listener.h"
 
 namespace hcl::test {
 namespace {
@@ -180,30 +184,65 @@ TEST_F(TcpTest, AbortFlagEndsAPendingSetup) {
   }
 }
 
-// A refused HCL_TCP_CONGESTION is one warning per rank, from its listener;
-// the links that meet the same refusal log it at INFO.
-TEST_F(TcpTest, RefusedCongestionSettingWarnsOncePerRank) {
+// Warnings logged while `body` runs with HCL_TCP_CONGESTION refused, and
+// how many of them name the refusal.
+template <typename Body>
+std::pair<std::string, int> logWithRefusedCongestion(Body body) {
   ScratchDir dir;
   const std::string logPath = dir.file("hcl.log");
   ::setenv("HCL_TCP_CONGESTION", "no-such-algorithm", 1);
   ::setenv("HCL_DEBUG", "WARN", 1);
   ::setenv("HCL_DEBUG_FILE", logPath.c_str(), 1);
   log::reset();
-  constexpr int kRanks = 4;
-  MeshSpec mesh(kRanks);
-  runMesh(mesh, [&](int rank, RankSide& side, std::barrier<>&) { checkRouting(mesh, rank, side); });
+  body();
   ::unsetenv("HCL_TCP_CONGESTION");
   ::unsetenv("HCL_DEBUG");
   ::unsetenv("HCL_DEBUG_FILE");
   log::reset();  // closes the file
   const std::string text = readFile(logPath);
-  int warnings = 0;
+  int refusals = 0;
   for (size_t at = 0; (at = text.find("HCL_TCP_CONGESTION=no-such-algorithm refused", at)) != std::string::npos;
        ++at) {
-    ++warnings;
+    ++refusals;
   }
+  return {text, refusals};
+}
+
+// A refused HCL_TCP_CONGESTION is one warning per rank, from its listener;
+// the links that meet the same refusal log it at INFO.
+TEST_F(TcpTest, RefusedCongestionSettingWarnsOncePerRank) {
+  constexpr int kRanks = 4;
+  const auto [text, warnings] = logWithRefusedCongestion([&] {
+    MeshSpec mesh(kRanks);
+    runMesh(mesh, [&](int rank, RankSide& side, std::barrier<>&) { checkRouting(mesh, rank, side); });
+  });
   EXPECT_EQ(warnings, kRanks) << text;
   EXPECT_EQ(text.find("refused on the link"), std::string::npos) << text;
+}
+
+// An interface with several addresses gets a listener per address; the
+// refusal is still one warning, naming each of them.
+TEST(TcpListeners, RefusedCongestionOnSeveralAddressesWarnsOnce) {
+  std::vector<NetInterface> interfaces(2);
+  for (size_t i = 0; i < interfaces.size(); ++i) {
+    interfaces[i].name = "lo";
+    interfaces[i].ip = "127.0.0." + std::to_string(i + 1);
+    interfaces[i].family = AF_INET;
+    interfaces[i].prefixLen = 8;
+    interfaces[i].loopback = true;
+  }
+  asio::io_context io;
+  std::vector<std::unique_ptr<tcp::TcpListener>> listeners;
+  Status status;
+  const auto [text, warnings] =
+      logWithRefusedCongestion([&] { status = tcp::openListeners(3, io, interfaces, listeners); });
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_EQ(listeners.size(), 2u);
+  for (const auto& l : listeners) EXPECT_TRUE(l->congestionRefused);
+  EXPECT_EQ(warnings, 1) << text;
+  EXPECT_NE(text.find("rank 3: HCL_TCP_CONGESTION=no-such-algorithm refused"), std::string::npos) << text;
+  EXPECT_NE(text.find("lo (127.0.0.1)"), std::string::npos) << text;
+  EXPECT_NE(text.find("lo (127.0.0.2)"), std::string::npos) << text;
 }
 
 }  // namespace
