@@ -41,6 +41,11 @@ struct Call {
   bool streamDst = false, streamDst2 = false;
 };
 
+// spec's PreMulSum scalar and Avg divisor in fp32, as the fused kernels and
+// reduce_narrow.cc's chunked path both apply them.
+inline float scalarOf(const ReduceSpec& spec) { return static_cast<float>(spec.scalarFloat); }
+inline float divisorOf(const ReduceSpec& spec) { return static_cast<float>(spec.nranks < 1 ? 1 : spec.nranks); }
+
 // A Call of spec's type and operator; reduceTwice's destinations and stores
 // are set on it afterwards.
 inline Call callFor(void* dst, Form dstForm, const void* a, Form aForm, const void* b, Form bForm, size_t count,
@@ -54,8 +59,8 @@ inline Call callFor(void* dst, Form dstForm, const void* a, Form aForm, const vo
           .count = count,
           .type = spec.type,
           .kind = spec.kind,
-          .scalar = static_cast<float>(spec.scalarFloat),
-          .nranks = static_cast<float>(spec.nranks < 1 ? 1 : spec.nranks)};
+          .scalar = scalarOf(spec),
+          .nranks = divisorOf(spec)};
 }
 
 // Each returns how many leading elements it handled: a multiple of its vector

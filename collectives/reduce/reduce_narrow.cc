@@ -34,8 +34,8 @@ NarrowParams makeParams(const ReduceSpec& spec) {
           dataTypeSize(spec.type),
           spec.kind == ReduceKind::PreMulSum,
           spec.kind == ReduceKind::Avg,
-          static_cast<float>(spec.scalarFloat),
-          static_cast<float>(spec.nranks < 1 ? 1 : spec.nranks)};
+          narrow_simd::scalarOf(spec),
+          narrow_simd::divisorOf(spec)};
 }
 
 HCL_ISA_CLONES void multiplyBy(float* __restrict x, size_t n, float s) {
