@@ -4,12 +4,15 @@
 # staged-path and PyTorch benchmarks. Every log goes to one folder, for the
 # tables in docs/devices.md and docs/performance.md.
 #
-#   bash tools/gpu_checks.sh [tests|staged|bench|all] [OUT_DIR]
+#   bash tools/gpu_checks.sh [tests|staged|bench|memcheck|all] [OUT_DIR]
 #
 # tests: `ctest -L gpu` twice (IPC, then staged); staged: hcl_staged_bench
 # at 64 and 256 MiB on 2 and 4 ranks; bench: that and
-# tools/bench/torch_allreduce_bench.py where PyTorch is installed; all (the
-# default): tests and bench. The benchmarks are skipped, saying so, where
+# tools/bench/torch_allreduce_bench.py where PyTorch is installed; memcheck:
+# compute-sanitizer's memcheck over the kernels and the staged path (not the
+# IPC path, whose kernels read memory mapped after their launch, which
+# memcheck reports as out of bounds: devices.md); all (the default): tests
+# and bench. The benchmarks are skipped, saying so, where
 # neither nvidia-smi nor rocm-smi sees a GPU. HCL_BUILD_DIR names
 # the build (default build); OUT_DIR defaults to $HCL_BUILD_DIR/gpu-checks.
 # Exits 1 if a test failed or a benchmark did not finish, 0 otherwise.
@@ -19,8 +22,8 @@ what="${1:-all}"
 build="${HCL_BUILD_DIR:-build}"
 out="${2:-$build/gpu-checks}"
 case "$what" in
-  tests | staged | bench | all) ;;
-  *) echo "usage: $0 [tests|staged|bench|all] [OUT_DIR]" >&2; exit 2 ;;
+  tests | staged | bench | memcheck | all) ;;
+  *) echo "usage: $0 [tests|staged|bench|memcheck|all] [OUT_DIR]" >&2; exit 2 ;;
 esac
 if [[ ! -f "$build/CTestTestfile.cmake" ]]; then
   echo "gpu_checks: no build in '$build' (run tools/build.sh, or set HCL_BUILD_DIR)" >&2
@@ -94,8 +97,22 @@ run_torch() {
   done
 }
 
+run_memcheck() {
+  local sanitizer
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  if [[ ! -x "$sanitizer" || -z "$(gpu_vendor)" ]]; then
+    echo "== memcheck: skipped (needs compute-sanitizer and an NVIDIA GPU)"
+    return
+  fi
+  local check=("$sanitizer" --tool memcheck --target-processes all --error-exitcode 9)
+  step memcheck-device timeout 600 "${check[@]}" "$build/tests/gpu/gpu_device_test_cuda"
+  step memcheck-staged timeout 600 "${check[@]}" "$build/tests/gpu/gpu_comm_test" \
+    "--gtest_filter=*Staged*/cuda:*Mix*/cuda:*Reports*/cuda"
+}
+
 case "$what" in
   tests) run_tests ;;
+  memcheck) run_memcheck ;;
   staged) run_staged ;;
   bench) run_staged; run_torch ;;
   all) run_tests; run_staged; run_torch ;;
