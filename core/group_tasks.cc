@@ -1,6 +1,9 @@
 #include "core/group_tasks.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
 
 #include "collectives/algorithms/p2p.h"
 #include "core/ipc_run.h"
@@ -15,14 +18,44 @@ CommTask::Maker collectiveMaker(PendingOp op) {
 }
 
 // A launch's point-to-point calls as transfers. Device buffers get pinned
-// stand-ins, laid end to end in one block; host buffers are used as they are.
+// stand-ins, laid end to end in one block; host buffers are used as they are,
+// except a send that a receive of the same launch writes over (one buffer
+// exchanged in place, as MPI_Sendrecv_replace does): peers may read a send
+// at any point of the launch, so it is sent from a copy taken at its start.
 struct P2PLayout {
   static constexpr size_t kHost = SIZE_MAX;
+  static constexpr size_t kNoCopy = SIZE_MAX;
   std::vector<P2PCall> calls;
   std::vector<void*> user;      // each call's own buffer
   std::vector<size_t> standIn;  // its stand-in's offset in the block, or kHost
   size_t standInBytes = 0;
+  std::vector<size_t> copyAt;  // a send's copy's offset in the copies, or kNoCopy
+  size_t copyBytes = 0;
 };
+
+size_t roundUp64(size_t v) { return (v + 63) / 64 * 64; }
+
+bool overlap(const void* a, size_t aBytes, const void* b, size_t bBytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return x < y + bBytes && y < x + aBytes;
+}
+
+// Marks the host sends that a host receive of the layout overlaps.
+void copySendsReceivesOverwrite(P2PLayout& l) {
+  l.copyAt.assign(l.calls.size(), P2PLayout::kNoCopy);
+  auto onHost = [&](size_t i) { return l.calls[i].bytes > 0 && l.standIn[i] == P2PLayout::kHost; };
+  for (size_t s = 0; s < l.calls.size(); ++s) {
+    if (!l.calls[s].isSend || !onHost(s)) continue;
+    for (size_t r = 0; r < l.calls.size(); ++r) {
+      if (l.calls[r].isSend || !onHost(r) || !overlap(l.user[s], l.calls[s].bytes, l.user[r], l.calls[r].bytes)) {
+        continue;
+      }
+      l.copyAt[s] = l.copyBytes;
+      l.copyBytes += roundUp64(l.calls[s].bytes);
+      break;
+    }
+  }
+}
 
 P2PLayout p2pLayout(Communicator& comm, const std::vector<PendingOp>& ops) {
   P2PLayout l;
@@ -35,23 +68,53 @@ P2PLayout p2pLayout(Communicator& comm, const std::vector<PendingOp>& ops) {
     void* user = op.isSend ? const_cast<void*>(op.send) : op.recv;
     if (c.bytes > 0 && comm.device().isDeviceMemory(user)) {
       l.standIn.push_back(l.standInBytes);
-      l.standInBytes += (c.bytes + 63) / 64 * 64;
+      l.standInBytes += roundUp64(c.bytes);
     } else {
       l.standIn.push_back(P2PLayout::kHost);
     }
     l.user.push_back(user);
     l.calls.push_back(c);
   }
+  copySendsReceivesOverwrite(l);
   return l;
 }
 
-// The buffers the transfers use, with the stand-in block at `base`.
-RunBuffers p2pBuffers(const P2PLayout& l, std::byte* base) {
+// The buffers the transfers use, with the stand-in block at `base` and the
+// sends' copies at `copies`.
+RunBuffers p2pBuffers(const P2PLayout& l, std::byte* base, std::byte* copies) {
   RunBuffers buffers;
   for (size_t i = 0; i < l.calls.size(); ++i) {
-    buffers.user.push_back(l.standIn[i] == P2PLayout::kHost ? l.user[i] : base + l.standIn[i]);
+    if (l.standIn[i] != P2PLayout::kHost) {
+      buffers.user.push_back(base + l.standIn[i]);
+    } else if (l.copyAt[i] != P2PLayout::kNoCopy) {
+      buffers.user.push_back(copies + l.copyAt[i]);
+    } else {
+      buffers.user.push_back(l.user[i]);
+    }
   }
   return buffers;
+}
+
+// A run that owns the copies its transfers send from.
+class RunOverCopies final : public OpRun {
+ public:
+  RunOverCopies(std::unique_ptr<std::byte[]> copies, std::unique_ptr<OpRun> inner)
+      : copies_(std::move(copies)), inner_(std::move(inner)) {}
+  Status advance(bool* done, bool* progressed) override { return inner_->advance(done, progressed); }
+  int waitingOn() const override { return inner_->waitingOn(); }
+
+ private:
+  std::unique_ptr<std::byte[]> copies_;
+  std::unique_ptr<OpRun> inner_;  // last: it goes before the memory it sends from
+};
+
+std::unique_ptr<std::byte[]> copySends(const P2PLayout& l) {
+  if (l.copyBytes == 0) return nullptr;
+  auto copies = std::make_unique_for_overwrite<std::byte[]>(l.copyBytes);
+  for (size_t i = 0; i < l.calls.size(); ++i) {
+    if (l.copyAt[i] != P2PLayout::kNoCopy) std::memcpy(copies.get() + l.copyAt[i], l.user[i], l.calls[i].bytes);
+  }
+  return copies;
 }
 
 Status p2pScheduleFor(Communicator& comm, const P2PLayout& l, Schedule& schedule) {
@@ -66,8 +129,17 @@ CommTask::Maker p2pMaker(std::vector<PendingOp> ops) {
     const P2PLayout layout = p2pLayout(comm, ops);
     Schedule schedule;
     HCL_TRY(p2pScheduleFor(comm, layout, schedule));
+    std::unique_ptr<std::byte[]> copies = copySends(layout);
+    auto finish = [&](std::unique_ptr<OpRun> run) {
+      out.set(copies ? std::make_unique<RunOverCopies>(std::move(copies), std::move(run)) : std::move(run));
+    };
     if (layout.standInBytes == 0) {
-      out.emplaceSchedule(comm, std::move(schedule), p2pBuffers(layout, nullptr), ReduceSpec{});
+      if (!copies) {
+        out.emplaceSchedule(comm, std::move(schedule), p2pBuffers(layout, nullptr, nullptr), ReduceSpec{});
+        return {};
+      }
+      RunBuffers buffers = p2pBuffers(layout, nullptr, copies.get());
+      finish(std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), ReduceSpec{}));
       return {};
     }
     StagingArea* area = nullptr;
@@ -79,10 +151,11 @@ CommTask::Maker p2pMaker(std::vector<PendingOp> ops) {
       if (layout.standIn[i] == P2PLayout::kHost) continue;
       staged.push_back({layout.user[i], base + layout.standIn[i], layout.calls[i].bytes, layout.calls[i].isSend});
     }
-    auto inner = std::make_unique<ScheduleRun>(comm, std::move(schedule), p2pBuffers(layout, base), ReduceSpec{});
+    auto inner =
+        std::make_unique<ScheduleRun>(comm, std::move(schedule), p2pBuffers(layout, base, copies.get()), ReduceSpec{});
     auto run = std::make_unique<StagedP2PRun>(*area, std::move(staged), std::move(inner));
     HCL_TRY(run->begin());
-    out.set(std::move(run));
+    finish(std::move(run));
     return {};
   };
 }

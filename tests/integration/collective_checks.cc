@@ -223,17 +223,19 @@ int checkDataMovement(hclComm_t comm, hclDataType_t t, size_t count, bool inPlac
     auto want = pattern(root, block, static_cast<size_t>(rank) * block);
     failures += compareBytes(("scatter" + where).c_str(), got, want.data(), block, es, t, count);
   }
-  {  // Send/Recv ring shift inside a group
+  {  // Send/Recv ring shift inside a group; in place, one buffer is both sent and received into
     std::vector<uint8_t> send = pattern(rank, block), recv(block, 0xEE);
     Mirror sendM(comm, send), recvM(comm, recv);
+    Mirror& intoM = inPlace ? sendM : recvM;
     const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
     RANK_HCL(hclGroupStart());
     RANK_HCL(hclSend(sendM.at(), count, t, next, comm, nullptr));
-    RANK_HCL(hclRecv(recvM.at(), count, t, prev, comm, nullptr));
+    RANK_HCL(hclRecv(intoM.at(), count, t, prev, comm, nullptr));
     RANK_HCL(hclGroupEnd());
-    recvM.pull();
+    intoM.pull();
     auto want = pattern(prev, block);
-    failures += compareBytes(("sendrecv" + where).c_str(), recv.data(), want.data(), block, es, t, count);
+    failures += compareBytes(("sendrecv" + where).c_str(), inPlace ? send.data() : recv.data(), want.data(), block,
+                             es, t, count);
   }
   return failures;
 }
