@@ -547,6 +547,35 @@ TEST_P(DevicePathTest, MixedGroupOnANativeStreamWithOneHardwareQueue) {
   });
 }
 
+// One device buffer sent to the peer and received into in one group, on a
+// native stream (the launch's stand-ins for one buffer are one): each rank
+// ends with the peer's data, as MPI_Sendrecv_replace gives.
+TEST_P(DevicePathTest, SendRecvExchangeInPlaceOnANativeStream) {
+  onOneNativeStream([&](int r, hclComm_t comm, hcl::sim::NativeStream& native, hclStream_t stream) -> int {
+    const size_t count = 30000;
+    void* buf = nullptr;
+    if (hclCommMemAlloc(comm, &buf, count * sizeof(float)) != hclSuccess) return 2;
+    std::vector<float> mine(count), seen(count, -1.0f);
+    for (size_t i = 0; i < count; ++i) mine[i] = static_cast<float>(r * 100000 + i);
+    native.launch([&] { hclCommMemcpy(comm, buf, mine.data(), count * sizeof(float)); });
+    if (hclGroupStart() != hclSuccess) return 3;
+    if (hclSend(buf, count, hclFloat, 1 - r, comm, stream) != hclSuccess) return 4;
+    if (hclRecv(buf, count, hclFloat, 1 - r, comm, stream) != hclSuccess) return 5;
+    if (!groupEnded(comm, r)) return 6;
+    native.launch([&] { hclCommMemcpy(comm, seen.data(), buf, count * sizeof(float)); });
+    if (!drained(native, stream, comm, r)) return 7;
+    for (size_t i = 0; i < count; ++i) {
+      const float want = static_cast<float>((1 - r) * 100000 + i);
+      if (seen[i] != want) {
+        std::fprintf(stderr, "rank %d element %zu: %f, want %f\n", r, i, seen[i], want);
+        return 8;
+      }
+    }
+    hclCommMemFree(comm, buf);
+    return 0;
+  });
+}
+
 // A group whose later collective reads what an earlier one wrote, with a
 // send/recv exchange, on one native stream with one hardware queue:
 // y = allreduce(x), then z = pre-multiplied sum of y with each rank's
