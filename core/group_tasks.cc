@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "collectives/algorithms/p2p.h"
 #include "core/ipc_run.h"
@@ -35,25 +36,31 @@ struct P2PLayout {
 
 size_t roundUp64(size_t v) { return (v + 63) / 64 * 64; }
 
-bool overlap(const void* a, size_t aBytes, const void* b, size_t bBytes) {
-  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return x < y + bBytes && y < x + aBytes;
-}
-
-// Marks the host sends that a host receive of the layout overlaps.
+// Marks the host sends that a host receive of the layout overlaps. Sorted
+// receives and the furthest end among each prefix of them answer each send
+// in log time: a group may hold a send and a receive for every peer.
 void copySendsReceivesOverwrite(P2PLayout& l) {
   l.copyAt.assign(l.calls.size(), P2PLayout::kNoCopy);
   auto onHost = [&](size_t i) { return l.calls[i].bytes > 0 && l.standIn[i] == P2PLayout::kHost; };
+  auto begin = [&](size_t i) { return reinterpret_cast<uintptr_t>(l.user[i]); };
+  std::vector<std::pair<uintptr_t, uintptr_t>> recvs;  // [begin, end), by begin
+  for (size_t i = 0; i < l.calls.size(); ++i) {
+    if (!l.calls[i].isSend && onHost(i)) recvs.emplace_back(begin(i), begin(i) + l.calls[i].bytes);
+  }
+  if (recvs.empty()) return;
+  std::sort(recvs.begin(), recvs.end());
+  std::vector<uintptr_t> furthestEnd(recvs.size());
+  for (size_t k = 0; k < recvs.size(); ++k) {
+    furthestEnd[k] = std::max(recvs[k].second, k ? furthestEnd[k - 1] : 0);
+  }
   for (size_t s = 0; s < l.calls.size(); ++s) {
     if (!l.calls[s].isSend || !onHost(s)) continue;
-    for (size_t r = 0; r < l.calls.size(); ++r) {
-      if (l.calls[r].isSend || !onHost(r) || !overlap(l.user[s], l.calls[s].bytes, l.user[r], l.calls[r].bytes)) {
-        continue;
-      }
-      l.copyAt[s] = l.copyBytes;
-      l.copyBytes += roundUp64(l.calls[s].bytes);
-      break;
-    }
+    const uintptr_t from = begin(s), to = from + l.calls[s].bytes;
+    // The receives that start before this send ends; one of them reaches past its start?
+    const auto starting = std::lower_bound(recvs.begin(), recvs.end(), std::make_pair(to, uintptr_t{0}));
+    if (starting == recvs.begin() || furthestEnd[static_cast<size_t>(starting - recvs.begin()) - 1] <= from) continue;
+    l.copyAt[s] = l.copyBytes;
+    l.copyBytes += roundUp64(l.calls[s].bytes);
   }
 }
 
