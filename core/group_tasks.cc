@@ -137,32 +137,31 @@ CommTask::Maker p2pMaker(std::vector<PendingOp> ops) {
     Schedule schedule;
     HCL_TRY(p2pScheduleFor(comm, layout, schedule));
     std::unique_ptr<std::byte[]> copies = copySends(layout);
-    auto finish = [&](std::unique_ptr<OpRun> run) {
-      out.set(copies ? std::make_unique<RunOverCopies>(std::move(copies), std::move(run)) : std::move(run));
-    };
-    if (layout.standInBytes == 0) {
-      if (!copies) {
-        out.emplaceSchedule(comm, std::move(schedule), p2pBuffers(layout, nullptr, nullptr), ReduceSpec{});
-        return {};
-      }
-      RunBuffers buffers = p2pBuffers(layout, nullptr, copies.get());
-      finish(std::make_unique<ScheduleRun>(comm, std::move(schedule), std::move(buffers), ReduceSpec{}));
+    if (layout.standInBytes == 0 && !copies) {
+      out.emplaceSchedule(comm, std::move(schedule), p2pBuffers(layout, nullptr, nullptr), ReduceSpec{});
       return {};
     }
-    StagingArea* area = nullptr;
-    HCL_TRY(comm.staging(&area));
-    std::byte* base = nullptr;
-    HCL_TRY(area->p2pBuffer(layout.standInBytes, &base));
-    std::vector<StagedP2PRun::Call> staged;
-    for (size_t i = 0; i < layout.calls.size(); ++i) {
-      if (layout.standIn[i] == P2PLayout::kHost) continue;
-      staged.push_back({layout.user[i], base + layout.standIn[i], layout.calls[i].bytes, layout.calls[i].isSend});
+    std::unique_ptr<OpRun> run;
+    if (layout.standInBytes == 0) {
+      run = std::make_unique<ScheduleRun>(comm, std::move(schedule), p2pBuffers(layout, nullptr, copies.get()),
+                                          ReduceSpec{});
+    } else {
+      StagingArea* area = nullptr;
+      HCL_TRY(comm.staging(&area));
+      std::byte* base = nullptr;
+      HCL_TRY(area->p2pBuffer(layout.standInBytes, &base));
+      std::vector<StagedP2PRun::Call> staged;
+      for (size_t i = 0; i < layout.calls.size(); ++i) {
+        if (layout.standIn[i] == P2PLayout::kHost) continue;
+        staged.push_back({layout.user[i], base + layout.standIn[i], layout.calls[i].bytes, layout.calls[i].isSend});
+      }
+      auto inner = std::make_unique<ScheduleRun>(comm, std::move(schedule), p2pBuffers(layout, base, copies.get()),
+                                                 ReduceSpec{});
+      auto stagedRun = std::make_unique<StagedP2PRun>(*area, std::move(staged), std::move(inner));
+      HCL_TRY(stagedRun->begin());
+      run = std::move(stagedRun);
     }
-    auto inner =
-        std::make_unique<ScheduleRun>(comm, std::move(schedule), p2pBuffers(layout, base, copies.get()), ReduceSpec{});
-    auto run = std::make_unique<StagedP2PRun>(*area, std::move(staged), std::move(inner));
-    HCL_TRY(run->begin());
-    finish(std::move(run));
+    out.set(copies ? std::make_unique<RunOverCopies>(std::move(copies), std::move(run)) : std::move(run));
     return {};
   };
 }

@@ -100,7 +100,7 @@ run_torch() {
 run_memcheck() {
   local sanitizer
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  if [[ ! -x "$sanitizer" || -z "$(gpu_vendor)" ]]; then
+  if [[ ! -x "$sanitizer" || "$(gpu_vendor)" != cuda ]]; then
     echo "== memcheck: skipped (needs compute-sanitizer and an NVIDIA GPU)"
     return
   fi

@@ -38,6 +38,40 @@ TEST(Threads, InitAllOneThreadPerRankEveryCollective) {
   destroyAll(comms);
 }
 
+// Sends that receives of the same group partly overwrite: each rank sends
+// the first half of its buffer to both neighbours while receiving one of
+// them into the buffer's middle, and the other into a buffer of its own.
+// The sends carry what the buffer held when the group started.
+TEST(Threads, SendsPartlyOverwrittenByReceivesOfTheGroup) {
+  constexpr int n = 3;
+  constexpr size_t kHalf = 100000;
+  auto comms = initAll(n);
+  auto value = [](int rank, size_t i) { return static_cast<float>(rank * 1000000 + i); };
+  auto rc = onThreads(n, [&](int r) -> int {
+    hclComm_t comm = comms[static_cast<size_t>(r)];
+    const int next = (r + 1) % n, prev = (r + n - 1) % n;
+    std::vector<float> buf(2 * kHalf), other(kHalf, -1.0f);
+    for (size_t i = 0; i < buf.size(); ++i) buf[i] = value(r, i);
+    float* middle = buf.data() + kHalf / 2;
+    if (hclGroupStart() != hclSuccess) return 1;
+    if (hclSend(buf.data(), kHalf, hclFloat, next, comm, nullptr) != hclSuccess) return 2;
+    if (hclSend(buf.data(), kHalf, hclFloat, prev, comm, nullptr) != hclSuccess) return 3;
+    if (hclRecv(middle, kHalf, hclFloat, next, comm, nullptr) != hclSuccess) return 4;
+    if (hclRecv(other.data(), kHalf, hclFloat, prev, comm, nullptr) != hclSuccess) return 5;
+    if (hclGroupEnd() != hclSuccess) return 6;
+    for (size_t i = 0; i < kHalf; ++i) {
+      if (middle[i] != value(next, i) || other[i] != value(prev, i)) {
+        std::fprintf(stderr, "rank %d element %zu: %f from %d (want %f), %f from %d (want %f)\n", r, i, middle[i],
+                     next, value(next, i), other[i], prev, value(prev, i));
+        return 7;
+      }
+    }
+    return 0;
+  });
+  EXPECT_EQ(rc, std::vector<int>(n, 0));
+  destroyAll(comms);
+}
+
 // Ranks as threads that make mismatched calls both find the mismatch,
 // often at the same moment: each must fail, neither may wait on the other.
 TEST(Threads, MismatchedCallsFailOnEveryRank) {
