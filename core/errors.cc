@@ -35,11 +35,9 @@ hclResult_t report(const Status& s, hclComm* comm) {
       comm->lastErrorSerial = serial;
     });
   }
-  if (s.code() == hclInvalidArgument || s.code() == hclInvalidUsage) {
-    log::info(log::Call, "{}", s.message());
-  } else {
-    log::warn(log::Call, "{}", s.message());
-  }
+  // As NCCL, whose error strings send the reader to NCCL_DEBUG=WARN, argument
+  // and usage errors are warnings too.
+  log::warn(log::Call, "{}", s.message());
   return s.code();
 }
 

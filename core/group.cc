@@ -286,7 +286,8 @@ Status runInits(std::vector<DeferredInit> inits) {
 Status closeLevel(const char* call, const Status& refusal, bool& outermost, std::vector<PendingOp>& ops) {
   outermost = false;
   if (tlsGroupDepth == 0) return invalidUsage(fmt::format("{}: no matching hclGroupStart", call));
-  if (--tlsGroupDepth > 0) return failGroup(refusal);
+  // As NCCL: an inner end only closes its level; a simInfo is read at the outermost.
+  if (--tlsGroupDepth > 0) return {};
   outermost = true;
   auto inits = std::exchange(tlsGroup.inits, {});
   ops = std::exchange(tlsGroup.ops, {});

@@ -33,10 +33,7 @@ Status checkUsable(hclComm_t comm) {
   if (comm->impl->revoked()) {
     return invalidUsage("comm was revoked (hclCommRevoke): destroy it, or split or shrink it into a new communicator");
   }
-  if (comm->impl->finalized()) {
-    return invalidUsage("comm was finalized (hclCommFinalize): only queries, deregistration and hclCommDestroy may "
-                        "follow");
-  }
+  if (comm->impl->finalized()) return refusal::finalized();
   HCL_TRY(comm->impl->failure());
   if (comm->impl->abortFlag().load()) return invalidUsage("comm was aborted");
   return {};
@@ -67,6 +64,11 @@ Status checkCommEvenIfFailed(hclComm_t comm, std::shared_ptr<Communicator>& out)
   if (s.ok() || !isLiveHandle(comm) || comm->initPending.load(std::memory_order_acquire) || !comm->impl) return s;
   out = comm->impl;  // refused only for its failure or abort
   return {};
+}
+
+Status refusal::finalized() {
+  return invalidUsage("comm was finalized (hclCommFinalize): only queries, deregistration and hclCommDestroy may "
+                      "follow");
 }
 
 Status refusal::dataType(int type) {

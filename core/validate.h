@@ -40,6 +40,7 @@ namespace refusal {
 [[gnu::cold]] Status count(const char* name, size_t count, size_t multiplier, hclDataType_t type);
 [[gnu::cold]] Status rank(const char* name, int value, int nranks);
 [[gnu::cold]] Status stream(hclStream_t stream);
+[[gnu::cold]] Status finalized();  // for a call that hclCommFinalize rules out
 }  // namespace refusal
 
 inline Status checkComm(hclComm_t comm, Communicator*& out) {

@@ -176,8 +176,8 @@ hclResult_t hclCommAbort(hclComm_t comm);
 hclResult_t hclCommRevoke(hclComm_t comm, int revokeFlags);
 hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm,
                          hclConfig_t* config);
-/* Called by the ranks that stay (all with the same list and flags): they
- * form newcomm in parent order. HCL_SHRINK_DEFAULT runs over comm's links
+/* Called by the ranks that stay (all with the same list and flags, which
+ * names at least one rank, as NCCL's): they form newcomm in parent order. HCL_SHRINK_DEFAULT runs over comm's links
  * and leaves comm usable; HCL_SHRINK_ABORT, or a comm that has failed, aborts
  * comm and meets at a bootstrap root of the first survivor instead. */
 hclResult_t hclCommShrink(hclComm_t comm, int* excludeRanksList, int excludeRanksCount,
@@ -279,7 +279,8 @@ hclResult_t hclCommWrapStream(hclComm_t comm, void* nativeStream, hclStream_t* s
 
 /* Describes, for each peer, the transport this rank uses and why. The text is
  * written to buf (always NUL-terminated when size > 0); *needed receives the
- * full length including the terminator. */
+ * full length including the terminator. buf may be NULL with size 0 to ask
+ * for the length alone; needed may be NULL. */
 hclResult_t hclCommDescribeLinks(hclComm_t comm, char* buf, size_t size, size_t* needed);
 
 /* The plan the link-cost model chose for one collective at one size, the

@@ -27,6 +27,10 @@ struct CollCall {
   size_t recvMultiplier;
   bool rootOnlySend = false;  // scatter: sendbuff matters only at root
   bool rootOnlyRecv = false;  // gather/reduce: recvbuff matters only at root
+  // The arguments' names in this call's signature, for messages.
+  const char* countName = "count";
+  const char* sendName = "sendbuff";
+  const char* recvName = "recvbuff";  // nullptr: the same buffer as sendName (hclBcast)
 };
 
 bool hasRoot(const CollCall& c) {
@@ -48,10 +52,10 @@ Status checkArguments(const CollCall& c, Communicator& impl, hclStream_t stream)
   const size_t n = static_cast<size_t>(impl.nranks());
   const size_t sm = c.sendMultiplier ? c.sendMultiplier : n;
   const size_t rm = c.recvMultiplier ? c.recvMultiplier : n;
-  HCL_TRY(checkCount("count", c.count, std::max(sm, rm), static_cast<hclDataType_t>(c.type)));
+  HCL_TRY(checkCount(c.countName, c.count, std::max(sm, rm), static_cast<hclDataType_t>(c.type)));
   const bool isRoot = impl.rank() == c.root;
-  if (!c.rootOnlySend || isRoot) HCL_TRY(checkBuffer("sendbuff", c.send, c.count));
-  if (!c.rootOnlyRecv || isRoot) HCL_TRY(checkBuffer("recvbuff", c.recv, c.count));
+  if (!c.rootOnlySend || isRoot) HCL_TRY(checkBuffer(c.sendName, c.send, c.count));
+  if (c.recvName && (!c.rootOnlyRecv || isRoot)) HCL_TRY(checkBuffer(c.recvName, c.recv, c.count));
   return {};
 }
 
@@ -121,21 +125,23 @@ hclResult_t hclBroadcast(const void* sendbuff, void* recvbuff, size_t count, hcl
 hclResult_t hclBcast(void* buff, size_t count, hclDataType_t datatype, int root, hclComm_t comm,
                      hclStream_t stream) {
   CollCall c{"hclBcast", CollKind::Broadcast, buff, buff, count, datatype, hclSum, false, root, 1, 1};
+  c.sendName = "buff";
+  c.recvName = nullptr;
   return submitCollective(c, comm, stream);
 }
 
 hclResult_t hclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, hclDataType_t datatype,
                          hclComm_t comm, hclStream_t stream) {
-  return submitCollective({"hclAllGather", CollKind::AllGather, sendbuff, recvbuff, sendcount, datatype,
-                           hclSum, false, -1, 1, 0},
-                          comm, stream);
+  CollCall c{"hclAllGather", CollKind::AllGather, sendbuff, recvbuff, sendcount, datatype, hclSum, false, -1, 1, 0};
+  c.countName = "sendcount";
+  return submitCollective(c, comm, stream);
 }
 
 hclResult_t hclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                              hclDataType_t datatype, hclRedOp_t op, hclComm_t comm, hclStream_t stream) {
-  return submitCollective({"hclReduceScatter", CollKind::ReduceScatter, sendbuff, recvbuff, recvcount,
-                           datatype, op, true, -1, 0, 1},
-                          comm, stream);
+  CollCall c{"hclReduceScatter", CollKind::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, true, -1, 0, 1};
+  c.countName = "recvcount";
+  return submitCollective(c, comm, stream);
 }
 
 hclResult_t hclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, hclDataType_t datatype,

@@ -57,8 +57,9 @@ Status checkConfig(const hclConfig_t* config) {
   constexpr int kKnownCtaPolicies = HCL_CTA_POLICY_EFFICIENCY | HCL_CTA_POLICY_ZERO;
   if (given(offsetof(hclConfig_t, CTAPolicy), config->CTAPolicy) &&
       (config->CTAPolicy < 0 || (config->CTAPolicy & ~kKnownCtaPolicies) != 0)) {
-    return invalidArgument(fmt::format("config->CTAPolicy {} is not a combination of HCL_CTA_POLICY_* values",
-                                       config->CTAPolicy));
+    return invalidArgument(fmt::format(
+        "config->CTAPolicy {} is not HCL_CTA_POLICY_DEFAULT or a combination of HCL_CTA_POLICY_EFFICIENCY and "
+        "HCL_CTA_POLICY_ZERO", config->CTAPolicy));
   }
   const auto positive = [&](const char* name, size_t offset, int value) -> Status {
     if (!given(offset, value) || value > 0) return {};
@@ -66,6 +67,13 @@ Status checkConfig(const hclConfig_t* config) {
   };
   HCL_TRY(positive("nvlsCTAs", offsetof(hclConfig_t, nvlsCTAs), config->nvlsCTAs));
   HCL_TRY(positive("nChannelsPerNetPeer", offsetof(hclConfig_t, nChannelsPerNetPeer), config->nChannelsPerNetPeer));
+  // NCCL's bound: its channel count (MAXCHANNELS).
+  constexpr int kMaxChannelsPerNetPeer = 64;
+  if (given(offsetof(hclConfig_t, nChannelsPerNetPeer), config->nChannelsPerNetPeer) &&
+      config->nChannelsPerNetPeer > kMaxChannelsPerNetPeer) {
+    return invalidArgument(fmt::format("config->nChannelsPerNetPeer {} is above {}", config->nChannelsPerNetPeer,
+                                       kMaxChannelsPerNetPeer));
+  }
   if (given(offsetof(hclConfig_t, cgaClusterSize), config->cgaClusterSize) && config->cgaClusterSize < 0) {
     return invalidArgument(fmt::format("config->cgaClusterSize {} is negative", config->cgaClusterSize));
   }
@@ -416,6 +424,7 @@ hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm,
   if (s.ok() && color < 0 && color != HCL_SPLIT_NOCOLOR) {
     s = invalidArgument(fmt::format("color {} must be non-negative or HCL_SPLIT_NOCOLOR", color));
   }
+  if (s.ok()) *newcomm = nullptr;  // as NCCL: also where the config is refused
   if (s.ok()) s = checkConfig(config);
   if (!s.ok()) return report(failGroup(s.withContext("hclCommSplit")), comm);
   const CommSettings settings = childSettings(*parent, config);
@@ -426,12 +435,14 @@ hclResult_t hclCommSplit(hclComm_t comm, int color, int key, hclComm_t* newcomm,
 }
 
 static Status checkExcludedRanks(const Communicator& parent, const int* list, int count, std::vector<int>& out) {
+  // As NCCL: a shrink excludes at least one rank (a split keeps them all).
   const int n = parent.nranks();
-  if (count < 0 || count >= n) {
-    return invalidArgument(fmt::format("excludeRanksCount {} must be from 0 to {} (a communicator of {} ranks)", count,
+  if (!list) return invalidArgument(fmt::format("excludeRanksList is NULL (excludeRanksCount {})", count));
+  if (n == 1) return invalidArgument("excludeRanksCount: a communicator of 1 rank has no other rank to exclude");
+  if (count < 1 || count >= n) {
+    return invalidArgument(fmt::format("excludeRanksCount {} must be from 1 to {} (a communicator of {} ranks)", count,
                                        n - 1, n));
   }
-  if (count > 0 && !list) return invalidArgument(fmt::format("excludeRanksList is NULL with excludeRanksCount {}", count));
   out.assign(list, list + count);
   for (int i = 0; i < count; ++i) {
     const int r = out[static_cast<size_t>(i)];
@@ -461,6 +472,7 @@ hclResult_t hclCommShrink(hclComm_t comm, int* excludeRanksList, int excludeRank
   if (s.ok() && shrinkFlags != HCL_SHRINK_DEFAULT && shrinkFlags != HCL_SHRINK_ABORT) {
     s = invalidArgument(fmt::format("shrinkFlags {:#x} is not HCL_SHRINK_DEFAULT or HCL_SHRINK_ABORT", shrinkFlags));
   }
+  if (s.ok()) *newcomm = nullptr;  // as NCCL: also where the config is refused
   if (s.ok()) s = checkConfig(config);
   if (!s.ok()) return report(failGroup(s.withContext("hclCommShrink")), comm);
   const CommSettings settings = childSettings(*parent, config);

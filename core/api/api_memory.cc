@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/sysinfo.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -14,6 +16,19 @@
 
 using namespace hcl;
 
+namespace {
+
+// RAM and swap together: a shared mapping reserves nothing until touched,
+// so a size beyond these would map, then fail page by page (as cudaMalloc
+// refuses what the GPU cannot hold, this refuses it at once). 0: unknown.
+size_t machineMemoryBytes() {
+  struct sysinfo info {};
+  if (sysinfo(&info) != 0) return 0;
+  return (static_cast<size_t>(info.totalram) + info.totalswap) * info.mem_unit;
+}
+
+}  // namespace
+
 extern "C" {
 
 hclResult_t hclMemAlloc(void** ptr, size_t size) {
@@ -21,6 +36,10 @@ hclResult_t hclMemAlloc(void** ptr, size_t size) {
   if (size == 0) {  // as NCCL (cudaMalloc of 0 bytes): success, and a NULL pointer
     *ptr = nullptr;
     return hclSuccess;
+  }
+  if (const size_t machine = machineMemoryBytes(); machine > 0 && size > machine) {
+    return report(systemError(fmt::format(
+        "hclMemAlloc: cannot allocate {} bytes: more than this machine's memory and swap ({} bytes)", size, machine)));
   }
   int fd = -1;
   void* p = mapNewSharedMemory(size, &fd);

@@ -97,6 +97,7 @@ hclResult_t hclRedOpCreatePreMulSum(hclRedOp_t* op, void* scalar, hclDataType_t 
                                     hclScalarResidence_t residence, hclComm_t comm) {
   std::shared_ptr<Communicator> c;
   Status s = liveComm(comm, c);
+  if (s.ok() && c->finalized()) s = refusal::finalized();
   if (s.ok() && !op) s = invalidArgument("op is NULL");
   if (s.ok() && !scalar) s = invalidArgument("scalar is NULL");
   if (s.ok()) s = checkDataType(datatype);
@@ -120,6 +121,7 @@ hclResult_t hclRedOpDestroy(hclRedOp_t op, hclComm_t comm) {
 hclResult_t hclCommRegister(const hclComm_t comm, void* buff, size_t size, void** handle) {
   std::shared_ptr<Communicator> c;
   Status s = liveComm(comm, c);
+  if (s.ok() && c->finalized()) s = refusal::finalized();
   if (s.ok() && !handle) s = invalidArgument("handle is NULL");
   if (s.ok() && !buff && size > 0) s = invalidArgument(fmt::format("buff is NULL with size {}", size));
   if (!s.ok()) return report(s.withContext("hclCommRegister"), comm);
@@ -140,6 +142,8 @@ hclResult_t hclCommDeregister(const hclComm_t comm, void* handle) {
 hclResult_t hclCommDescribeLinks(hclComm_t comm, char* buf, size_t size, size_t* needed) {
   std::shared_ptr<Communicator> c;
   Status s = liveComm(comm, c);
+  if (s.ok() && !buf && size > 0) s = invalidArgument(fmt::format("buf is NULL with size {}", size));
+  if (s.ok() && !buf && !needed) s = invalidArgument("buf and needed are both NULL: nothing to write");
   if (!s.ok()) return report(s.withContext("hclCommDescribeLinks"));
   const std::string text = c->describeLinks();
   if (needed) *needed = text.size() + 1;

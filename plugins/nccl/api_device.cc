@@ -61,11 +61,9 @@ ncclResult_t pncclLLA2ACreateRequirement(int, int, ncclLLA2AHandle_t*, ncclDevRe
 }
 HCL_NCCL_ALIAS(ncclLLA2ACreateRequirement)
 
-// Slot sizing for a resource HCL cannot create: no slots.
-int pncclLLA2ACalcSlots(int, int) {
-  notSupported("ncclLLA2ACalcSlots", kDeviceApi);
-  return 0;
-}
+// Pure arithmetic, as NCCL's (one 8-byte slot per started 8 bytes of each
+// element), although the resource it sizes is one HCL cannot create.
+int pncclLLA2ACalcSlots(int maxElts, int maxEltSize) { return maxElts * ((maxEltSize + 7) / 8); }
 HCL_NCCL_ALIAS(ncclLLA2ACalcSlots)
 
 ncclTeam_t pncclTeamWorld(ncclComm_t comm) {

@@ -102,15 +102,16 @@ HCL_NCCL_ALIAS(ncclCommInitAll)
 
 ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
                                        ncclConfig_t* config) {
-  // HCL joins the first root only, so only that id is read (a bad nId is
-  // refused by HCL before it reads any).
-  hclUniqueId first{};
-  if (commIds && nId > 0) first = toHcl(commIds[0]);
+  // HCL reads all nId ids (it stops the roots it does not join), so all are
+  // converted; a bad nId is refused by HCL before it reads any.
+  const bool idsReadable = commIds && nId > 0 && nId <= std::max(nranks, 1);
+  std::vector<hclUniqueId> ids(idsReadable ? static_cast<size_t>(nId) : 1);
+  for (size_t i = 0; idsReadable && i < ids.size(); ++i) ids[i] = toHcl(commIds[i]);
   CommOut out(newcomm);
   const ncclResult_t r = withConfig(
       "ncclCommInitRankScalable", config, nullptr,
       [&](hclConfig_t* c) {
-        return hclCommInitRankScalable(out.get(), nranks, myrank, nId, commIds ? &first : nullptr, c);
+        return hclCommInitRankScalable(out.get(), nranks, myrank, nId, commIds ? ids.data() : nullptr, c);
       },
       &out);
   out.writeBack();
@@ -134,9 +135,9 @@ HCL_NCCL_ALIAS(ncclCommRevoke)
 
 ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   CommOut out(newcomm);
-  const ncclResult_t r = withConfig("ncclCommSplit", config, comm, [&](hclConfig_t* c) {
-    return hclCommSplit(toHcl(comm), color, key, out.get(), c);
-  });
+  const ncclResult_t r = withConfig(
+      "ncclCommSplit", config, comm,
+      [&](hclConfig_t* c) { return hclCommSplit(toHcl(comm), color, key, out.get(), c); }, &out);
   out.writeBack();
   return r;
 }
@@ -145,9 +146,12 @@ HCL_NCCL_ALIAS(ncclCommSplit)
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
                              ncclConfig_t* config, int shrinkFlags) {
   CommOut out(newcomm);
-  const ncclResult_t r = withConfig("ncclCommShrink", config, comm, [&](hclConfig_t* c) {
-    return hclCommShrink(toHcl(comm), excludeRanksList, excludeRanksCount, out.get(), c, shrinkFlags);
-  });
+  const ncclResult_t r = withConfig(
+      "ncclCommShrink", config, comm,
+      [&](hclConfig_t* c) {
+        return hclCommShrink(toHcl(comm), excludeRanksList, excludeRanksCount, out.get(), c, shrinkFlags);
+      },
+      &out);
   out.writeBack();
   return r;
 }

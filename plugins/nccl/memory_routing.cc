@@ -112,7 +112,8 @@ namespace hcl::nccl {
 
 ncclResult_t checkHostBuffers(const char* call, ncclComm_t comm, std::initializer_list<NamedBuffer> buffers,
                               InGroup inGroup) {
-  if (commOnGpu(comm)) return ncclSuccess;  // its device reaches both kinds of memory
+  // A GPU reaches both kinds of memory; for an unknown handle the call reports the handle.
+  if (commPlace(comm) != CommPlace::Cpu) return ncclSuccess;
   const Status s = requireHostMemory(buffers, cudaMemoryClassifier());
   if (s.ok()) return ncclSuccess;
   const Status named = s.withContext(call);

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "core/group.h"
+#include "core/validate.h"
 #include "plugins/nccl/abi.h"
 
 namespace hcl::nccl {
@@ -29,15 +29,18 @@ StreamTable& table() {
 
 }  // namespace
 
-bool commOnGpu(ncclComm_t comm) {
-  char name[32] = {};
-  if (hclCommGetDevice(toHcl(comm), name, sizeof name) != hclSuccess) return false;
-  return std::strcmp(name, "cpu") != 0;
+CommPlace commPlace(ncclComm_t comm) {
+  auto placeOf = [](Communicator& c) { return c.device().kind() == DeviceKind::Cpu ? CommPlace::Cpu : CommPlace::Gpu; };
+  Communicator* usable = nullptr;
+  if (checkComm(toHcl(comm), usable).ok()) return placeOf(*usable);
+  std::shared_ptr<Communicator> any;  // finalized, failed, aborted or revoked
+  if (!checkCommEvenIfFailed(toHcl(comm), any).ok() || !any) return CommPlace::Unknown;
+  return placeOf(*any);
 }
 
 ncclResult_t streamFor(const char* call, ncclComm_t comm, cudaStream_t stream, hclStream_t* out) {
   *out = nullptr;
-  if (!commOnGpu(comm)) return ncclSuccess;
+  if (commPlace(comm) != CommPlace::Gpu) return ncclSuccess;
   Status failed;
   {
     std::lock_guard lock(table().mutex);

@@ -10,8 +10,12 @@
 
 namespace hcl::nccl {
 
-// True when comm computes on a GPU (its buffers may be device memory).
-bool commOnGpu(ncclComm_t comm);
+// Where comm computes (a GPU's buffers may be device memory), read without
+// recording an error, whatever state the communicator is in. Unknown for a
+// handle that is not a communicator (NULL, destroyed, made up) or whose
+// init has not finished: the HCL call that follows reports that.
+enum class CommPlace { Cpu, Gpu, Unknown };
+CommPlace commPlace(ncclComm_t comm);
 // The HCL stream for `stream` on `comm`; nullptr for a CPU communicator.
 // On failure returns the error, reported against `call` (and the open group).
 ncclResult_t streamFor(const char* call, ncclComm_t comm, cudaStream_t stream, hclStream_t* out);

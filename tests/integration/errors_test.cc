@@ -94,6 +94,19 @@ TEST_F(BadArguments, NullBufferWithCount) {
               {"hclAllReduce", "sendbuff", "NULL", "count 4"});
   expectError(hclAllGather(buf_, nullptr, 1, hclFloat, comms_[0], nullptr), hclInvalidArgument,
               {"hclAllGather", "recvbuff", "NULL"});
+  // Each message names the argument as the call's signature does.
+  expectError(hclBcast(nullptr, 4, hclFloat, 0, comms_[0], nullptr), hclInvalidArgument,
+              {"hclBcast: buff is NULL with count 4"});
+}
+
+TEST_F(BadArguments, DescribeLinksNeedsSomewhereToWrite) {
+  size_t needed = 0;
+  EXPECT_EQ(hclCommDescribeLinks(comms_[0], nullptr, 0, &needed), hclSuccess) << lastError(comms_[0]);
+  EXPECT_GT(needed, 1u) << "the length alone is a valid question";
+  expectError(hclCommDescribeLinks(comms_[0], nullptr, 16, &needed), hclInvalidArgument,
+              {"hclCommDescribeLinks: buf is NULL with size 16"});
+  expectError(hclCommDescribeLinks(comms_[0], nullptr, 0, nullptr), hclInvalidArgument,
+              {"hclCommDescribeLinks: buf and needed are both NULL"});
 }
 
 TEST_F(BadArguments, NullBufferWithZeroCountIsFine) {
@@ -107,7 +120,9 @@ TEST_F(BadArguments, OverflowingCount) {
   expectError(hclAllReduce(buf_, buf_, huge, hclFloat, hclSum, comms_[0], nullptr), hclInvalidArgument,
               {"hclAllReduce", "count", std::to_string(huge).c_str(), "overflows"});
   expectError(hclAllGather(buf_, buf_, SIZE_MAX / 8, hclInt64, comms_[0], nullptr), hclInvalidArgument,
-              {"hclAllGather", "overflows"});
+              {"hclAllGather: sendcount ", "overflows"});
+  expectError(hclReduceScatter(buf_, buf_, SIZE_MAX / 8, hclInt64, hclSum, comms_[0], nullptr), hclInvalidArgument,
+              {"hclReduceScatter: recvcount ", "overflows"});
 }
 
 TEST_F(BadArguments, UnknownDataTypeAndOp) {
@@ -205,6 +220,13 @@ TEST_F(BadArguments, CommMemFreeOfMemoryItDidNotAllocate) {
   void* huge = nullptr;
   EXPECT_EQ(hclCommMemAlloc(comms_[0], &huge, SIZE_MAX), hclSystemError);
   EXPECT_NE(lastError(comms_[0]).find(std::to_string(SIZE_MAX)), std::string::npos) << lastError(comms_[0]);
+  // 64 TiB would map (a shared mapping reserves nothing) and fail when touched.
+  const size_t tooBig = size_t{1} << 46;
+  EXPECT_EQ(hclMemAlloc(&huge, tooBig), hclSystemError);
+  EXPECT_EQ(huge, nullptr);
+  EXPECT_NE(lastError(nullptr).find("hclMemAlloc: cannot allocate " + std::to_string(tooBig) + " bytes: more than"),
+            std::string::npos)
+      << lastError(nullptr);
 }
 
 // A send to self without its receive is the caller's error: found before
@@ -385,9 +407,11 @@ TEST(LifecycleErrors, BadInitArguments) {
   rejected("config->blocking 7 must be 0 or 1", [](hclConfig_t& c) { c.blocking = 7; });
   rejected("config->splitShare 3", [](hclConfig_t& c) { c.splitShare = 3; });
   rejected("config->cgaClusterSize -2", [](hclConfig_t& c) { c.cgaClusterSize = -2; });
-  rejected("config->CTAPolicy 99", [](hclConfig_t& c) { c.CTAPolicy = 99; });
+  rejected("config->CTAPolicy 99 is not HCL_CTA_POLICY_DEFAULT or a combination of HCL_CTA_POLICY_EFFICIENCY",
+           [](hclConfig_t& c) { c.CTAPolicy = 99; });
   rejected("config->nvlsCTAs 0 is not positive", [](hclConfig_t& c) { c.nvlsCTAs = 0; });
   rejected("config->nChannelsPerNetPeer -2", [](hclConfig_t& c) { c.nChannelsPerNetPeer = -2; });
+  rejected("config->nChannelsPerNetPeer 65 is above 64", [](hclConfig_t& c) { c.nChannelsPerNetPeer = 65; });
   rejected("config->nvlinkCentricSched 5 must be 0 or 1", [](hclConfig_t& c) { c.nvlinkCentricSched = 5; });
   rejected("config->minCTAs 8 is above config->maxCTAs 4", [](hclConfig_t& c) {
     c.minCTAs = 8;

@@ -436,7 +436,10 @@ TEST(Threads, ShrinkArgumentsAreChecked) {
   };
   int one[] = {1}, self[] = {2, 0}, twice[] = {1, 1}, far[] = {3}, all[] = {1, 2, 0};
   expectRefused(one, -1, HCL_SHRINK_DEFAULT, "excludeRanksCount -1");
-  expectRefused(all, 3, HCL_SHRINK_DEFAULT, "excludeRanksCount 3 must be from 0 to 2");
+  expectRefused(all, 3, HCL_SHRINK_DEFAULT, "excludeRanksCount 3 must be from 1 to 2");
+  // As NCCL, a shrink excludes someone: a list is needed even with count 0.
+  expectRefused(one, 0, HCL_SHRINK_DEFAULT, "excludeRanksCount 0 must be from 1 to 2");
+  expectRefused(nullptr, 0, HCL_SHRINK_DEFAULT, "excludeRanksList is NULL");
   expectRefused(nullptr, 1, HCL_SHRINK_DEFAULT, "excludeRanksList is NULL");
   expectRefused(far, 1, HCL_SHRINK_DEFAULT, "excludeRanksList[0] = 3 is out of range");
   expectRefused(self, 2, HCL_SHRINK_DEFAULT, "excludeRanksList[1] = 0 is the calling rank");

@@ -1,10 +1,15 @@
 // The ABI layer's pure parts: config translation across NCCL versions, NCCL
 // wording of HCL's messages, and the host-memory check with a stand-in for
-// the CUDA runtime.
+// the CUDA runtime; and the calls whose effect only HCL's internals show.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
+
+#include "core/bootstrap.h"
+#include "core/bootstrap_root.h"
 
 #include "plugins/nccl/config_compat.h"
 #include "plugins/nccl/error_text.h"
@@ -162,6 +167,34 @@ TEST(NcclMemoryRouting, HostMemoryIsHostWhateverCudaThisMachineHas) {
   EXPECT_EQ(classify(&stackValue), MemoryKind::Host);
   EXPECT_EQ(classify(heap.data()), MemoryKind::Host);
   EXPECT_EQ(classify(reinterpret_cast<const void*>(0x10)), MemoryKind::Host);
+}
+
+// Every id reaches HCL, which stops the roots it does not join: the ABI
+// layer once passed only the first, and HCL read the others past it.
+TEST(NcclScalableInit, TheRootsOfTheOtherIdsStop) {
+  ncclUniqueId ids[2];
+  ASSERT_EQ(pncclGetUniqueId(&ids[0]), ncclSuccess);
+  ASSERT_EQ(pncclGetUniqueId(&ids[1]), ncclSuccess);
+  hclUniqueId second{};
+  static_assert(sizeof second == sizeof ids[1]);
+  std::memcpy(&second, &ids[1], sizeof second);
+  UniqueIdContents contents;
+  ASSERT_TRUE(decodeUniqueId(second, contents).ok());
+  if (contents.rootStartedByRank0) GTEST_SKIP() << "HCL_COMM_ID is set: ids start no root of their own";
+  ASSERT_TRUE(bootstrapRootRunning(contents.rootPort));
+  ncclComm_t comms[2] = {nullptr, nullptr};
+  {
+    std::vector<std::jthread> ranks;
+    for (int r = 0; r < 2; ++r) {
+      ranks.emplace_back([&, r] { EXPECT_EQ(pncclCommInitRankScalable(&comms[r], 2, r, 2, ids, nullptr), ncclSuccess); });
+    }
+  }
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (bootstrapRootRunning(contents.rootPort) && std::chrono::steady_clock::now() < giveUp) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(bootstrapRootRunning(contents.rootPort));
+  for (ncclComm_t c : comms) EXPECT_EQ(pncclCommDestroy(c), ncclSuccess);
 }
 
 }  // namespace
