@@ -157,6 +157,9 @@ class Communicator {
   HugePageAdvisor& hugePages() { return hugePages_; }
   void releaseScratch();
 
+  // Number of the next collective call issued on the communicator
+  // (core/call_tag.h). Its calls are issued by one thread at a time.
+  uint64_t nextCallSerial() { return callSerial_.fetch_add(1, std::memory_order_relaxed); }
   // Per-call serial number of splits, so every child gets a distinct tag.
   uint64_t nextSplitSerial() { return splitSerial_++; }
   // Shrinks count apart: ranks a shrink excluded do not see it, so the
@@ -209,6 +212,7 @@ class Communicator {
   mutable std::mutex failureMutex_;
   Status failure_;
   std::atomic<bool> failed_{false};
+  std::atomic<uint64_t> callSerial_{0};
   uint64_t splitSerial_ = 0;
   uint64_t shrinkSerial_ = 0;
   RescuePort rescuePort_;

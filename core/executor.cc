@@ -31,12 +31,13 @@ PeerBuffer describeOwnBuffer(const void* p, size_t bytes) {
 }  // namespace
 
 ScheduleRun::ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSchedule> prepared, RunBuffers buffers,
-                         ReduceSpec spec)
+                         ReduceSpec spec, uint32_t tagSalt)
     : comm_(comm),
       prepared_(std::move(prepared)),
       schedule_(prepared_->schedule),
       buffers_(std::move(buffers)),
-      spec_(spec) {
+      spec_(spec),
+      tag_(schedule_.tag ^ tagSalt) {
   if (schedule_.scratchBytes > 0) {
     scratch_ = comm_.acquireScratch(schedule_.scratchBytes, schedule_.scratchTurns, &freshScratch_);
   }
@@ -302,7 +303,7 @@ Status ScheduleRun::advance(bool* done, bool* progressed) {
         t.isSend = st.kind == Step::Kind::Send;
         t.buffer = resolve(t.isSend ? st.a : st.dst);
         t.bytes = st.bytes;
-        t.tag = schedule_.tag;
+        t.tag = tag_;
         HCL_TRY(comm_.connection(st.peer)->post(t));
         break;
       }

@@ -51,10 +51,11 @@ class OpRun {
 // One schedule bound to host buffers on one communicator.
 class ScheduleRun final : public OpRun {
  public:
+  // `tagSalt` (callTagSalt) goes into the tags of the run's messages.
   ScheduleRun(Communicator& comm, std::shared_ptr<const PreparedSchedule> prepared, RunBuffers buffers,
-              ReduceSpec spec);
-  ScheduleRun(Communicator& comm, Schedule schedule, RunBuffers buffers, ReduceSpec spec)
-      : ScheduleRun(comm, prepareSchedule(std::move(schedule)), std::move(buffers), spec) {}
+              ReduceSpec spec, uint32_t tagSalt = 0);
+  ScheduleRun(Communicator& comm, Schedule schedule, RunBuffers buffers, ReduceSpec spec, uint32_t tagSalt = 0)
+      : ScheduleRun(comm, prepareSchedule(std::move(schedule)), std::move(buffers), spec, tagSalt) {}
   ~ScheduleRun() override;
   ScheduleRun(const ScheduleRun&) = delete;
   ScheduleRun& operator=(const ScheduleRun&) = delete;
@@ -68,10 +69,11 @@ class ScheduleRun final : public OpRun {
   // The last advance() completed it without a failure.
   bool finished() const { return finished_; }
   // Makes a finished, rearmable run start over on these buffers.
-  void rearm(const void* send, void* recv, const ReduceSpec& spec) {
+  void rearm(const void* send, void* recv, const ReduceSpec& spec, uint32_t tagSalt) {
     buffers_.send = send;
     buffers_.recv = recv;
     spec_ = spec;
+    tag_ = schedule_.tag ^ tagSalt;
     // Other runs may have grown the communicator's scratch since.
     if (schedule_.scratchBytes > 0) scratch_ = comm_.acquireScratch(schedule_.scratchBytes, schedule_.scratchTurns);
     std::uninitialized_default_construct_n(transfers_, schedule_.transfers);
@@ -121,6 +123,7 @@ class ScheduleRun final : public OpRun {
   const Schedule& schedule_;
   RunBuffers buffers_;
   ReduceSpec spec_;
+  uint32_t tag_ = 0;  // of this run's messages: the schedule's, salted for the call
   std::byte* scratch_ = nullptr;  // the communicator's, until this run finishes
   std::unique_ptr<AddressEntry[]> addresses_;  // per rank, for direct access
   int staged_ = -1;        // the run stages (Only::Staged; -1: not yet known)

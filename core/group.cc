@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "collectives/algorithms/p2p.h"
+#include "core/call_tag.h"
 #include "core/executor.h"
 #include "core/group_tasks.h"
 #include "core/issue_order.h"
@@ -218,6 +219,12 @@ Status launchUnguarded(std::vector<PendingOp> ops) {
 // An exception (out of memory) may leave part of the group queued and the
 // rest not: the ranks would then be out of step, so its communicators fail.
 Status launch(std::vector<PendingOp> ops) {
+  // A device runtime takes about a thousand launches on a stream before the
+  // caller blocks; so do HCL's streams, so that a loop that never waits
+  // holds bounded memory and a hang shows in the calls that issue it.
+  for (const PendingOp& op : ops) {
+    if (op.stream) op.stream->impl->waitForRoom(kMaxPendingLaunches);
+  }
   std::vector<std::shared_ptr<Communicator>> comms;
   for (const PendingOp& op : ops) {
     if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
@@ -343,6 +350,10 @@ Status groupSimulateEnd(const Status& refusal, double& estimated) {
 bool openGroupUses(const hclStream* stream) { return stream->inOpenGroups.load(std::memory_order_acquire) > 0; }
 
 Status submit(PendingOp&& op, ExecutionGate::Hold heldAsOwner) {
+  if (op.kind != CollKind::SendRecv) {
+    Communicator& issuer = op.comm ? *op.comm : *op.handle->impl;
+    op.tagSalt = callTagSalt(issuer.nextCallSerial(), op);
+  }
   if (heldAsOwner) {
     // The latency path: with nothing issued before it outstanding, the
     // collective runs right here, on the gate its caller holds, and takes

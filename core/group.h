@@ -30,11 +30,17 @@ struct PendingOp {
   const void* scalarPointer = nullptr;
   int root = 0;  // root, or peer for SendRecv
   hclStream* stream = nullptr;
+  // Mixed into the tags of the call's messages (callTagSalt); set by submit.
+  uint32_t tagSalt = 0;
   // Set when the call's copies run on its device-runtime stream.
   std::shared_ptr<GatedStaging> gated;
   // Set when the call takes the IPC path on its device-runtime stream.
   std::shared_ptr<IpcCall> ipc;
 };
+
+// Launches (one per call, or per group) a stream holds, queued or running,
+// before the next launch on it waits for one to finish.
+inline constexpr size_t kMaxPendingLaunches = 1024;
 
 bool inGroup();
 Status groupStart();
@@ -42,8 +48,9 @@ Status groupEnd();
 // NCCL's ncclGroupSimulateEnd: closes one level like groupEnd; at the
 // outermost level runs the group's initializations but none of its
 // operations, and sets `estimatedUs` (left alone at an inner level) to the
-// cost model's time for those operations. `refusal` (a bad simInfo) drops
-// the group instead, as a failed call in it would.
+// cost model's time for those operations. At the outermost level `refusal`
+// (a bad simInfo) drops the group instead, as a failed call in it would; an
+// inner level ignores it, as NCCL does.
 Status groupSimulateEnd(const Status& refusal, double& estimatedUs);
 // Whether an open group of any thread has recorded an operation on `stream`
 // (which must then outlive the group).

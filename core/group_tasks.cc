@@ -201,7 +201,7 @@ Status makeCollectiveRun(Communicator& comm, const PendingOp& op, RunSlot& out) 
     readScalar(op.type, from, spec.scalarFloat, spec.scalarInt, spec.scalarUint);
   }
   if (op.gated) {
-    out.set(std::make_unique<GatedStagedRun>(comm, op.gated, spec));
+    out.set(std::make_unique<GatedStagedRun>(comm, op.gated, spec, op.tagSalt));
     return {};
   }
   if (op.ipc) {
@@ -220,24 +220,24 @@ Status makeCollectiveRun(Communicator& comm, const PendingOp& op, RunSlot& out) 
   if (comm.staged() && op.count > 0) {
     StagingArea* area = nullptr;
     HCL_TRY(comm.staging(&area));
-    out.set(std::make_unique<StagedRun>(comm, *area, collArgsFor(comm, op), op.send, op.recv, spec));
+    out.set(std::make_unique<StagedRun>(comm, *area, collArgsFor(comm, op), op.send, op.recv, spec, op.tagSalt));
     return {};
   }
   // A loop of calls of one shape builds its run once.
   const RunShape shape = RunShape::of(op.kind, op.count, op.type, op.spec.kind == ReduceKind::PreMulSum,
                                       op.send == op.recv, op.root);
   KeptRuns& kept = comm.keptRuns();
-  if (ScheduleRun* run = kept.rearm(shape, op.send, op.recv, spec)) {
+  if (ScheduleRun* run = kept.rearm(shape, op.send, op.recv, spec, op.tagSalt)) {
     out.borrow(*run);
     return {};
   }
   const CollArgs args = collArgsFor(comm, op);
   std::shared_ptr<const PreparedSchedule> schedule = comm.schedule(args);
-  if (ScheduleRun* run = kept.keep(comm, shape, schedule, op.send, op.recv, spec)) {
+  if (ScheduleRun* run = kept.keep(comm, shape, schedule, op.send, op.recv, spec, op.tagSalt)) {
     out.borrow(*run);
     return {};
   }
-  out.emplaceSchedule(comm, std::move(schedule), RunBuffers{op.send, op.recv, {}}, spec);
+  out.emplaceSchedule(comm, std::move(schedule), RunBuffers{op.send, op.recv, {}}, spec, op.tagSalt);
   return {};
 }
 

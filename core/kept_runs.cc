@@ -14,7 +14,7 @@ bool KeptRuns::find(RunShape shape) {
 
 ScheduleRun* KeptRuns::keep(Communicator& comm, RunShape shape,
                             const std::shared_ptr<const PreparedSchedule>& prepared,
-                            const void* send, void* recv, const ReduceSpec& spec) {
+                            const void* send, void* recv, const ReduceSpec& spec, uint32_t tagSalt) {
   if (!ScheduleRun::rearmable(*prepared)) return nullptr;
   // The same shape's slot when it is there (its run did not finish), else
   // an empty one, else the least recently used.
@@ -32,7 +32,7 @@ ScheduleRun* KeptRuns::keep(Communicator& comm, RunShape shape,
   }
   Kept& k = kept_[victim];
   k.run.reset();
-  k.run.emplace(comm, prepared, RunBuffers{send, recv, {}}, spec);
+  k.run.emplace(comm, prepared, RunBuffers{send, recv, {}}, spec, tagSalt);
   k.shape = shape;
   k.lastUse = ++uses_;
   last_ = victim;

@@ -32,11 +32,11 @@ class KeptRuns {
  public:
   // A kept run of this shape, re-armed for these buffers; null when none
   // is kept (or the last one did not finish).
-  ScheduleRun* rearm(RunShape shape, const void* send, void* recv, const ReduceSpec& spec) {
+  ScheduleRun* rearm(RunShape shape, const void* send, void* recv, const ReduceSpec& spec, uint32_t tagSalt) {
     if (!holds(last_, shape) && !find(shape)) return nullptr;
     Kept& k = kept_[last_];
     if (!k.run->finished()) return nullptr;
-    k.run->rearm(send, recv, spec);
+    k.run->rearm(send, recv, spec, tagSalt);
     k.lastUse = ++uses_;
     return &*k.run;
   }
@@ -44,7 +44,7 @@ class KeptRuns {
   // least recently used one; null when the schedule is not one a run can
   // rearm.
   ScheduleRun* keep(Communicator& comm, RunShape shape, const std::shared_ptr<const PreparedSchedule>& prepared,
-                    const void* send, void* recv, const ReduceSpec& spec);
+                    const void* send, void* recv, const ReduceSpec& spec, uint32_t tagSalt);
 
  private:
   // A few shapes, so calls that alternate (a broadcast after each

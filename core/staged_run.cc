@@ -61,10 +61,11 @@ CollArgs StagedChunks::chunkArgs(size_t k) const {
 RunBuffers StagedChunks::chunkBuffers(size_t k) const { return RunBuffers{inPtr(k), outPtr(k), {}}; }
 
 StagedRun::StagedRun(Communicator& comm, StagingArea& area, CollArgs base, const void* send, void* recv,
-                     ReduceSpec spec)
+                     ReduceSpec spec, uint32_t tagSalt)
     : comm_(comm),
       area_(area),
       spec_(spec),
+      tagSalt_(tagSalt),
       chunks_(comm.device(), area, base, send, recv),
       inQueue_(chunks_.hostIn() ? area.hostCopies() : area.toHost()),
       outQueue_(chunks_.hostOut() ? area.hostCopies() : area.toDevice()) {
@@ -93,7 +94,8 @@ Status StagedRun::stageIn(size_t k) {
 }
 
 Status StagedRun::startNet(size_t k) {
-  net_ = std::make_unique<ScheduleRun>(comm_, comm_.schedule(chunks_.chunkArgs(k)), chunks_.chunkBuffers(k), spec_);
+  net_ = std::make_unique<ScheduleRun>(comm_, comm_.schedule(chunks_.chunkArgs(k)), chunks_.chunkBuffers(k), spec_,
+                                       tagSalt_);
   return {};
 }
 
@@ -201,8 +203,9 @@ void stageOnStream(GatedStaging& g) {
   if (Status s = issueOnStream(g); !s.ok()) g.tickets.fail(s.withContext("staging on the stream"));
 }
 
-GatedStagedRun::GatedStagedRun(Communicator& comm, std::shared_ptr<GatedStaging> staging, ReduceSpec spec)
-    : comm_(comm), g_(std::move(staging)), spec_(spec) {}
+GatedStagedRun::GatedStagedRun(Communicator& comm, std::shared_ptr<GatedStaging> staging, ReduceSpec spec,
+                               uint32_t tagSalt)
+    : comm_(comm), g_(std::move(staging)), spec_(spec), tagSalt_(tagSalt) {}
 
 Status GatedStagedRun::advance(bool* done, bool* progressed) {
   *done = false;
@@ -234,7 +237,7 @@ Status GatedStagedRun::advance(bool* done, bool* progressed) {
     const StagedChunks& chunks = *g_->chunks;
     if (chunks.copiesIn() && !streamCopiesIn(chunks)) HCL_TRY(copyOnWorker(chunks, chunks.copyIn(next_)));
     net_ = std::make_unique<ScheduleRun>(comm_, comm_.schedule(g_->chunks->chunkArgs(next_)),
-                                         g_->chunks->chunkBuffers(next_), spec_);
+                                         g_->chunks->chunkBuffers(next_), spec_, tagSalt_);
     *progressed = true;
   }
 }

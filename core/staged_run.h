@@ -68,7 +68,8 @@ class StagedChunks {
 
 class StagedRun final : public OpRun {
  public:
-  StagedRun(Communicator& comm, StagingArea& area, CollArgs base, const void* send, void* recv, ReduceSpec spec);
+  StagedRun(Communicator& comm, StagingArea& area, CollArgs base, const void* send, void* recv, ReduceSpec spec,
+            uint32_t tagSalt);
   Status advance(bool* done, bool* progressed) override;
   int waitingOn() const override { return net_ ? net_->waitingOn() : -1; }
 
@@ -81,6 +82,7 @@ class StagedRun final : public OpRun {
   Communicator& comm_;
   StagingArea& area_;
   ReduceSpec spec_;
+  uint32_t tagSalt_;  // every chunk's collective is part of one call
   StagedChunks chunks_;
   CopyQueue& inQueue_;   // the copies in, and their tickets
   CopyQueue& outQueue_;  // the copies out
@@ -156,7 +158,7 @@ void stageOnStream(GatedStaging& g);
 
 class GatedStagedRun final : public OpRun {
  public:
-  GatedStagedRun(Communicator& comm, std::shared_ptr<GatedStaging> staging, ReduceSpec spec);
+  GatedStagedRun(Communicator& comm, std::shared_ptr<GatedStaging> staging, ReduceSpec spec, uint32_t tagSalt);
   Status advance(bool* done, bool* progressed) override;
   int waitingOn() const override { return net_ ? net_->waitingOn() : -1; }
 
@@ -164,6 +166,7 @@ class GatedStagedRun final : public OpRun {
   Communicator& comm_;
   std::shared_ptr<GatedStaging> g_;
   ReduceSpec spec_;
+  uint32_t tagSalt_;
   size_t next_ = 0;
   uint64_t current_ = 0;  // chunk next_'s ticket
   std::unique_ptr<ScheduleRun> net_;

@@ -32,6 +32,8 @@ class Stream {
   virtual Status synchronize() = 0;
   // hclSuccess when idle, hclInProgress while work is pending, or the first error.
   virtual Status query() = 0;
+  // Returns once fewer than `maxPending` jobs are queued or running.
+  virtual void waitForRoom(size_t maxPending) = 0;
 };
 
 // The same-vendor IPC path (core/ipc_run.h) moves data between the device

@@ -21,6 +21,7 @@ class GatedStream final : public Stream {
   void enqueue(std::function<Status()> job) override;
   Status synchronize() override;
   Status query() override;
+  void waitForRoom(size_t maxPending) override { worker_.waitForRoom(maxPending); }
   // The native stream only: leaves the worker's errors for synchronize().
   Status synchronizeNative() { return gate_->synchronize(); }
 

@@ -29,7 +29,10 @@ typedef struct hclWindow* hclWindow_t;
  * communicator's operations issued earlier on streams: a communicator runs
  * its operations in the order they were issued, as NCCL does). A CPU stream
  * from hclStreamCreate runs operations asynchronously and in order. A CUDA or
- * HIP stream handle may be passed where the matching device backend exists. */
+ * HIP stream handle may be passed where the matching device backend exists.
+ * As a device runtime's stream does, a stream holds up to 1024 launches (a
+ * call, or a group), queued or running; the call that would add one more
+ * waits until one finishes. */
 typedef struct hclStream* hclStream_t;
 
 #define HCL_UNIQUE_ID_BYTES 128

@@ -10,6 +10,8 @@
 //   connect(peers) -> barrier -> finish()
 #pragma once
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -49,6 +51,16 @@ struct Transfer {
   size_t progressed = 0;  // transport-private progress counter
 };
 
+// A message whose tag or size is not what the receive expects. A
+// collective's tag holds its kind in the low byte and, above, a hash of the
+// call's arguments and its place in the communicator's sequence of calls.
+inline Status messageMismatch(int rank, int peer, uint32_t tag, uint64_t bytes, uint32_t wantTag, uint64_t wantBytes) {
+  return invalidUsage(fmt::format(
+      "rank {}: message from rank {} has tag {:#010x}/{} bytes, expected tag {:#010x}/{} bytes (the ranks' calls "
+      "differ: collective, count, data type, root, operator or order; or send/recv sizes)",
+      rank, peer, tag, bytes, wantTag, wantBytes));
+}
+
 // A peer's buffer as the peer described it: its address there and, for
 // memory it allocated shareably (hclMemAlloc), what lets this process map
 // the allocation (serial 0: not shareable).
@@ -69,7 +81,7 @@ class Connection {
   // any byte moved or any transfer completed. A failure (peer gone, size
   // mismatch) is returned, and every queued transfer is marked Failed.
   virtual Status progress(bool* madeProgress) = 0;
-  // Breaks the link so the peer notices quickly (socket shutdown, shared
+  // Breaks the link so the peer notices quickly (socket reset, shared
   // flag). After abort() the connection never touches a queued Transfer or
   // its buffer again, so the caller may free them at once.
   virtual void abort() = 0;

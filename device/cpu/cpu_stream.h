@@ -48,6 +48,11 @@ class CpuStream final : public Stream {
     return {};
   }
 
+  void waitForRoom(size_t maxPending) override {
+    std::unique_lock lock(mutex_);
+    room_.wait(lock, [&] { return jobs_.size() + (busy_ ? 1 : 0) < maxPending; });
+  }
+
  private:
   void run(std::stop_token stop) {
     // A failed start fails every job, so the error is not lost.
@@ -64,6 +69,7 @@ class CpuStream final : public Stream {
       lock.lock();
       busy_ = false;
       if (!s.ok() && firstError_.ok()) firstError_ = s;
+      room_.notify_all();
       if (jobs_.empty()) idle_.notify_all();
     }
   }
@@ -73,6 +79,7 @@ class CpuStream final : public Stream {
   std::mutex mutex_;
   std::condition_variable_any wake_;
   std::condition_variable idle_;
+  std::condition_variable room_;  // a job finished
   std::deque<std::function<Status()>> jobs_;
   bool busy_ = false;
   Status firstError_;

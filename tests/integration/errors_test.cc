@@ -794,6 +794,85 @@ TEST(DeadPeer, SurvivorsShrinkTheCommunicatorWithoutIt) {
   EXPECT_FALSE(results[1].exited);
 }
 
+class OverTransport : public ::testing::TestWithParam<bool> {};
+
+hcltest::EnvList transportEnv(bool tcp) {
+  hcltest::EnvList env;
+  if (tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
+  return env;
+}
+
+// A rank that comes late to a small allreduce its peer gave up on (aborted
+// from a second thread) fails. Over TCP the peer's data already sat in the
+// late rank's socket, and a FIN let it complete the call; the abort resets
+// the connection instead.
+TEST_P(OverTransport, LateRankFailsACallItsPeerAborted) {
+  SKIP_UNDER_TSAN();
+  auto results = onRankProcesses(
+      2, "20000",
+      [&](int rank, hclComm_t comm) {
+        std::vector<float> v(1024, 1.0f);
+        RANK_HCL(hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr));
+        if (rank == 0) {
+          std::thread aborter([comm] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            (void)hclCommAbort(comm);
+          });
+          const hclResult_t r = hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr);
+          aborter.join();
+          RANK_CHECK(r != hclSuccess, "rank 0: the aborted allreduce succeeded");
+          return 0;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+        const hclResult_t r = hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr);
+        RANK_CHECK(r == hclRemoteError, "rank 1: the late allreduce gave %d: %s", static_cast<int>(r),
+                   hclGetLastError(comm));
+        RANK_HCL(hclCommAbort(comm));
+        return 0;
+      },
+      transportEnv(GetParam()));
+  EXPECT_EQ(hcltest::describeFailures(results), "");
+}
+
+// Ranks that disagree on a broadcast's root or count. No rank may take
+// another call's data: a receiver fails, or finds what its own view of the
+// call gives; and the later, matching broadcasts either fail or deliver
+// their own data, never the leftovers of the disagreeing one.
+TEST_P(OverTransport, DisagreeingCallsNeverDeliverAnotherCallsData) {
+  SKIP_UNDER_TSAN();
+  for (const size_t count : {size_t{1024}, size_t{1} << 17}) {
+  for (const bool rootDiffers : {true, false}) {
+    SCOPED_TRACE(std::string(rootDiffers ? "root differs, " : "count differs, ") + std::to_string(count) + " elements");
+    auto results = onRankProcesses(
+        3, "3000",
+        [&](int rank, hclComm_t comm) {
+          std::vector<int32_t> v(2 * count);
+          std::fill(v.begin(), v.end(), rank == 1 ? 2 : rank == 0 ? 1 : 3);
+          const int root = rootDiffers && rank == 1 ? 1 : 0;
+          const size_t n = !rootDiffers && rank == 0 ? 2 * count : count;
+          if (hclBroadcast(v.data(), v.data(), n, hclInt32, root, comm, nullptr) == hclSuccess) {
+            const int32_t own = root == 1 ? 2 : 1;  // what this rank's view of the call gives
+            for (size_t i = 0; i < n; ++i) RANK_CHECK(v[i] == own, "rank %d: element %zu is %d", rank, i, v[i]);
+          }
+          for (int32_t call = 1; call <= 3; ++call) {
+            std::fill(v.begin(), v.end(), rank == 0 ? 100 * call : -1);
+            if (hclBroadcast(v.data(), v.data(), count, hclInt32, 0, comm, nullptr) != hclSuccess) break;
+            for (size_t i = 0; i < count; ++i) {
+              RANK_CHECK(v[i] == 100 * call, "rank %d, call %d: element %zu is %d", rank, call, i, v[i]);
+            }
+          }
+          (void)hclCommAbort(comm);
+          return 0;
+        },
+        transportEnv(GetParam()));
+    EXPECT_EQ(hcltest::describeFailures(results), "");
+  }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, OverTransport, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "tcp" : "shm"; });
+
 class KilledRank : public ::testing::TestWithParam<bool> {};
 
 TEST_P(KilledRank, SurvivorsGetAnErrorNamingThePeer) {

@@ -631,6 +631,43 @@ TEST(Threads, CpuStreamRunsInOrderAsynchronously) {
   destroyAll(comms);
 }
 
+// As a device runtime's stream, an HCL stream takes 1024 launches (hcl.h)
+// before the caller waits: rank 0 issues more, alone, and its calls stop
+// there until rank 1 joins; then everything runs.
+TEST(Threads, AStreamHoldsAThousandLaunchesBeforeTheCallerWaits) {
+  constexpr int kHeld = 1024, kIssued = kHeld + 40;
+  auto comms = initAll(2);
+  hclStream_t streams[2] = {nullptr, nullptr};
+  for (hclStream_t& s : streams) ASSERT_EQ(hclStreamCreate(&s), hclSuccess);
+  const float one = 1.0f;
+  float sums[2] = {0, 0};
+  std::atomic<int> issued[2] = {0, 0};
+  auto issue = [&](int r) {
+    for (int i = 0; i < kIssued; ++i) {
+      if (hclAllReduce(&one, &sums[r], 1, hclFloat, hclSum, comms[static_cast<size_t>(r)], streams[r]) != hclSuccess)
+        return;
+      issued[r].fetch_add(1);
+    }
+  };
+  std::thread rank0(issue, 0);
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (issued[0].load() < kHeld && std::chrono::steady_clock::now() < giveUp) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // time to run past the bound, were there none
+  EXPECT_EQ(issued[0].load(), kHeld) << "rank 0's first call waits for rank 1, so the stream holds the rest";
+  std::thread rank1(issue, 1);
+  rank0.join();
+  rank1.join();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(issued[r].load(), kIssued);
+    EXPECT_EQ(hclStreamSynchronize(streams[r]), hclSuccess) << hclGetLastError(nullptr);
+    EXPECT_EQ(sums[r], 2.0f);
+    EXPECT_EQ(hclStreamDestroy(streams[r]), hclSuccess);
+  }
+  destroyAll(comms);
+}
+
 // Two threads end groups over the same two streams, naming them in opposite
 // orders, each on a communicator of its own. Their launches must not
 // interleave into a cycle (each stream's next job waiting for a job queued

@@ -49,10 +49,7 @@ class LocalConnection final : public Connection {
       if (box.sends.empty()) break;
       Transfer* send = box.sends.front();
       if (send->tag != recv->tag || send->bytes != recv->bytes) {
-        mismatch = invalidUsage(fmt::format(
-            "rank {}: message from rank {} has tag {}/{} bytes, expected tag {}/{} bytes "
-            "(mismatched collectives or send/recv sizes?)",
-            rank_, peer_, send->tag, send->bytes, recv->tag, recv->bytes));
+        mismatch = messageMismatch(rank_, peer_, send->tag, send->bytes, recv->tag, recv->bytes);
         break;
       }
       box.sends.pop_front();

@@ -547,10 +547,7 @@ class ShmConnection final : public Connection {
   }
 
   Status mismatch(const SlotHeader& h, const Transfer& t) const {
-    return invalidUsage(fmt::format(
-        "rank {}: message from rank {} has tag {}/{} bytes, expected tag {}/{} bytes "
-        "(mismatched collectives or send/recv sizes?)",
-        rank_, peer_, h.tag, h.bytes, t.tag, t.bytes));
+    return messageMismatch(rank_, peer_, h.tag, h.bytes, t.tag, t.bytes);
   }
 
   // The message expected next, found at the head of a lane `t` does not

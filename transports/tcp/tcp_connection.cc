@@ -63,7 +63,7 @@ Status TcpConnection::fail(Status status) {
   failure_ = std::move(status);
   // Tell the peer at once instead of letting it wait for messages that will not come.
   for (auto& stream : streams_) {
-    stream->shutdown();
+    stream->reset();
     stream->failAll();
   }
   return failure_;
@@ -71,7 +71,7 @@ Status TcpConnection::fail(Status status) {
 
 void TcpConnection::abort() {
   aborted_.store(true, std::memory_order_release);
-  for (auto& stream : streams_) stream->shutdown();
+  for (auto& stream : streams_) stream->reset();
 }
 
 std::string TcpConnection::describe() const {

@@ -67,10 +67,7 @@ Status TcpStream::checkHeader(const PendingFrame& frame) const {
   const FrameHeader header = decodeFrameHeader(frame.header);
   const Transfer& expected = *frame.transfer;
   if (header.tag != expected.tag || header.bytes != expected.bytes) {
-    return invalidUsage(
-        fmt::format("rank {}: message from rank {} has tag {}/{} bytes, expected tag {}/{} bytes "
-                    "(mismatched collectives or send/recv sizes?)",
-                    rank_, peer_, header.tag, header.bytes, expected.tag, expected.bytes));
+    return messageMismatch(rank_, peer_, header.tag, header.bytes, expected.tag, expected.bytes);
   }
   if (header.flags == frame.flags) return {};
   // Same message, cut differently: the two ends disagree on the stream layout.
@@ -116,6 +113,12 @@ void TcpStream::failAll() {
   recvs_.failAll();
 }
 
-void TcpStream::shutdown() { ::shutdown(fd_, SHUT_RDWR); }
+void TcpStream::reset() {
+  // connect() to AF_UNSPEC disconnects: from an established connection the
+  // kernel sends a reset, and the descriptor stays valid for other threads.
+  sockaddr unspec{};
+  unspec.sa_family = AF_UNSPEC;
+  if (::connect(fd_, &unspec, sizeof unspec) != 0) ::shutdown(fd_, SHUT_RDWR);
+}
 
 }  // namespace hcl::tcp

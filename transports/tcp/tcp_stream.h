@@ -36,9 +36,12 @@ class TcpStream {
   Status progress(bool* madeProgress);
   // Completes every queued transfer Failed.
   void failAll();
-  // Shuts the socket down in both directions so the peer sees EOF. Safe to
+  // Resets the connection (RST, where a shutdown sends FIN): the peer's
+  // next write fails at once, and its reads once it has taken what was sent
+  // before, so a peer that arrives late at a call this rank gave up on
+  // fails instead of completing it with the data already sent. Safe to
   // call from another thread while progress() runs.
-  void shutdown();
+  void reset();
 
   const std::string& description() const { return description_; }
 
@@ -55,7 +58,7 @@ class TcpStream {
   int rank_;
   int peer_;
   asio::ip::tcp::socket socket_;
-  int fd_;  // for shutdown() from other threads
+  int fd_;  // for reset() from other threads
   std::string description_;
   FrameQueue sends_;
   FrameQueue recvs_;

@@ -69,7 +69,7 @@ int mismatch(int rank, const CommIdentity& id, SharedState& shared, uint32_t sen
   const Status s = driveUntilDone(setup.all, {&recv});
   CHILD_CHECK(s.code() == hclInvalidUsage, "got {} ({})", s.message(), static_cast<int>(s.code()));
   const std::string expected =
-      fmt::format("rank 1: message from rank 0 has tag {}/{} bytes, expected tag {}/{} bytes",
+      fmt::format("rank 1: message from rank 0 has tag {:#010x}/{} bytes, expected tag {:#010x}/{} bytes",
                   sendTag, sendBytes, recvTag, recvBytes);
   CHILD_CHECK(contains(s.message(), expected), "message '{}' lacks '{}'", s.message(), expected);
   CHILD_CHECK(recv.failed(), "receive not marked failed");
@@ -164,7 +164,7 @@ int swappedAcrossLanes(int rank, const CommIdentity& id, SharedState& shared) {
   CHILD_CHECK_OK(c.post(second));
   const Status s = driveUntilDone(setup.all, {&first, &second});
   CHILD_CHECK(s.code() == hclInvalidUsage, "got {} ({})", s.message(), static_cast<int>(s.code()));
-  const std::string expected = "rank 1: message from rank 0 has tag 9/8 bytes, expected tag 9/1048576 bytes";
+  const std::string expected = "rank 1: message from rank 0 has tag 0x00000009/8 bytes, expected tag 0x00000009/1048576 bytes";
   CHILD_CHECK(contains(s.message(), expected), "message '{}' lacks '{}'", s.message(), expected);
   CHILD_CHECK(first.failed() && second.failed(), "receives not marked failed");
   CHILD_CHECK(shared.barrier.wait(30s), "final barrier");

@@ -82,7 +82,7 @@ void expectMismatch(uint32_t recvTag, size_t recvBytes, const std::string& expec
       const Status status = waitAll({c}, {&recv});
       EXPECT_EQ(status.code(), hclInvalidUsage) << status.message();
       EXPECT_NE(
-          status.message().find("rank 1: message from rank 0 has tag 1/8 bytes, " + expectedText),
+          status.message().find("rank 1: message from rank 0 has tag 0x00000001/8 bytes, " + expectedText),
           std::string::npos)
           << status.message();
       EXPECT_TRUE(recv.failed());
@@ -97,12 +97,12 @@ void expectMismatch(uint32_t recvTag, size_t recvBytes, const std::string& expec
   });
 }
 
-TEST_F(TcpTest, TagMismatchIsInvalidUsage) { expectMismatch(2, 8, "expected tag 2/8 bytes"); }
+TEST_F(TcpTest, TagMismatchIsInvalidUsage) { expectMismatch(2, 8, "expected tag 0x00000002/8 bytes"); }
 
-TEST_F(TcpTest, SizeMismatchIsInvalidUsage) { expectMismatch(1, 16, "expected tag 1/16 bytes"); }
+TEST_F(TcpTest, SizeMismatchIsInvalidUsage) { expectMismatch(1, 16, "expected tag 0x00000001/16 bytes"); }
 
 TEST_F(TcpTest, ShorterMessageThanPostedIsInvalidUsage) {
-  expectMismatch(1, 4, "expected tag 1/4 bytes");
+  expectMismatch(1, 4, "expected tag 0x00000001/4 bytes");
 }
 
 }  // namespace

@@ -112,8 +112,8 @@ void expectStripedMismatch(size_t sent, size_t expected) {
       ASSERT_TRUE(c->post(recv).ok());
       const Status status = waitAll({c}, {&recv});
       EXPECT_EQ(status.code(), hclInvalidUsage) << status.message();
-      EXPECT_NE(status.message().find("rank 1: message from rank 0 has tag 1/" +
-                                      std::to_string(sent) + " bytes, expected tag 1/" +
+      EXPECT_NE(status.message().find("rank 1: message from rank 0 has tag 0x00000001/" +
+                                      std::to_string(sent) + " bytes, expected tag 0x00000001/" +
                                       std::to_string(expected) + " bytes"),
                 std::string::npos)
           << status.message();
