@@ -1,5 +1,6 @@
 // sendrecv_perf: every rank sends to rank+1 and receives from rank-1 in one
-// group. busbw = algbw. As in nccl-tests, the in-place run is not checked.
+// group. busbw = algbw. As in nccl-tests, the in-place run is not checked,
+// and the rows go through the -o operators (which change nothing).
 #include "perf/common/collective.h"
 #include "perf/common/verify.h"
 
@@ -40,6 +41,7 @@ constexpr CollectiveTest kTest{
     .bandwidth = bandwidth,
     .initData = initData,
     .run = run,
+    .listsOps = true,
 };
 
 }  // namespace

@@ -59,7 +59,7 @@ Status BenchThread::runAll() {
     types.push_back(static_cast<hclDataType_t>(opt_.type));
   }
   std::vector<int> ops{kNoOp};
-  if (coll.reduces) {
+  if (coll.iteratesOps()) {
     ops.clear();
     for (int op = 0; op < kNumOps; ++op) {
       if (opt_.op == -1 || opt_.op == op) ops.push_back(op);
@@ -365,7 +365,7 @@ Status BenchThread::timeTest(hclDataType_t type, int op, int root) {
         setSizes(size, type);
         if (reporter_) {
           reporter_->rowStart(std::max(sizes_.sendBytes, sizes_.expectedBytes), sizes_.counts.param, typeName(type),
-                              coll.reduces ? opName(op) : "none", coll.rooted ? root : -1);
+                              coll.iteratesOps() ? opName(op) : "none", coll.rooted ? root : -1);
         }
         HCL_TRY(benchTime(type, op, root, false));
         HCL_TRY(benchTime(type, op, root, true));

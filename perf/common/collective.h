@@ -72,6 +72,10 @@ struct CollectiveTest {
   // one group: a single group over all of them would let a round start
   // before the data it sends had arrived.
   int (*rounds)(int nranks) = nullptr;
+  // Iterates -o and prints the operator without reducing (nccl-tests'
+  // sendrecv does); a test that reduces iterates them anyway.
+  bool listsOps = false;
+  bool iteratesOps() const { return reduces || listsOps; }
 };
 
 // Defined once per binary (perf/<collective>.cc).

@@ -32,7 +32,7 @@ const std::vector<CollectiveFacts>& allCollectives() {
       {"alltoall_perf", false, false, false, true, false, timesRanks, ring},
       {"gather_perf", false, true, true, true, false, timesRanks, ring},
       {"scatter_perf", false, true, true, true, false, timesRanks, ring},
-      {"sendrecv_perf", false, false, false, false, false, plain, one},
+      {"sendrecv_perf", true, false, false, false, false, plain, one},  // lists the operators, as nccl-tests
       {"hypercube_perf", false, false, true, true, true, timesOthers, one},
   };
   return facts;

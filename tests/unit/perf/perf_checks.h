@@ -13,7 +13,7 @@ namespace hcltest {
 
 struct CollectiveFacts {
   std::string binary;   // "all_reduce_perf"
-  bool reduces;         // rows for every operator
+  bool reduces;         // rows for every operator (sendrecv too, without reducing)
   bool rooted;          // prints the root
   bool inPlaceChecked;  // false: in-place #wrong is N/A
   bool sliced;          // per-rank slices aligned to 16 bytes
