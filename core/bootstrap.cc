@@ -26,6 +26,9 @@ constexpr auto kMaxRetry = 500ms;
 // that is still closing; retry that long before reporting the bind failure.
 constexpr auto kBindRetryWindow = 5s;
 constexpr int64_t kByeTimeoutMs = 1000;
+// How long past its own timeout a joined rank waits for the root's verdict
+// (at most the timeout again).
+constexpr int64_t kJoinVerdictGraceMs = 5000;
 
 bootwire::Secret secretOf(const UniqueIdContents& id) {
   bootwire::Secret secret;
@@ -107,9 +110,16 @@ class BootstrapClient final : public Oob {
     hello.rank = rank_;
     const auto helloBytes = bootwire::encodeHello(hello);
     HCL_TRY(sendAll(socket_, helloBytes, budget, "sending the hello"));
+    // The root fails the join, naming the ranks that never came, when its
+    // own timeout runs out; it counts from the first join, so a little (or,
+    // where the root started late, a little more) after this rank's. Its
+    // word is worth the wait: without it every rank would only know that
+    // time ran out, and rank 0, giving up first, would stop the root.
+    const auto grace = std::chrono::milliseconds(std::min<int64_t>(budget.timeoutMs, kJoinVerdictGraceMs));
+    const WaitBudget untilVerdict{budget.deadline.later(grace), budget.timeoutMs, budget.abortFlag, budget.peer};
     Frame frame;
     size_t received = 0;
-    Status st = readFrame(budget, "waiting for the other ranks to join", frame, &received);
+    Status st = readFrame(untilVerdict, "waiting for the other ranks to join", frame, &received);
     if (!st.ok()) {
       // A root that closes without a word before answering is most likely an
       // earlier root on the same address that is shutting down.

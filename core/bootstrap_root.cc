@@ -261,6 +261,10 @@ void RootServer::serve() {
     }
     if (n > 0) {
       if (fds[0].revents != 0) {
+        // A rank whose join failed stops its root at once; the verdicts
+        // queued for the others still go out (one try: they are small).
+        for (auto& c : conns_)
+          if (!c->closed && c->hasOutput()) flush(*c);
         stopRequested = true;
         break;
       }
@@ -711,7 +715,14 @@ Status startBootstrapRoot(const asio::ip::address& ip, uint16_t port, const boot
 bool bootstrapRootRunning(uint16_t port) { return RootRegistry::instance().running(port); }
 
 bool stopBootstrapRoot(uint16_t port, const bootwire::Secret& secret) {
-  return RootRegistry::instance().stop(port, secret);
+  if (!RootRegistry::instance().stop(port, secret)) return false;
+  // Until its last words are out: the caller's process may exit next, and
+  // the other ranks should hear the root's verdict, not a closed socket.
+  const auto giveUp = Clock::now() + kFlushTimeout;
+  while (RootRegistry::instance().running(port) && Clock::now() < giveUp) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 }  // namespace hcl

@@ -18,7 +18,8 @@ Status startBootstrapRoot(const asio::ip::address& ip, uint16_t port, const boot
                           uint16_t* boundPort, bool* addressInUse = nullptr);
 
 // Stops this process's root of that port and secret, if it runs one: for
-// an id no rank will join. True if there was one.
+// an id no rank will join, or a join that failed. Returns once the root has
+// sent what it had queued (at most a couple of seconds). True if there was one.
 bool stopBootstrapRoot(uint16_t port, const bootwire::Secret& secret);
 
 // Whether a root of this process listening (or having listened) on `port` is

@@ -36,6 +36,12 @@ class Deadline {
   }
   bool expired() const { return Clock::now() >= end_; }
   Clock::time_point end() const { return end_; }
+  // The same deadline, `more` later (none stays none).
+  Deadline later(std::chrono::milliseconds more) const {
+    Deadline d = *this;
+    if (end_ != Clock::time_point::max() && Clock::time_point::max() - end_ > more) d.end_ += more;
+    return d;
+  }
 
  private:
   Clock::time_point end_;

@@ -476,6 +476,36 @@ TEST(Bootstrap, MissingRankTimesOutOnTheRoot) {
   });
 }
 
+// With one timeout everywhere the ranks' own deadlines run out about when
+// the root's does (a little earlier: the root counts from the first join);
+// they wait a little longer for its verdict, which names the missing rank.
+// Where rank 0 hosts the root (HCL_COMM_ID), its giving up must not stop
+// the root before the verdict reaches the others.
+TEST(Bootstrap, MissingRankIsNamedWithOneTimeoutEverywhere) {
+  for (const bool rank0Hosts : {false, true}) {
+    for (int round = 0; round < 3; ++round) {
+      SCOPED_TRACE(std::string(rank0Hosts ? "rank 0 hosts the root" : "a root of its own") + ", round " +
+                   std::to_string(round));
+      // Every rank's, and the root's wherever it runs.
+      test::ScopedEnv timeout("HCL_TIMEOUT_MS", "300");
+      hclUniqueId id;
+      if (rank0Hosts) {
+        test::ScopedEnv commId("HCL_COMM_ID", "127.0.0.1:" + std::to_string(freeLoopbackPort()));
+        ASSERT_TRUE(createUniqueId(&id).ok());
+      } else {
+        id = freshId();
+      }
+      runRanks(3, [&](int rank) {
+        if (rank == 2) return;
+        std::unique_ptr<Oob> oob;
+        const Status st = connectBootstrap(id, 3, rank, 300, nullptr, oob);
+        EXPECT_EQ(st.code(), hclRemoteError) << st.message();
+        EXPECT_NE(st.message().find("timed out waiting for ranks 2"), std::string::npos) << st.message();
+      });
+    }
+  }
+}
+
 TEST(Bootstrap, AbortFlagEndsAWaitingJoin) {
   const hclUniqueId id = freshId();
   std::atomic<bool> abortFlag{false};
