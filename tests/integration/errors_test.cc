@@ -840,8 +840,14 @@ TEST_P(OverTransport, LateRankFailsACallItsPeerAborted) {
 // their own data, never the leftovers of the disagreeing one.
 TEST_P(OverTransport, DisagreeingCallsNeverDeliverAnotherCallsData) {
   SKIP_UNDER_TSAN();
-  for (const size_t count : {size_t{1024}, size_t{1} << 17}) {
-  for (const bool rootDiffers : {true, false}) {
+  struct Disagreement {
+    size_t count;
+    bool rootDiffers;  // else the count
+  };
+  for (const Disagreement d : {Disagreement{1024, true}, Disagreement{1024, false}, Disagreement{size_t{1} << 17, true},
+                               Disagreement{size_t{1} << 17, false}}) {
+    const size_t count = d.count;
+    const bool rootDiffers = d.rootDiffers;
     SCOPED_TRACE(std::string(rootDiffers ? "root differs, " : "count differs, ") + std::to_string(count) + " elements");
     auto results = onRankProcesses(
         3, "3000",
@@ -867,20 +873,12 @@ TEST_P(OverTransport, DisagreeingCallsNeverDeliverAnotherCallsData) {
         transportEnv(GetParam()));
     EXPECT_EQ(hcltest::describeFailures(results), "");
   }
-  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, OverTransport, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "tcp" : "shm"; });
-
-class KilledRank : public ::testing::TestWithParam<bool> {};
-
-TEST_P(KilledRank, SurvivorsGetAnErrorNamingThePeer) {
+TEST_P(OverTransport, SurvivorsOfAKilledRankGetAnErrorNamingIt) {
   SKIP_UNDER_TSAN();
-  const bool tcp = GetParam();
   // Rank 0 runs the bootstrap root, so the parent forks with no threads.
-  hcltest::EnvList env;
-  if (tcp) env.push_back({"HCL_SHM_DISABLE", "1"});
+  const hcltest::EnvList env = transportEnv(GetParam());
   auto results = onRankProcesses(
       3, "4000",
       [&](int rank, hclComm_t comm) {
@@ -946,7 +944,7 @@ TEST_P(KilledRank, SurvivorsGetAnErrorNamingThePeer) {
   EXPECT_FALSE(results[2].exited);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, KilledRank, ::testing::Values(false, true),
+INSTANTIATE_TEST_SUITE_P(Transports, OverTransport, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "tcp" : "shm"; });
 
 TEST(Bootstrap, StrangerWithWrongSecretChangesNothing) {
