@@ -47,7 +47,8 @@ PeerInfo describeSelf(int rank, const Device& device) {
   return self;
 }
 
-constexpr TransportKind kAllKinds[] = {TransportKind::Local, TransportKind::Shm, TransportKind::Tcp};
+constexpr TransportKind kAllKinds[] = {TransportKind::Local, TransportKind::Shm, TransportKind::Tcp,
+                                       TransportKind::Ofi};
 
 // Device buffers go straight to a transport only where it can register them
 // and the device can export them; otherwise they are staged through pinned

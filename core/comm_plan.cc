@@ -85,9 +85,10 @@ LinkCost defaultLinkCost(const Link& link) {
   switch (link.kind) {
     case TransportKind::Local: return {0.5, 10000};
     case TransportKind::Shm: return {1.0, 6000};
-    case TransportKind::Tcp: break;
+    case TransportKind::Tcp:
+    case TransportKind::Ofi: break;
   }
-  // TCP reaches about 90% of a NIC's line rate; an unknown NIC counts as 10 Gbit/s.
+  // Priced alike for now: the NIC's speed sets both. TCP reaches about 90% of a NIC's line rate; an unknown NIC counts as 10 Gbit/s.
   const double mbps = link.speedMbps ? link.speedMbps : 10000.0;
   return {tcpLatencyUs(link.nicKind), mbps / 8 * 0.9};
 }
@@ -100,7 +101,8 @@ LinkGraph buildLinkGraph(const std::vector<PeerInfo>& peers) {
   for (size_t a = 0; a < n; ++a) {
     for (size_t b = a + 1; b < n; ++b) {
       const Link link = selectLink(peers[a], peers[b]);
-      const int c = graph.addClass(link.linkClass, defaultLinkCost(link), link.kind != TransportKind::Tcp);
+      const int c = graph.addClass(link.linkClass, defaultLinkCost(link),
+                                   link.kind == TransportKind::Local || link.kind == TransportKind::Shm);
       graph.classOf[a * n + b] = graph.classOf[b * n + a] = c;
     }
   }

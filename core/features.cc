@@ -4,7 +4,7 @@ namespace hcl {
 
 std::vector<std::string> hclBuildFeatures() {
   return {
-      "transports: local, shm, tcp",
+      "transports: local, shm, tcp, ofi (libfabric)",
       "devices: cpu",
   };
 }

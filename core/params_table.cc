@@ -86,6 +86,15 @@ constexpr std::array kParams = {
     ParamSpec{"HCL_TCP_BUFFER_BYTES", Int, "4194304", "Socket send/receive buffer size in bytes",
               nullptr, 0, int64_t{1} << 31},
     ParamSpec{"HCL_TCP_STREAMS", Int, "1", "TCP sockets per peer pair; from 2, each direction has its own and large messages are striped over them (the lower rank's value is used)", nullptr, 1, 64},
+    ParamSpec{"HCL_OFI", String, "auto",
+              "libfabric for links between hosts (and within one under HCL_SHM_DISABLE): auto (hardware "
+              "providers, where the host shows an RDMA device), on (any provider but sockets; an error if "
+              "none), off",
+              nullptr},
+    ParamSpec{"HCL_OFI_PROVIDER", String, "",
+              "The libfabric provider to use, by its exact name (e.g. 'tcp;ofi_rxm', 'shm', 'efa'); naming "
+              "one turns HCL_OFI auto into on",
+              nullptr},
     ParamSpec{"HCL_TCP_CONGESTION", String, "auto", "TCP congestion control: auto (cubic, else reno, on links within a host; kernel default elsewhere), system, or an algorithm name", nullptr},
     ParamSpec{"HCL_TIMEOUT_MS", Int, "60000",
               "A wait on a peer that sees no progress for this many milliseconds fails (0: never)", nullptr, 0},

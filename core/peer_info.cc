@@ -54,6 +54,9 @@ std::vector<uint8_t> PeerInfo::serialize() const {
     w.put(a.speedMbps);
     w.putString(a.fabric);
   }
+  w.putString(ofiProvider);
+  w.putString(ofiFabric);
+  w.putBytes(ofiAddress);
   w.putString(rescueIp);
   w.put(rescuePort);
   w.put<uint32_t>(static_cast<uint32_t>(cpuMask.size()));
@@ -99,6 +102,9 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
     r.get(a.speedMbps);
     r.getString(a.fabric);
   }
+  r.getString(out.ofiProvider);
+  r.getString(out.ofiFabric);
+  r.getBytes(out.ofiAddress);
   r.getString(out.rescueIp);
   r.get(out.rescuePort);
   uint32_t maskWords = 0;

@@ -38,6 +38,11 @@ struct PeerInfo {
   bool shmEnabled = true;  // false under HCL_SHM_DISABLE=1
   bool ipcCapable = false;  // its device can share memory with same-vendor peers on the host (IPC)
   std::vector<NetAddress> addresses;
+  // Its libfabric endpoint, where it opened one (HCL_OFI): the provider's
+  // name, its fabric, and the endpoint's address (empty: none).
+  std::string ofiProvider;
+  std::string ofiFabric;
+  std::vector<uint8_t> ofiAddress;
   // A port this rank holds for a bootstrap root of its own, used when the
   // communicator fails and the survivors shrink it without its links (0: none).
   std::string rescueIp;

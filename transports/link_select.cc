@@ -98,6 +98,14 @@ Link networkLink(const PeerInfo& connector, const PeerInfo& acceptor, bool sameH
   return link;
 }
 
+// Both ends opened libfabric endpoints on one provider and fabric (shm's
+// only within a host).
+bool sharedOfiEndpoint(const PeerInfo& a, const PeerInfo& b, bool sameHost) {
+  if (a.ofiAddress.empty() || b.ofiAddress.empty()) return false;
+  if (a.ofiProvider != b.ofiProvider || a.ofiFabric != b.ofiFabric) return false;
+  return sameHost || a.ofiProvider != "shm";
+}
+
 }  // namespace
 
 Link selectLink(const PeerInfo& a, const PeerInfo& b) {
@@ -122,7 +130,12 @@ Link selectLink(const PeerInfo& a, const PeerInfo& b) {
   const PeerInfo& acceptor = a.rank < b.rank ? b : a;
   const std::string why = sameHost ? "shared memory disabled (HCL_SHM_DISABLE)"
                                    : "different hosts ('" + a.hostId + "', '" + b.hostId + "')";
-  return networkLink(connector, acceptor, sameHost, why);
+  Link link = networkLink(connector, acceptor, sameHost, why);
+  if (sharedOfiEndpoint(a, b, sameHost)) {
+    link.kind = TransportKind::Ofi;
+    link.reason += fmt::format("; libfabric provider '{}', fabric '{}'", a.ofiProvider, a.ofiFabric);
+  }
+  return link;
 }
 
 }  // namespace hcl

@@ -1,6 +1,7 @@
 // The one place that maps a transport kind to its implementation.
 // Adding a transport: a new folder plus one line here.
 #include "transports/local/local_transport.h"
+#include "transports/ofi/ofi_transport.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
 #include "transports/transport.h"
@@ -12,6 +13,7 @@ const char* toString(TransportKind k) {
     case TransportKind::Local: return "local";
     case TransportKind::Shm: return "shm";
     case TransportKind::Tcp: return "tcp";
+    case TransportKind::Ofi: return "ofi";
   }
   return "unknown";
 }
@@ -21,6 +23,7 @@ std::unique_ptr<Transport> makeTransport(TransportKind kind) {
     case TransportKind::Local: return makeLocalTransport();
     case TransportKind::Shm: return makeShmTransport();
     case TransportKind::Tcp: return makeTcpTransport();
+    case TransportKind::Ofi: return makeOfiTransport();
   }
   return nullptr;
 }

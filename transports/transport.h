@@ -28,7 +28,7 @@ namespace hcl {
 
 struct Link;
 
-enum class TransportKind : uint8_t { Local = 0, Shm = 1, Tcp = 2 };
+enum class TransportKind : uint8_t { Local = 0, Shm = 1, Tcp = 2, Ofi = 3 };
 const char* toString(TransportKind k);
 
 // One message in flight. Owned by the caller, which keeps it alive (and does
@@ -137,7 +137,7 @@ class Transport {
   virtual void finish() = 0;
   // GPU-direct seam: true when this transport can register memory of `device`
   // (dma-buf or peer memory) and move it without staging through the host.
-  // No transport of this build can; verbs and libfabric will.
+  // No transport of this build can yet; verbs and libfabric's FI_HMEM will.
   virtual bool canRegisterDeviceMemory(const Device& device) const { return false; }
 };
 

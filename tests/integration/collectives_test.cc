@@ -5,7 +5,8 @@
 // windows (which large messages take) on malloc buffers, on hclMemAlloc
 // buffers, with peers' memory reached only through the kernel, and with
 // the windows' direct steps. And 4 ranks pinned two to a CPU, whose
-// recursive doubling pairs them in an order of their CPUs.
+// recursive doubling pairs them in an order of their CPUs. And every link
+// over libfabric, on its tcp;ofi_rxm and shm providers.
 #include <gtest/gtest.h>
 #include <sched.h>
 
@@ -13,6 +14,7 @@
 
 #include "collective_checks.h"
 #include "multiprocess.h"
+#include "ofi_probe.h"
 
 namespace {
 
@@ -24,6 +26,7 @@ struct Config {
   bool mapPeers = true;        // HCL_SHM_MAP
   bool staging = true;         // HCL_WINDOW_STAGING=0 when false: the window's direct steps on malloc buffers
   bool pinnedTwoPerCpu = false;  // ranks 0 and 3 on one CPU, 1 and 2 on another
+  const char* ofiProvider = nullptr;  // every link over this libfabric provider
 };
 
 // The first two CPUs this process may run on; fewer where it has fewer.
@@ -56,6 +59,9 @@ TEST_P(Collectives, EveryCollectiveEveryType) {
   if (c.pinnedTwoPerCpu && cpus.size() < 2) {
     GTEST_SKIP() << "needs two CPUs to pin ranks to; this process has " << cpus.size();
   }
+  if (c.ofiProvider) {
+    if (const std::string why = hcltest::ofiProviderMissing(c.ofiProvider); !why.empty()) GTEST_SKIP() << why;
+  }
   // Rank 0 runs the bootstrap root (HCL_COMM_ID), so the parent forks with no threads.
   hcltest::CheckConfig cfg;
   cfg.bigForEveryType = c.nranks == 3 && !c.tcp;
@@ -65,6 +71,10 @@ TEST_P(Collectives, EveryCollectiveEveryType) {
   if (c.tcp) {
     env.push_back({"HCL_SHM_DISABLE", "1"});
     env.push_back({"HCL_ALGO", "allreduce:ring"});
+  }
+  if (c.ofiProvider) {
+    env.push_back({"HCL_SHM_DISABLE", "1"});
+    env.push_back({"HCL_OFI_PROVIDER", c.ofiProvider});
   }
   if (c.algo) env.push_back({"HCL_ALGO", c.algo});
   if (!c.mapPeers) env.push_back({"HCL_SHM_MAP", "0"});
@@ -95,9 +105,15 @@ INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
                                            Config{3, false, false, kWindows, false},
                                            Config{2, false, false, kWindows, true, false},
                                            Config{3, false, false, kWindows, true, false},
-                                           Config{4, false, false, nullptr, true, true, true}),
+                                           Config{4, false, false, nullptr, true, true, true},
+                                           Config{3, false, false, nullptr, true, true, false, "tcp;ofi_rxm"},
+                                           Config{3, false, false, nullptr, true, true, false, "shm"}),
                          [](const auto& info) {
                            const Config& c = info.param;
+                           if (c.ofiProvider) {
+                             return std::to_string(c.nranks) + "ranks_ofi_" +
+                                    (std::string(c.ofiProvider) == "shm" ? "shm" : "tcp_rxm");
+                           }
                            return std::to_string(c.nranks) + "ranks_" + (c.tcp ? "tcp" : "shm") +
                                   (c.shared ? "_memalloc" : "") + (c.algo ? "_window" : "") +
                                   (c.mapPeers ? "" : "_unmapped") + (c.staging ? "" : "_unstaged") +

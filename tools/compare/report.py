@@ -7,12 +7,15 @@ import statistics
 import subprocess
 from datetime import datetime
 
-HCL_VARIANTS = ("hcl", "hcl-tcp")
+HCL_VARIANTS = ("hcl", "hcl-tcp", "hcl-ofi-tcp", "hcl-ofi-shm")
 # What each HCL variant is compared with: shared memory against everything
 # (and the bound), TCP against the TCP peers (and iperf3).
 RATIO_TARGETS = {
     "hcl": ("ompi-vader", "mpich", "gloo", "bound", "copy-bound"),
     "hcl-tcp": ("ompi-tcp", "gloo", "iperf3"),
+    # libfabric's providers against HCL's own transports for the same link.
+    "hcl-ofi-tcp": ("hcl-tcp", "ompi-tcp"),
+    "hcl-ofi-shm": ("hcl", "ompi-vader"),
 }
 
 

@@ -207,8 +207,17 @@ def run_gloo(exe, plan):
         return _launch_sweep(cmds, plan, exe)
 
 
+# HCL over its own TCP, or over libfabric's tcp;ofi_rxm or shm provider.
+HCL_VARIANT_ENV = {
+    "hcl": {},
+    "hcl-tcp": {"HCL_SHM_DISABLE": "1"},
+    "hcl-ofi-tcp": {"HCL_SHM_DISABLE": "1", "HCL_OFI_PROVIDER": "tcp;ofi_rxm"},
+    "hcl-ofi-shm": {"HCL_SHM_DISABLE": "1", "HCL_OFI_PROVIDER": "shm"},
+}
+
+
 def hcl_env(variant):
-    return {"HCL_SHM_DISABLE": "1"} if variant == "hcl-tcp" else {}
+    return dict(HCL_VARIANT_ENV[variant])
 
 
 def run_hcl_bench(exe, variant, alloc, plan):

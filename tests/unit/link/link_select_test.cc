@@ -165,6 +165,45 @@ TEST(LinkSelect, AnAddressBothHostsHaveIsNotTheWayBetweenThem) {
   EXPECT_EQ(selectLink(a, d).listenerAddress, 0);
 }
 
+PeerInfo withOfi(PeerInfo p, std::string provider, std::string fabric) {
+  p.ofiProvider = std::move(provider);
+  p.ofiFabric = std::move(fabric);
+  p.ofiAddress = {static_cast<uint8_t>(p.rank), 0xab};
+  return p;
+}
+
+TEST(LinkSelect, PeersOnOneLibfabricProviderAndFabricUseIt) {
+  const PeerInfo a = withOfi(ibNode(0), "verbs;ofi_rxm", "IB-0xfe80"), b = withOfi(ibNode(1), "verbs;ofi_rxm", "IB-0xfe80");
+  const Link l = selectLink(a, b);
+  EXPECT_EQ(l.kind, TransportKind::Ofi);
+  // The NIC facts and the cost model's class stay those of the fabric.
+  EXPECT_EQ(l.linkClass, "net:ib:fe80:0000:0000:0001");
+  EXPECT_EQ(l.nicKind, NicKind::Ib);
+  EXPECT_NE(l.reason.find("libfabric provider 'verbs;ofi_rxm', fabric 'IB-0xfe80'"), std::string::npos) << l.reason;
+  EXPECT_EQ(selectLink(b, a).kind, TransportKind::Ofi);
+}
+
+TEST(LinkSelect, LibfabricNeedsBothEndsOnOneProviderAndFabric) {
+  const PeerInfo a = withOfi(ibNode(0), "verbs;ofi_rxm", "IB-0xfe80");
+  EXPECT_EQ(selectLink(a, ibNode(1)).kind, TransportKind::Tcp);  // the peer opened none
+  EXPECT_EQ(selectLink(a, withOfi(ibNode(1), "efa", "IB-0xfe80")).kind, TransportKind::Tcp);
+  EXPECT_EQ(selectLink(a, withOfi(ibNode(1), "verbs;ofi_rxm", "IB-0xfe81")).kind, TransportKind::Tcp);
+  // Shared memory comes first on one host; libfabric only with it off.
+  PeerInfo c = withOfi(ibNode(1), "verbs;ofi_rxm", "IB-0xfe80");
+  c.hostId = a.hostId;
+  EXPECT_EQ(selectLink(a, c).kind, TransportKind::Shm);
+  c.shmEnabled = false;
+  EXPECT_EQ(selectLink(a, c).kind, TransportKind::Ofi);
+}
+
+TEST(LinkSelect, LibfabricShmProviderOnlyWithinAHost) {
+  PeerInfo a = withOfi(ibNode(0), "shm", "shm"), b = withOfi(ibNode(1), "shm", "shm");
+  a.shmEnabled = b.shmEnabled = false;
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Tcp);
+  b.hostId = a.hostId;
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Ofi);
+}
+
 TEST(PeerInfoWire, NicFactsSurviveTheRoundTrip) {
   PeerInfo p = roceNode(3);
   p.cpuMask = {0x5, 0, 0x8000000000000000ull};
@@ -176,6 +215,15 @@ TEST(PeerInfoWire, NicFactsSurviveTheRoundTrip) {
   EXPECT_EQ(q.addresses[1].speedMbps, 200000u);
   EXPECT_EQ(q.addresses[1].fabric, "ip:192.168.2.0/24");
   EXPECT_EQ(q.cpuMask, p.cpuMask);
+  EXPECT_TRUE(q.ofiAddress.empty());
+  p.ofiProvider = "efa";
+  p.ofiFabric = "efa-direct";
+  p.ofiAddress = {1, 2, 0, 255};
+  const auto withOfi = p.serialize();
+  ASSERT_TRUE(PeerInfo::deserialize(withOfi.data(), withOfi.size(), q));
+  EXPECT_EQ(q.ofiProvider, "efa");
+  EXPECT_EQ(q.ofiFabric, "efa-direct");
+  EXPECT_EQ(q.ofiAddress, p.ofiAddress);
   auto truncated = bytes;
   truncated.pop_back();
   EXPECT_FALSE(PeerInfo::deserialize(truncated.data(), truncated.size(), q));

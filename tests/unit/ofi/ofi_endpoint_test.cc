@@ -1,0 +1,212 @@
+// Two libfabric endpoints in one process, on each software provider this
+// machine offers: order, data, tags, sizes, pieces, and what an abort leaves.
+#include <gtest/gtest.h>
+
+#ifndef HCL_NO_OFI_HEADERS
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "transports/ofi/fabric_api.h"
+#include "transports/ofi/ofi_endpoint.h"
+
+namespace hcl::ofi {
+namespace {
+
+class OfiEndpoints : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    const FabricApi* api = fabricApi(&why);
+    if (!api) GTEST_SKIP() << "libfabric is not usable here: " << why;
+    const OfiRequest request{OfiMode::On, GetParam()};
+    for (int rank = 0; rank < 2; ++rank) {
+      bool found = false;
+      const Status s = Endpoint::open(*api, request, rank, 2, ep_[rank], &found);
+      ASSERT_TRUE(s.ok()) << s.message();
+      if (!found) GTEST_SKIP() << "libfabric offers no provider '" << GetParam() << "' here";
+    }
+    ASSERT_TRUE(ep_[0]->addPeer(1, ep_[1]->address()).ok());
+    ASSERT_TRUE(ep_[1]->addPeer(0, ep_[0]->address()).ok());
+  }
+
+  // Drives both ends until every transfer is done or one end fails.
+  Status pump(const std::vector<Transfer*>& transfers) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < end) {
+      for (int rank = 0; rank < 2; ++rank) {
+        bool moved = false;
+        if (Status s = ep_[rank]->progress(1 - rank, &moved); !s.ok()) return s;
+      }
+      bool all = true;
+      for (const Transfer* t : transfers) all = all && t->done();
+      if (all) return {};
+    }
+    return internalError("transfers still pending after 20 s");
+  }
+
+  static void describe(Transfer& t, bool isSend, void* buffer, size_t bytes, uint32_t tag) {
+    t.isSend = isSend;
+    t.buffer = buffer;
+    t.bytes = bytes;
+    t.tag = tag;
+  }
+
+  std::unique_ptr<Endpoint> ep_[2];
+};
+
+std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(seed + i * 7);
+  return v;
+}
+
+TEST_P(OfiEndpoints, MessagesMatchInPostingOrderWithTheirData) {
+  const size_t sizes[] = {0, 1, 4096, 300000, 17};
+  std::vector<std::vector<uint8_t>> sent, received;
+  std::vector<std::unique_ptr<Transfer>> sends, recvs;
+  for (size_t i = 0; i < std::size(sizes); ++i) {
+    sent.push_back(pattern(sizes[i], static_cast<uint8_t>(i)));
+    received.emplace_back(sizes[i], 0xee);
+  }
+  // Every send is posted before any receive: the provider holds them as unexpected.
+  for (size_t i = 0; i < std::size(sizes); ++i) {
+    sends.push_back(std::make_unique<Transfer>());
+    describe(*sends.back(), true, sent[i].data(), sizes[i], 0x100 + static_cast<uint32_t>(i));
+    ASSERT_TRUE(ep_[0]->post(1, *sends.back()).ok());
+  }
+  for (size_t i = 0; i < std::size(sizes); ++i) {
+    recvs.push_back(std::make_unique<Transfer>());
+    describe(*recvs.back(), false, received[i].data(), sizes[i], 0x100 + static_cast<uint32_t>(i));
+    ASSERT_TRUE(ep_[1]->post(0, *recvs.back()).ok());
+  }
+  std::vector<Transfer*> all;
+  for (auto& t : sends) all.push_back(t.get());
+  for (auto& t : recvs) all.push_back(t.get());
+  const Status s = pump(all);
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (size_t i = 0; i < std::size(sizes); ++i) {
+    EXPECT_FALSE(recvs[i]->failed());
+    EXPECT_EQ(received[i], sent[i]) << "message " << i << " of " << sizes[i] << " bytes";
+  }
+}
+
+TEST_P(OfiEndpoints, BothDirectionsAtOnce) {
+  std::vector<uint8_t> a = pattern(200000, 1), b = pattern(200000, 2), intoA(200000), intoB(200000);
+  Transfer sendA, sendB, recvA, recvB;
+  describe(recvA, false, intoA.data(), intoA.size(), 7);
+  describe(recvB, false, intoB.data(), intoB.size(), 7);
+  describe(sendA, true, a.data(), a.size(), 7);
+  describe(sendB, true, b.data(), b.size(), 7);
+  ASSERT_TRUE(ep_[0]->post(1, recvA).ok());
+  ASSERT_TRUE(ep_[1]->post(0, recvB).ok());
+  ASSERT_TRUE(ep_[0]->post(1, sendA).ok());
+  ASSERT_TRUE(ep_[1]->post(0, sendB).ok());
+  const Status s = pump({&sendA, &sendB, &recvA, &recvB});
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(intoA, b);
+  EXPECT_EQ(intoB, a);
+}
+
+TEST_P(OfiEndpoints, LargeMessagesGoInPiecesAndTheNextMessageStillMatches) {
+  ep_[0]->limitPieceBytes(4096);
+  ep_[1]->limitPieceBytes(4096);
+  std::vector<uint8_t> big = pattern(100001, 3), small = pattern(10, 4), intoBig(big.size()), intoSmall(small.size());
+  Transfer s1, s2, r1, r2;
+  describe(s1, true, big.data(), big.size(), 1);
+  describe(s2, true, small.data(), small.size(), 2);
+  describe(r1, false, intoBig.data(), intoBig.size(), 1);
+  describe(r2, false, intoSmall.data(), intoSmall.size(), 2);
+  ASSERT_TRUE(ep_[0]->post(1, s1).ok());
+  ASSERT_TRUE(ep_[0]->post(1, s2).ok());
+  ASSERT_TRUE(ep_[1]->post(0, r1).ok());
+  ASSERT_TRUE(ep_[1]->post(0, r2).ok());
+  const Status s = pump({&s1, &s2, &r1, &r2});
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(intoBig, big);
+  EXPECT_EQ(intoSmall, small);
+}
+
+TEST_P(OfiEndpoints, AnotherTagIsAnErrorNamingBoth) {
+  std::vector<uint8_t> data = pattern(64, 5), into(64);
+  Transfer send, recv;
+  describe(send, true, data.data(), data.size(), 0x11);
+  describe(recv, false, into.data(), into.size(), 0x22);
+  ASSERT_TRUE(ep_[0]->post(1, send).ok());
+  ASSERT_TRUE(ep_[1]->post(0, recv).ok());
+  const Status s = pump({&send, &recv});
+  EXPECT_EQ(s.code(), hclInvalidUsage) << s.message();
+  EXPECT_NE(s.message().find("tag 0x00000011/64 bytes, expected tag 0x00000022/64 bytes"), std::string::npos)
+      << s.message();
+  EXPECT_TRUE(recv.failed());
+  // The link stays failed, and says so to later posts.
+  Transfer later;
+  describe(later, false, into.data(), into.size(), 0x22);
+  EXPECT_EQ(ep_[1]->post(0, later).code(), hclInvalidUsage);
+  EXPECT_TRUE(later.failed());
+}
+
+TEST_P(OfiEndpoints, ALongerOrShorterMessageIsAnErrorNamingBothSizes) {
+  for (const size_t receiveBytes : {size_t{50}, size_t{200}}) {
+    SetUp();
+    std::vector<uint8_t> data = pattern(100, 6), into(receiveBytes, 0xee);
+    Transfer send, recv;
+    describe(send, true, data.data(), data.size(), 9);
+    describe(recv, false, into.data(), into.size(), 9);
+    ASSERT_TRUE(ep_[0]->post(1, send).ok());
+    ASSERT_TRUE(ep_[1]->post(0, recv).ok());
+    const Status s = pump({&send, &recv});
+    EXPECT_EQ(s.code(), hclInvalidUsage) << s.message();
+    if (receiveBytes > 100) {
+      EXPECT_NE(s.message().find("tag 0x00000009/100 bytes, expected tag 0x00000009/200 bytes"), std::string::npos)
+          << s.message();
+    } else {
+      // What a provider tells of a longer message varies: its length, or only that it is longer.
+      const bool named = s.message().find("tag 0x00000009/100 bytes, expected tag 0x00000009/50 bytes") !=
+                         std::string::npos;
+      const bool longer = s.message().find("rank 1: message from rank 0 is longer than the 50 bytes expected with "
+                                           "tag 0x00000009") != std::string::npos;
+      EXPECT_TRUE(named || longer) << s.message();
+    }
+  }
+}
+
+TEST_P(OfiEndpoints, AClosedEndpointLeavesQueuedTransfersAlone) {
+  // libfabric 1.17's shm provider crashes the sender when the receiving
+  // endpoint of the same process is closed under it (they share its region
+  // mapping); across processes it is the integration tests' abort cases.
+  if (std::string(GetParam()) == "shm") GTEST_SKIP() << "shm: both endpoints in one process share their mapping";
+  std::vector<uint8_t> data = pattern(4096, 7), into(4096, 0xee);
+  Transfer recv, send;
+  describe(recv, false, into.data(), into.size(), 3);
+  describe(send, true, data.data(), data.size(), 3);
+  ASSERT_TRUE(ep_[1]->post(0, recv).ok());
+  ep_[1]->close();
+  ASSERT_TRUE(ep_[0]->post(1, send).ok());
+  for (int i = 0; i < 1000; ++i) {
+    bool moved = false;
+    (void)ep_[0]->progress(1, &moved);
+  }
+  EXPECT_FALSE(recv.done()) << "a closed endpoint marks nothing";
+  EXPECT_EQ(into, std::vector<uint8_t>(4096, 0xee)) << "nor writes into a queued buffer";
+  bool moved = false;
+  const Status s = ep_[1]->progress(0, &moved);
+  EXPECT_EQ(s.code(), hclRemoteError);
+  EXPECT_NE(s.message().find("aborted"), std::string::npos) << s.message();
+  Transfer later;
+  describe(later, true, data.data(), data.size(), 3);
+  EXPECT_EQ(ep_[1]->post(0, later).code(), hclRemoteError);
+  EXPECT_TRUE(later.failed());
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, OfiEndpoints, ::testing::Values("tcp;ofi_rxm", "shm"),
+                         [](const auto& info) { return std::string(info.param) == "shm" ? "shm" : "tcp_rxm"; });
+
+}  // namespace
+}  // namespace hcl::ofi
+
+#else
+TEST(OfiEndpoints, NeedLibfabricHeaders) { GTEST_SKIP() << "built without libfabric's headers (rdma/fabric.h)"; }
+#endif

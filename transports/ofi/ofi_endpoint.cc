@@ -1,0 +1,386 @@
+#include "transports/ofi/ofi_endpoint.h"
+
+#include <fmt/format.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace hcl::ofi {
+namespace {
+
+// A message's libfabric tag: the sender's rank above its count of messages
+// to the receiver. HCL's own tag rides in the remote completion data.
+constexpr int kSequenceBits = 40;
+constexpr uint64_t kSequenceMask = (uint64_t{1} << kSequenceBits) - 1;
+constexpr int kLargestRankCount = 1 << (64 - kSequenceBits);
+uint64_t wireTag(int sender, uint64_t sequence) {
+  return (static_cast<uint64_t>(sender) << kSequenceBits) | (sequence & kSequenceMask);
+}
+constexpr size_t kLargestPiece = size_t{1} << 30;
+constexpr int kCompletionsPerRead = 16;
+constexpr int kReadsPerProgress = 64;
+
+struct InfoDeleter {
+  const FabricApi* api;
+  void operator()(fi_info* info) const {
+    if (info) api->freeinfo(info);
+  }
+};
+using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;
+
+size_t pieceCount(size_t bytes, size_t largest) { return bytes == 0 ? 1 : (bytes + largest - 1) / largest; }
+
+template <typename Fid>
+void closeFid(Fid*& fid) {
+  if (fid) fi_close(&fid->fid);
+  fid = nullptr;
+}
+
+}  // namespace
+
+struct Endpoint::Op {
+  fi_context2 context{};  // first: the provider's scratch in FI_CONTEXT mode; completions point here
+  Transfer* transfer = nullptr;
+  int peer = -1;
+  size_t offset = 0;
+  size_t bytes = 0;
+  uint64_t tag = 0;
+  fid_mr* mr = nullptr;
+};
+
+Endpoint::Endpoint(const FabricApi& api, int rank, int nranks)
+    : api_(api), rank_(rank), peers_(static_cast<size_t>(std::max(nranks, 0))) {}
+
+Endpoint::~Endpoint() {
+  std::lock_guard lock(mutex_);
+  closeLocked();
+}
+
+Status Endpoint::open(const FabricApi& api, const OfiRequest& request, int rank, int nranks,
+                      std::unique_ptr<Endpoint>& out, bool* found) {
+  *found = false;
+  InfoPtr hints(api.dupinfo(nullptr), InfoDeleter{&api});
+  if (!hints) return systemError("libfabric: fi_allocinfo failed");
+  hints->caps = FI_TAGGED;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2;
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->domain_attr->mr_mode =
+      FI_MR_LOCAL | FI_MR_ENDPOINT | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
+  hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  // Freed by fi_freeinfo with the rest of the hints.
+  if (!request.provider.empty()) hints->fabric_attr->prov_name = strdup(request.provider.c_str());
+  fi_info* raw = nullptr;
+  const int rc = api.getinfo(kFabricApiVersion, nullptr, nullptr, 0, hints.get(), &raw);
+  InfoPtr list(raw, InfoDeleter{&api});
+  if (rc == -FI_ENODATA) return {};
+  if (rc != 0) return systemError("libfabric fi_getinfo: " + api.errorText(rc));
+  Status firstFailure;
+  for (const fi_info* info = list.get(); info; info = info->next) {
+    const char* name = info->fabric_attr && info->fabric_attr->prov_name ? info->fabric_attr->prov_name : "";
+    if (!providerWanted(name, request)) continue;
+    auto ep = std::make_unique<Endpoint>(api, rank, nranks);
+    if (Status s = ep->openFrom(*info); !s.ok()) {
+      if (firstFailure.ok()) firstFailure = std::move(s);
+      continue;
+    }
+    *found = true;
+    out = std::move(ep);
+    return {};
+  }
+  return firstFailure;
+}
+
+Status Endpoint::openFrom(const fi_info& info) {
+  provider_ = info.fabric_attr->prov_name ? info.fabric_attr->prov_name : "";
+  fabric_ = info.fabric_attr->name ? info.fabric_attr->name : "";
+  const size_t largest = info.ep_attr ? info.ep_attr->max_msg_size : 0;
+  maxPieceBytes_ = largest == 0 ? kLargestPiece : std::min(largest, kLargestPiece);
+  const uint64_t mr = static_cast<uint64_t>(info.domain_attr->mr_mode);
+  if (info.domain_attr->cq_data_size < sizeof(uint32_t)) {
+    return systemError(fmt::format("rank {}: libfabric provider '{}' carries {} bytes of completion data, HCL needs 4",
+                                   rank_, provider_, info.domain_attr->cq_data_size));
+  }
+  if (peers_.size() > static_cast<size_t>(kLargestRankCount)) {
+    return systemError(fmt::format("rank {}: the libfabric transport takes at most {} ranks", rank_, kLargestRankCount));
+  }
+  registerBuffers_ = (mr & FI_MR_LOCAL) != 0;
+  bindRegistrations_ = (mr & FI_MR_ENDPOINT) != 0;
+  providerKeys_ = (mr & FI_MR_PROV_KEY) != 0;
+  const auto failed = [&](const char* what, int rc) {
+    closeLocked();
+    return systemError(fmt::format("rank {}: libfabric {} on provider '{}': {}", rank_, what, provider_,
+                                   api_.errorText(rc)));
+  };
+  if (int rc = api_.fabric(info.fabric_attr, &fabricFid_, nullptr)) return failed("fi_fabric", rc);
+  fi_info* mutableInfo = const_cast<fi_info*>(&info);  // libfabric's API takes it non-const and does not change it
+  if (int rc = fi_domain(fabricFid_, mutableInfo, &domain_, nullptr)) return failed("fi_domain", rc);
+  fi_av_attr avAttr{};
+  avAttr.type = FI_AV_UNSPEC;
+  avAttr.count = peers_.size();
+  if (int rc = fi_av_open(domain_, &avAttr, &av_, nullptr)) return failed("fi_av_open", rc);
+  fi_cq_attr cqAttr{};
+  cqAttr.format = FI_CQ_FORMAT_TAGGED;
+  cqAttr.wait_obj = FI_WAIT_NONE;
+  if (int rc = fi_cq_open(domain_, &cqAttr, &cq_, nullptr)) return failed("fi_cq_open", rc);
+  if (int rc = fi_endpoint(domain_, mutableInfo, &ep_, nullptr)) return failed("fi_endpoint", rc);
+  if (int rc = fi_ep_bind(ep_, &av_->fid, 0)) return failed("fi_ep_bind (address vector)", rc);
+  if (int rc = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV)) return failed("fi_ep_bind (queue)", rc);
+  if (int rc = fi_enable(ep_)) return failed("fi_enable", rc);
+  address_.resize(64);
+  size_t length = address_.size();
+  int rc = fi_getname(&ep_->fid, address_.data(), &length);
+  if (rc == -FI_ETOOSMALL) {
+    address_.resize(length);
+    rc = fi_getname(&ep_->fid, address_.data(), &length);
+  }
+  if (rc != 0) return failed("fi_getname", rc);
+  address_.resize(length);
+  return {};
+}
+
+Status Endpoint::addPeer(int peer, const std::vector<uint8_t>& address) {
+  std::lock_guard lock(mutex_);
+  if (closed_) return internalError(fmt::format("rank {}: libfabric endpoint closed before setup", rank_));
+  fi_addr_t addr = FI_ADDR_UNSPEC;
+  const int n = fi_av_insert(av_, address.data(), 1, &addr, 0, nullptr);
+  if (n != 1) {
+    return systemError(fmt::format("rank {}: libfabric fi_av_insert of rank {}'s address ({} bytes) on '{}': {}",
+                                   rank_, peer, address.size(), provider_,
+                                   n < 0 ? api_.errorText(n) : std::string("not inserted")));
+  }
+  peers_[static_cast<size_t>(peer)].address = addr;
+  return {};
+}
+
+Status Endpoint::post(int peer, Transfer& transfer) {
+  std::lock_guard lock(mutex_);
+  PeerState& p = peers_[static_cast<size_t>(peer)];
+  if (closed_ || !p.failure.ok()) {
+    transfer.complete(Transfer::State::Failed);
+    return p.failure.ok() ? remoteError(fmt::format("rank {}: link to rank {} ({}) was aborted", rank_, peer,
+                                                    describe(peer)))
+                          : p.failure;
+  }
+  transfer.progressed = 0;
+  const size_t pieces = pieceCount(transfer.bytes, maxPieceBytes_);
+  for (size_t i = 0; i < pieces; ++i) {
+    auto made = std::make_unique<Op>();
+    Op& op = *made;
+    op.transfer = &transfer;
+    op.peer = peer;
+    op.offset = i * maxPieceBytes_;
+    op.bytes = std::min(maxPieceBytes_, transfer.bytes - op.offset);
+    op.tag = transfer.isSend ? wireTag(rank_, p.sendSeq++) : wireTag(peer, p.recvSeq++);
+    ops_.emplace(&op, std::move(made));
+    if (!p.refused.empty()) {
+      p.refused.push_back(&op);
+      continue;
+    }
+    const int rc = submit(op);
+    if (rc == -FI_EAGAIN) {
+      p.refused.push_back(&op);
+    } else if (rc != 0) {
+      failPeer(peer, systemError(fmt::format("rank {}: libfabric {} of {} bytes {} rank {} on '{}': {}", rank_,
+                                             transfer.isSend ? "send" : "receive", op.bytes,
+                                             transfer.isSend ? "to" : "from", peer, provider_, api_.errorText(rc))));
+      return p.failure;
+    }
+  }
+  return {};
+}
+
+int Endpoint::submit(Op& op) {
+  const PeerState& p = peers_[static_cast<size_t>(op.peer)];
+  void* buffer = static_cast<char*>(op.transfer->buffer) + op.offset;
+  if (registerBuffers_ && op.bytes > 0 && !op.mr) {
+    const uint64_t access = op.transfer->isSend ? FI_SEND : FI_RECV;
+    if (int rc = fi_mr_reg(domain_, buffer, op.bytes, access, 0, providerKeys_ ? 0 : nextKey_++, 0, &op.mr,
+                           nullptr)) {
+      op.mr = nullptr;
+      return rc;
+    }
+    if (bindRegistrations_) {
+      if (int rc = fi_mr_bind(op.mr, &ep_->fid, 0)) return rc;
+      if (int rc = fi_mr_enable(op.mr)) return rc;
+    }
+  }
+  void* desc = op.mr ? fi_mr_desc(op.mr) : nullptr;
+  if (op.transfer->isSend) {
+    return static_cast<int>(
+        fi_tsenddata(ep_, buffer, op.bytes, desc, op.transfer->tag, p.address, op.tag, &op.context));
+  }
+  return static_cast<int>(fi_trecv(ep_, buffer, op.bytes, desc, FI_ADDR_UNSPEC, op.tag, 0, &op.context));
+}
+
+Status Endpoint::progress(int peer, bool* madeProgress) {
+  std::lock_guard lock(mutex_);
+  const PeerState& p = peers_[static_cast<size_t>(peer)];
+  if (!p.failure.ok()) return p.failure;
+  if (closed_) return remoteError(fmt::format("rank {}: link to rank {} ({}) was aborted", rank_, peer, describe(peer)));
+  submitRefused();
+  if (!closed_) drainCompletions(madeProgress);
+  return p.failure;
+}
+
+void Endpoint::submitRefused() {
+  for (size_t peer = 0; peer < peers_.size() && !closed_; ++peer) {
+    PeerState& p = peers_[peer];
+    while (!p.refused.empty() && !closed_) {
+      Op& op = *p.refused.front();
+      const int rc = submit(op);
+      if (rc == -FI_EAGAIN) break;
+      p.refused.pop_front();
+      if (rc != 0) {
+        failPeer(static_cast<int>(peer),
+                 systemError(fmt::format("rank {}: libfabric {} of {} bytes {} rank {} on '{}': {}", rank_,
+                                         op.transfer->isSend ? "send" : "receive", op.bytes,
+                                         op.transfer->isSend ? "to" : "from", peer, provider_, api_.errorText(rc))));
+      }
+    }
+  }
+}
+
+void Endpoint::drainCompletions(bool* madeProgress) {
+  fi_cq_tagged_entry entries[kCompletionsPerRead];
+  for (int round = 0; round < kReadsPerProgress && !closed_; ++round) {
+    const ssize_t n = fi_cq_read(cq_, entries, kCompletionsPerRead);
+    if (n == -FI_EAGAIN) return;
+    if (n == -FI_EAVAIL) {
+      readError();
+      continue;
+    }
+    if (n < 0) {
+      failAll(systemError(fmt::format("rank {}: libfabric fi_cq_read on '{}': {}", rank_, provider_,
+                                      api_.errorText(static_cast<int>(n)))));
+      return;
+    }
+    for (ssize_t i = 0; i < n && !closed_; ++i) {
+      const auto found = ops_.find(static_cast<Op*>(entries[i].op_context));
+      if (found == ops_.end()) continue;
+      if (madeProgress) *madeProgress = true;
+      const bool hasData = (entries[i].flags & FI_REMOTE_CQ_DATA) != 0;
+      completed(*found->first, hasData ? static_cast<uint32_t>(entries[i].data) : 0, hasData, entries[i].len);
+    }
+    if (n < kCompletionsPerRead) return;
+  }
+}
+
+void Endpoint::readError() {
+  fi_cq_err_entry err{};
+  const ssize_t r = fi_cq_readerr(cq_, &err, 0);
+  if (r < 0) {
+    if (r == -FI_EAGAIN) return;
+    failAll(systemError(fmt::format("rank {}: libfabric fi_cq_readerr on '{}': {}", rank_, provider_,
+                                    api_.errorText(static_cast<int>(r)))));
+    return;
+  }
+  const auto found = ops_.find(static_cast<Op*>(err.op_context));
+  if (found == ops_.end()) {
+    failAll(systemError(fmt::format("rank {}: libfabric on '{}' reported {} for an unknown operation", rank_,
+                                    provider_, api_.errorText(-err.err))));
+    return;
+  }
+  const Op& op = *found->first;
+  const Transfer& t = *op.transfer;
+  const int code = err.err < 0 ? -err.err : err.err;  // positive by the spec; some providers negate it
+  if (code == FI_ETRUNC && !t.isSend) {
+    failPeer(op.peer, truncated(op, err));
+    return;
+  }
+  char detail[256] = "";
+  fi_cq_strerror(cq_, err.prov_errno, err.err_data, detail, sizeof detail);
+  failPeer(op.peer, remoteError(fmt::format("rank {}: libfabric {} of {} bytes {} rank {} ({}) failed: {}{}{}",
+                                            rank_, t.isSend ? "send" : "receive", op.bytes,
+                                            t.isSend ? "to" : "from", op.peer, describe(op.peer),
+                                            api_.errorText(-code), detail[0] ? "; " : "", detail)));
+}
+
+// Providers differ in what they report of a message too long for its
+// receive: some give its length and tag, some neither.
+Status Endpoint::truncated(const Op& op, const fi_cq_err_entry& err) const {
+  const Transfer& t = *op.transfer;
+  if (err.olen > 0 && (err.flags & FI_REMOTE_CQ_DATA)) {
+    return messageMismatch(rank_, op.peer, static_cast<uint32_t>(err.data), err.len + err.olen, t.tag, op.bytes);
+  }
+  return invalidUsage(fmt::format(
+      "rank {}: message from rank {} is longer than the {} bytes expected with tag {:#010x} (the ranks' calls "
+      "differ: collective, count, data type, root, operator or order; or send/recv sizes)",
+      rank_, op.peer, op.bytes, t.tag));
+}
+
+void Endpoint::completed(Op& op, uint32_t sentTag, bool hasTag, size_t length) {
+  Transfer& t = *op.transfer;
+  const int peer = op.peer;
+  if (!t.isSend) {
+    if (!hasTag || sentTag != t.tag || length != op.bytes) {
+      failPeer(peer, messageMismatch(rank_, peer, sentTag, length, t.tag, op.bytes));
+      return;
+    }
+  }
+  releaseOp(op);
+  if (++t.progressed == pieceCount(t.bytes, maxPieceBytes_)) t.complete(Transfer::State::Done);
+}
+
+void Endpoint::releaseOp(Op& op) {
+  closeFid(op.mr);
+  ops_.erase(&op);
+}
+
+// A failure breaks the whole endpoint: the communicator fails with its first
+// error, and closing first means the provider no longer writes into any
+// buffer once the transfers are marked failed.
+void Endpoint::failPeer(int peer, Status status) {
+  for (size_t q = 0; q < peers_.size(); ++q) {
+    PeerState& p = peers_[q];
+    if (!p.failure.ok()) continue;
+    p.failure = static_cast<int>(q) == peer
+                    ? status
+                    : Status{status.code(), fmt::format("rank {}: link to rank {} closed after the link to rank {} "
+                                                        "failed: {}",
+                                                        rank_, q, peer, status.message())};
+  }
+  failQueued();
+}
+
+void Endpoint::failAll(Status status) {
+  for (PeerState& p : peers_) {
+    if (p.failure.ok()) p.failure = status;
+  }
+  failQueued();
+}
+
+void Endpoint::failQueued() {
+  std::vector<Transfer*> transfers;
+  transfers.reserve(ops_.size());
+  for (const auto& [op, owned] : ops_) transfers.push_back(op->transfer);
+  closeLocked();
+  for (Transfer* t : transfers) t->complete(Transfer::State::Failed);
+}
+
+void Endpoint::close() {
+  std::lock_guard lock(mutex_);
+  closeLocked();
+}
+
+void Endpoint::closeLocked() {
+  if (closed_) return;
+  closed_ = true;
+  closeFid(ep_);
+  for (auto& [op, owned] : ops_) closeFid(owned->mr);
+  ops_.clear();
+  for (PeerState& p : peers_) p.refused.clear();
+  closeFid(cq_);
+  closeFid(av_);
+  closeFid(domain_);
+  closeFid(fabricFid_);
+}
+
+std::string Endpoint::describe(int /*peer*/) const {
+  return fmt::format("ofi {} (fabric {})", provider_, fabric_);
+}
+
+}  // namespace hcl::ofi

@@ -1,0 +1,108 @@
+// One libfabric RDM endpoint per communicator, shared by its connections to
+// every peer on libfabric. A message's libfabric tag is its sender's rank and
+// the sender's count of messages to that peer, so the k-th send matches the
+// k-th receive whatever order the provider delivers in, and needs no
+// directed receives. HCL's own tag travels as remote completion data and is
+// checked on arrival with the size (a mismatch is an error naming both, not
+// a hang). Messages above the provider's largest go in pieces.
+//
+// All calls lock one mutex: the endpoint's completion queue holds every
+// peer's completions, and whichever connection polls it completes them.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_eq.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "transports/ofi/fabric_api.h"
+#include "transports/ofi/ofi_request.h"
+#include "transports/transport.h"
+
+namespace hcl::ofi {
+
+class Endpoint {
+ public:
+  // Opens the first provider the request accepts. *found is false (and the
+  // status ok) when libfabric offers none; a provider that fails to open is
+  // an error.
+  static Status open(const FabricApi& api, const OfiRequest& request, int rank, int nranks,
+                     std::unique_ptr<Endpoint>& out, bool* found);
+  Endpoint(const FabricApi& api, int rank, int nranks);
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  const std::string& provider() const { return provider_; }
+  const std::string& fabric() const { return fabric_; }
+  const std::vector<uint8_t>& address() const { return address_; }
+
+  // Makes `peer` reachable at the address it published.
+  Status addPeer(int peer, const std::vector<uint8_t>& address);
+
+  Status post(int peer, Transfer& transfer);
+  // Hands the provider what it refused before, reads completions for every
+  // peer, and returns `peer`'s failure, if any.
+  Status progress(int peer, bool* madeProgress);
+  // Closes the endpoint: nothing is delivered into, nor read from, any
+  // queued transfer afterwards, and none is marked.
+  void close();
+  std::string describe(int peer) const;
+  // Cuts messages into pieces of at most this many bytes (tests; both ends alike).
+  void limitPieceBytes(size_t bytes) { maxPieceBytes_ = std::max<size_t>(1, std::min(bytes, maxPieceBytes_)); }
+
+ private:
+  struct Op;
+  struct PeerState {
+    fi_addr_t address = FI_ADDR_UNSPEC;
+    uint32_t sendSeq = 0;
+    uint32_t recvSeq = 0;
+    std::deque<Op*> refused;  // not yet taken by the provider (FI_EAGAIN), oldest first
+    Status failure;
+  };
+
+  Status openFrom(const fi_info& info);
+  int submit(Op& op);  // 0, -FI_EAGAIN (the provider is full), or a libfabric error
+  void submitRefused();
+  void drainCompletions(bool* madeProgress);
+  void readError();
+  Status truncated(const Op& op, const fi_cq_err_entry& err) const;
+  void completed(Op& op, uint32_t sentTag, bool hasTag, size_t length);
+  void failPeer(int peer, Status status);
+  void failAll(Status status);
+  void failQueued();
+  void releaseOp(Op& op);
+  void closeLocked();
+
+  const FabricApi& api_;
+  int rank_;
+  std::string provider_;
+  std::string fabric_;
+  std::vector<uint8_t> address_;
+  size_t maxPieceBytes_ = 0;
+  bool registerBuffers_ = false;  // the provider needs local registration (FI_MR_LOCAL)
+  bool bindRegistrations_ = false;  // ... bound to the endpoint (FI_MR_ENDPOINT)
+  bool providerKeys_ = false;  // the provider picks registration keys (FI_MR_PROV_KEY)
+  uint64_t nextKey_ = 1;
+
+  mutable std::mutex mutex_;
+  bool closed_ = false;
+  fid_fabric* fabricFid_ = nullptr;
+  fid_domain* domain_ = nullptr;
+  fid_av* av_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  fid_ep* ep_ = nullptr;
+  std::vector<PeerState> peers_;
+  std::unordered_map<Op*, std::unique_ptr<Op>> ops_;
+};
+
+}  // namespace hcl::ofi
