@@ -98,12 +98,13 @@ Link networkLink(const PeerInfo& connector, const PeerInfo& acceptor, bool sameH
   return link;
 }
 
-// Both ends opened libfabric endpoints on one provider and fabric (shm's
-// only within a host).
-bool sharedOfiEndpoint(const PeerInfo& a, const PeerInfo& b, bool sameHost) {
+// Both ends opened libfabric endpoints on one provider and fabric. The shm
+// provider only within a host, and not between endpoints of one process
+// (libfabric 1.17's crashes a sender whose receiver there closes).
+bool sharedOfiEndpoint(const PeerInfo& a, const PeerInfo& b, bool sameHost, bool sameProcess) {
   if (a.ofiAddress.empty() || b.ofiAddress.empty()) return false;
   if (a.ofiProvider != b.ofiProvider || a.ofiFabric != b.ofiFabric) return false;
-  return sameHost || a.ofiProvider != "shm";
+  return a.ofiProvider != "shm" || (sameHost && !sameProcess);
 }
 
 }  // namespace
@@ -131,7 +132,7 @@ Link selectLink(const PeerInfo& a, const PeerInfo& b) {
   const std::string why = sameHost ? "shared memory disabled (HCL_SHM_DISABLE)"
                                    : "different hosts ('" + a.hostId + "', '" + b.hostId + "')";
   Link link = networkLink(connector, acceptor, sameHost, why);
-  if (sharedOfiEndpoint(a, b, sameHost)) {
+  if (sharedOfiEndpoint(a, b, sameHost, sameProcess)) {
     link.kind = TransportKind::Ofi;
     link.reason += fmt::format("; libfabric provider '{}', fabric '{}'", a.ofiProvider, a.ofiFabric);
   }

@@ -6,23 +6,20 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#include <algorithm>
+#include <chrono>
 #include <cstring>
+
+#include "core/log.h"
+#include "transports/ofi/ofi_tags.h"
 
 namespace hcl::ofi {
 namespace {
 
-// A message's libfabric tag: the sender's rank above its count of messages
-// to the receiver. HCL's own tag rides in the remote completion data.
-constexpr int kSequenceBits = 40;
-constexpr uint64_t kSequenceMask = (uint64_t{1} << kSequenceBits) - 1;
-constexpr int kLargestRankCount = 1 << (64 - kSequenceBits);
-uint64_t wireTag(int sender, uint64_t sequence) {
-  return (static_cast<uint64_t>(sender) << kSequenceBits) | (sequence & kSequenceMask);
-}
 constexpr size_t kLargestPiece = size_t{1} << 30;
 constexpr int kCompletionsPerRead = 16;
 constexpr int kReadsPerProgress = 64;
+// How long closing lets the provider put the abort notices on the wire.
+constexpr auto kNoticeFlush = std::chrono::milliseconds(5);
 
 struct InfoDeleter {
   const FabricApi* api;
@@ -34,21 +31,33 @@ using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;
 
 size_t pieceCount(size_t bytes, size_t largest) { return bytes == 0 ? 1 : (bytes + largest - 1) / largest; }
 
-template <typename Fid>
-void closeFid(Fid*& fid) {
-  if (fid) fi_close(&fid->fid);
-  fid = nullptr;
+void closeFid(fid_mr*& mr) {
+  if (mr) fi_close(&mr->fid);
+  mr = nullptr;
+}
+
+// Why a provider cannot carry HCL's messages; empty when it can.
+std::string unsuitable(const fi_info& info, int nranks) {
+  if (!info.domain_attr || info.domain_attr->cq_data_size < sizeof(uint32_t)) {
+    return fmt::format("{} bytes of completion data, HCL needs 4", info.domain_attr ? info.domain_attr->cq_data_size : 0);
+  }
+  const uint64_t format = info.ep_attr ? info.ep_attr->mem_tag_format : 0;
+  if (!tags::fits(nranks, format)) {
+    return fmt::format("tags of {} bits, too few for {} ranks", tags::usableTagBits(format), nranks);
+  }
+  return {};
 }
 
 }  // namespace
 
 struct Endpoint::Op {
   fi_context2 context{};  // first: the provider's scratch in FI_CONTEXT mode; completions point here
-  Transfer* transfer = nullptr;
+  Transfer* transfer = nullptr;  // null: the receive of the peer's abort notice
   int peer = -1;
   size_t offset = 0;
   size_t bytes = 0;
   uint64_t tag = 0;
+  bool last = true;  // the last piece of its transfer
   fid_mr* mr = nullptr;
 };
 
@@ -57,7 +66,7 @@ Endpoint::Endpoint(const FabricApi& api, int rank, int nranks)
 
 Endpoint::~Endpoint() {
   std::lock_guard lock(mutex_);
-  closeLocked();
+  closeLocked(Notice::None);
 }
 
 Status Endpoint::open(const FabricApi& api, const OfiRequest& request, int rank, int nranks,
@@ -71,6 +80,8 @@ Status Endpoint::open(const FabricApi& api, const OfiRequest& request, int rank,
   hints->domain_attr->mr_mode =
       FI_MR_LOCAL | FI_MR_ENDPOINT | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
   hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  // Some providers (psm2, psm3) lay out their tags by it.
+  hints->domain_attr->cq_data_size = sizeof(uint32_t);
   // Freed by fi_freeinfo with the rest of the hints.
   if (!request.provider.empty()) hints->fabric_attr->prov_name = strdup(request.provider.c_str());
   fi_info* raw = nullptr;
@@ -82,6 +93,10 @@ Status Endpoint::open(const FabricApi& api, const OfiRequest& request, int rank,
   for (const fi_info* info = list.get(); info; info = info->next) {
     const char* name = info->fabric_attr && info->fabric_attr->prov_name ? info->fabric_attr->prov_name : "";
     if (!providerWanted(name, request)) continue;
+    if (const std::string why = unsuitable(*info, nranks); !why.empty()) {
+      log::info(log::Net, "rank {}: libfabric provider '{}' passed over: {}", rank, name, why);
+      continue;
+    }
     auto ep = std::make_unique<Endpoint>(api, rank, nranks);
     if (Status s = ep->openFrom(*info); !s.ok()) {
       if (firstFailure.ok()) firstFailure = std::move(s);
@@ -100,18 +115,11 @@ Status Endpoint::openFrom(const fi_info& info) {
   const size_t largest = info.ep_attr ? info.ep_attr->max_msg_size : 0;
   maxPieceBytes_ = largest == 0 ? kLargestPiece : std::min(largest, kLargestPiece);
   const uint64_t mr = static_cast<uint64_t>(info.domain_attr->mr_mode);
-  if (info.domain_attr->cq_data_size < sizeof(uint32_t)) {
-    return systemError(fmt::format("rank {}: libfabric provider '{}' carries {} bytes of completion data, HCL needs 4",
-                                   rank_, provider_, info.domain_attr->cq_data_size));
-  }
-  if (peers_.size() > static_cast<size_t>(kLargestRankCount)) {
-    return systemError(fmt::format("rank {}: the libfabric transport takes at most {} ranks", rank_, kLargestRankCount));
-  }
   registerBuffers_ = (mr & FI_MR_LOCAL) != 0;
   bindRegistrations_ = (mr & FI_MR_ENDPOINT) != 0;
   providerKeys_ = (mr & FI_MR_PROV_KEY) != 0;
   const auto failed = [&](const char* what, int rc) {
-    closeLocked();
+    closeLocked(Notice::None);
     return systemError(fmt::format("rank {}: libfabric {} on provider '{}': {}", rank_, what, provider_,
                                    api_.errorText(rc)));
   };
@@ -142,6 +150,19 @@ Status Endpoint::openFrom(const fi_info& info) {
   return {};
 }
 
+// A receive of the 0-byte notice `peer` sends when it closes.
+Status Endpoint::postAbortNoticeReceive(int peer) {
+  auto made = std::make_unique<Op>();
+  Op& op = *made;
+  op.peer = peer;
+  op.tag = tags::abortNotice(peer);
+  ops_.emplace(&op, std::move(made));
+  const auto rc = fi_trecv(ep_, nullptr, 0, nullptr, FI_ADDR_UNSPEC, op.tag, 0, &op.context);
+  if (rc == 0) return {};
+  return systemError(fmt::format("rank {}: libfabric fi_trecv of rank {}'s abort notice on '{}': {}", rank_, peer,
+                                 provider_, api_.errorText(static_cast<int>(rc))));
+}
+
 Status Endpoint::addPeer(int peer, const std::vector<uint8_t>& address) {
   std::lock_guard lock(mutex_);
   if (closed_) return internalError(fmt::format("rank {}: libfabric endpoint closed before setup", rank_));
@@ -153,7 +174,7 @@ Status Endpoint::addPeer(int peer, const std::vector<uint8_t>& address) {
                                    n < 0 ? api_.errorText(n) : std::string("not inserted")));
   }
   peers_[static_cast<size_t>(peer)].address = addr;
-  return {};
+  return postAbortNoticeReceive(peer);
 }
 
 Status Endpoint::post(int peer, Transfer& transfer) {
@@ -174,15 +195,18 @@ Status Endpoint::post(int peer, Transfer& transfer) {
     op.peer = peer;
     op.offset = i * maxPieceBytes_;
     op.bytes = std::min(maxPieceBytes_, transfer.bytes - op.offset);
-    op.tag = transfer.isSend ? wireTag(rank_, p.sendSeq++) : wireTag(peer, p.recvSeq++);
+    op.last = i + 1 == pieces;
+    op.tag = transfer.isSend ? tags::piece(rank_, p.sendSeq++) : tags::piece(peer, p.recvSeq++);
     ops_.emplace(&op, std::move(made));
     if (!p.refused.empty()) {
       p.refused.push_back(&op);
+      ++refusedOps_;
       continue;
     }
     const int rc = submit(op);
     if (rc == -FI_EAGAIN) {
       p.refused.push_back(&op);
+      ++refusedOps_;
     } else if (rc != 0) {
       failPeer(peer, systemError(fmt::format("rank {}: libfabric {} of {} bytes {} rank {} on '{}': {}", rank_,
                                              transfer.isSend ? "send" : "receive", op.bytes,
@@ -193,25 +217,32 @@ Status Endpoint::post(int peer, Transfer& transfer) {
   return {};
 }
 
+int Endpoint::registerBuffer(Op& op, void* buffer) {
+  const uint64_t access = op.transfer->isSend ? FI_SEND : FI_RECV;
+  int rc = fi_mr_reg(domain_, buffer, op.bytes, access, 0, providerKeys_ ? 0 : nextKey_++, 0, &op.mr, nullptr);
+  if (rc != 0) {
+    op.mr = nullptr;
+    return rc;
+  }
+  if (bindRegistrations_) {
+    rc = fi_mr_bind(op.mr, &ep_->fid, 0);
+    if (rc == 0) rc = fi_mr_enable(op.mr);
+    if (rc != 0) closeFid(op.mr);  // registered again when the post is retried
+  }
+  return rc;
+}
+
 int Endpoint::submit(Op& op) {
   const PeerState& p = peers_[static_cast<size_t>(op.peer)];
   void* buffer = static_cast<char*>(op.transfer->buffer) + op.offset;
   if (registerBuffers_ && op.bytes > 0 && !op.mr) {
-    const uint64_t access = op.transfer->isSend ? FI_SEND : FI_RECV;
-    if (int rc = fi_mr_reg(domain_, buffer, op.bytes, access, 0, providerKeys_ ? 0 : nextKey_++, 0, &op.mr,
-                           nullptr)) {
-      op.mr = nullptr;
-      return rc;
-    }
-    if (bindRegistrations_) {
-      if (int rc = fi_mr_bind(op.mr, &ep_->fid, 0)) return rc;
-      if (int rc = fi_mr_enable(op.mr)) return rc;
-    }
+    if (int rc = registerBuffer(op, buffer)) return rc;
   }
   void* desc = op.mr ? fi_mr_desc(op.mr) : nullptr;
   if (op.transfer->isSend) {
     return static_cast<int>(
-        fi_tsenddata(ep_, buffer, op.bytes, desc, op.transfer->tag, p.address, op.tag, &op.context));
+        fi_tsenddata(ep_, buffer, op.bytes, desc, tags::pieceData(op.transfer->tag, op.last), p.address, op.tag,
+                     &op.context));
   }
   return static_cast<int>(fi_trecv(ep_, buffer, op.bytes, desc, FI_ADDR_UNSPEC, op.tag, 0, &op.context));
 }
@@ -221,25 +252,28 @@ Status Endpoint::progress(int peer, bool* madeProgress) {
   const PeerState& p = peers_[static_cast<size_t>(peer)];
   if (!p.failure.ok()) return p.failure;
   if (closed_) return remoteError(fmt::format("rank {}: link to rank {} ({}) was aborted", rank_, peer, describe(peer)));
-  submitRefused();
+  if (refusedOps_ > 0) submitRefused(madeProgress);
   if (!closed_) drainCompletions(madeProgress);
   return p.failure;
 }
 
-void Endpoint::submitRefused() {
-  for (size_t peer = 0; peer < peers_.size() && !closed_; ++peer) {
+void Endpoint::submitRefused(bool* madeProgress) {
+  for (size_t peer = 0; peer < peers_.size() && refusedOps_ > 0 && !closed_; ++peer) {
     PeerState& p = peers_[peer];
     while (!p.refused.empty() && !closed_) {
       Op& op = *p.refused.front();
       const int rc = submit(op);
       if (rc == -FI_EAGAIN) break;
       p.refused.pop_front();
+      --refusedOps_;
       if (rc != 0) {
         failPeer(static_cast<int>(peer),
                  systemError(fmt::format("rank {}: libfabric {} of {} bytes {} rank {} on '{}': {}", rank_,
                                          op.transfer->isSend ? "send" : "receive", op.bytes,
                                          op.transfer->isSend ? "to" : "from", peer, provider_, api_.errorText(rc))));
+        return;
       }
+      if (madeProgress) *madeProgress = true;
     }
   }
 }
@@ -279,24 +313,26 @@ void Endpoint::readError() {
     return;
   }
   const auto found = ops_.find(static_cast<Op*>(err.op_context));
-  if (found == ops_.end()) {
-    failAll(systemError(fmt::format("rank {}: libfabric on '{}' reported {} for an unknown operation", rank_,
-                                    provider_, api_.errorText(-err.err))));
+  const int code = err.err < 0 ? -err.err : err.err;  // positive by the spec; some providers negate it
+  if (found == ops_.end() || !found->first->transfer) {
+    failAll(systemError(fmt::format("rank {}: libfabric on '{}' reported {} for {}", rank_, provider_,
+                                    api_.errorText(-code),
+                                    found == ops_.end() ? "an unknown operation" : "the abort-notice receive")));
     return;
   }
   const Op& op = *found->first;
   const Transfer& t = *op.transfer;
-  const int code = err.err < 0 ? -err.err : err.err;  // positive by the spec; some providers negate it
   if (code == FI_ETRUNC && !t.isSend) {
     failPeer(op.peer, truncated(op, err));
     return;
   }
-  char detail[256] = "";
-  fi_cq_strerror(cq_, err.prov_errno, err.err_data, detail, sizeof detail);
-  failPeer(op.peer, remoteError(fmt::format("rank {}: libfabric {} of {} bytes {} rank {} ({}) failed: {}{}{}",
-                                            rank_, t.isSend ? "send" : "receive", op.bytes,
-                                            t.isSend ? "to" : "from", op.peer, describe(op.peer),
-                                            api_.errorText(-code), detail[0] ? "; " : "", detail)));
+  char buffer[256] = "";
+  // The provider may answer with its own string rather than fill the buffer.
+  const char* detail = fi_cq_strerror(cq_, err.prov_errno, err.err_data, buffer, sizeof buffer);
+  const std::string extra = detail && detail[0] ? std::string("; ") + detail : std::string();
+  failPeer(op.peer, remoteError(fmt::format("rank {}: libfabric {} of {} bytes {} rank {} ({}) failed: {}{}", rank_,
+                                            t.isSend ? "send" : "receive", op.bytes, t.isSend ? "to" : "from",
+                                            op.peer, describe(op.peer), api_.errorText(-code), extra)));
 }
 
 // Providers differ in what they report of a message too long for its
@@ -304,7 +340,8 @@ void Endpoint::readError() {
 Status Endpoint::truncated(const Op& op, const fi_cq_err_entry& err) const {
   const Transfer& t = *op.transfer;
   if (err.olen > 0 && (err.flags & FI_REMOTE_CQ_DATA)) {
-    return messageMismatch(rank_, op.peer, static_cast<uint32_t>(err.data), err.len + err.olen, t.tag, op.bytes);
+    return messageMismatch(rank_, op.peer, tags::pieceData(static_cast<uint32_t>(err.data), true), err.len + err.olen,
+                           t.tag, op.bytes);
   }
   return invalidUsage(fmt::format(
       "rank {}: message from rank {} is longer than the {} bytes expected with tag {:#010x} (the ranks' calls "
@@ -312,12 +349,28 @@ Status Endpoint::truncated(const Op& op, const fi_cq_err_entry& err) const {
       rank_, op.peer, op.bytes, t.tag));
 }
 
-void Endpoint::completed(Op& op, uint32_t sentTag, bool hasTag, size_t length) {
-  Transfer& t = *op.transfer;
+void Endpoint::completed(Op& op, uint32_t sentData, bool hasData, size_t length) {
   const int peer = op.peer;
+  if (!op.transfer) {
+    failPeer(peer, remoteError(fmt::format("rank {}: rank {} ({}) aborted", rank_, peer, describe(peer))));
+    return;
+  }
+  Transfer& t = *op.transfer;
   if (!t.isSend) {
-    if (!hasTag || sentTag != t.tag || length != op.bytes) {
-      failPeer(peer, messageMismatch(rank_, peer, sentTag, length, t.tag, op.bytes));
+    const uint32_t want = tags::pieceData(t.tag, op.last);
+    const bool cutOtherwise = hasData && (sentData ^ tags::kLastPieceFlip) == want && length == op.bytes;
+    if (!hasData || length != op.bytes || (sentData != want && !cutOtherwise)) {
+      // As the sender's tag, what a last piece (every one-piece message) would carry.
+      failPeer(peer, messageMismatch(rank_, peer, tags::pieceData(sentData, true), length, t.tag, op.bytes));
+      return;
+    }
+    // Pieces of the expected length, but the sender's message ends sooner or later.
+    if (cutOtherwise) {
+      failPeer(peer, invalidUsage(fmt::format(
+                         "rank {}: message from rank {} with tag {:#010x} is {} than the {} bytes expected (the "
+                         "ranks' calls differ: collective, count, data type, root, operator or order; or "
+                         "send/recv sizes)",
+                         rank_, peer, t.tag, op.last ? "longer" : "shorter", t.bytes)));
       return;
     }
   }
@@ -332,12 +385,12 @@ void Endpoint::releaseOp(Op& op) {
 
 // A failure breaks the whole endpoint: the communicator fails with its first
 // error, and closing first means the provider no longer writes into any
-// buffer once the transfers are marked failed.
+// buffer once the transfers are marked failed. `peer` -1: none in particular.
 void Endpoint::failPeer(int peer, Status status) {
   for (size_t q = 0; q < peers_.size(); ++q) {
     PeerState& p = peers_[q];
     if (!p.failure.ok()) continue;
-    p.failure = static_cast<int>(q) == peer
+    p.failure = static_cast<int>(q) == peer || peer < 0
                     ? status
                     : Status{status.code(), fmt::format("rank {}: link to rank {} closed after the link to rank {} "
                                                         "failed: {}",
@@ -346,37 +399,69 @@ void Endpoint::failPeer(int peer, Status status) {
   failQueued();
 }
 
-void Endpoint::failAll(Status status) {
-  for (PeerState& p : peers_) {
-    if (p.failure.ok()) p.failure = status;
-  }
-  failQueued();
-}
+void Endpoint::failAll(Status status) { failPeer(-1, std::move(status)); }
 
 void Endpoint::failQueued() {
   std::vector<Transfer*> transfers;
   transfers.reserve(ops_.size());
-  for (const auto& [op, owned] : ops_) transfers.push_back(op->transfer);
-  closeLocked();
+  for (const auto& [op, owned] : ops_) {
+    if (op->transfer) transfers.push_back(op->transfer);
+  }
+  closeLocked(Notice::Peers);
   for (Transfer* t : transfers) t->complete(Transfer::State::Failed);
 }
 
 void Endpoint::close() {
   std::lock_guard lock(mutex_);
-  closeLocked();
+  closeLocked(Notice::Peers);
 }
 
-void Endpoint::closeLocked() {
+// Best effort: a 0-byte notice to every peer, and a few milliseconds of the
+// provider's progress to send them; completions read meanwhile are dropped,
+// as closing drops the operations anyway.
+void Endpoint::noticePeers() {
+  for (size_t q = 0; q < peers_.size(); ++q) {
+    if (static_cast<int>(q) == rank_ || peers_[q].address == FI_ADDR_UNSPEC) continue;
+    (void)fi_tinject(ep_, nullptr, 0, peers_[q].address, tags::abortNotice(rank_));
+  }
+  fi_cq_tagged_entry entries[kCompletionsPerRead];
+  const auto end = std::chrono::steady_clock::now() + kNoticeFlush;
+  while (std::chrono::steady_clock::now() < end) {
+    const ssize_t n = fi_cq_read(cq_, entries, kCompletionsPerRead);
+    if (n == -FI_EAVAIL) {
+      fi_cq_err_entry err{};
+      (void)fi_cq_readerr(cq_, &err, 0);
+    } else if (n < 0 && n != -FI_EAGAIN) {
+      break;
+    }
+  }
+}
+
+void Endpoint::closeLocked(Notice notice) {
   if (closed_) return;
   closed_ = true;
-  closeFid(ep_);
+  if (notice == Notice::Peers && ep_) noticePeers();
+  if (ep_) closeLogged(&ep_->fid, "endpoint");
+  ep_ = nullptr;
   for (auto& [op, owned] : ops_) closeFid(owned->mr);
   ops_.clear();
   for (PeerState& p : peers_) p.refused.clear();
-  closeFid(cq_);
-  closeFid(av_);
-  closeFid(domain_);
-  closeFid(fabricFid_);
+  refusedOps_ = 0;
+  if (cq_) closeLogged(&cq_->fid, "completion queue");
+  if (av_) closeLogged(&av_->fid, "address vector");
+  if (domain_) closeLogged(&domain_->fid, "domain");
+  if (fabricFid_) closeLogged(&fabricFid_->fid, "fabric");
+  cq_ = nullptr;
+  av_ = nullptr;
+  domain_ = nullptr;
+  fabricFid_ = nullptr;
+}
+
+void Endpoint::closeLogged(fid* object, const char* what) {
+  if (const int rc = fi_close(object); rc != 0) {
+    log::warn(log::Net, "rank {}: libfabric could not close its {} on '{}': {}", rank_, what, provider_,
+              api_.errorText(rc));
+  }
 }
 
 std::string Endpoint::describe(int /*peer*/) const {

@@ -1,10 +1,10 @@
 // One libfabric RDM endpoint per communicator, shared by its connections to
-// every peer on libfabric. A message's libfabric tag is its sender's rank and
-// the sender's count of messages to that peer, so the k-th send matches the
-// k-th receive whatever order the provider delivers in, and needs no
-// directed receives. HCL's own tag travels as remote completion data and is
-// checked on arrival with the size (a mismatch is an error naming both, not
-// a hang). Messages above the provider's largest go in pieces.
+// every peer on libfabric. Messages above the provider's largest go in
+// pieces; each piece's libfabric tag holds its sender and its place
+// (ofi_tags.h). HCL's own tag travels as remote completion data and is
+// checked on arrival with the size and the last-piece mark (a mismatch is an
+// error naming both, not a hang). Closing the endpoint first sends every
+// peer a notice, so theirs fail at once instead of at their timeout.
 //
 // All calls lock one mutex: the endpoint's completion queue holds every
 // peer's completions, and whichever connection polls it completes them.
@@ -32,9 +32,9 @@ namespace hcl::ofi {
 
 class Endpoint {
  public:
-  // Opens the first provider the request accepts. *found is false (and the
-  // status ok) when libfabric offers none; a provider that fails to open is
-  // an error.
+  // Opens the first provider the request accepts whose tags and completion
+  // data carry what HCL needs. *found is false (and the status ok) when
+  // libfabric offers none; a provider that fails to open is an error.
   static Status open(const FabricApi& api, const OfiRequest& request, int rank, int nranks,
                      std::unique_ptr<Endpoint>& out, bool* found);
   Endpoint(const FabricApi& api, int rank, int nranks);
@@ -46,15 +46,16 @@ class Endpoint {
   const std::string& fabric() const { return fabric_; }
   const std::vector<uint8_t>& address() const { return address_; }
 
-  // Makes `peer` reachable at the address it published.
+  // Makes `peer` reachable at the address it published, and listens for its abort notice.
   Status addPeer(int peer, const std::vector<uint8_t>& address);
 
   Status post(int peer, Transfer& transfer);
   // Hands the provider what it refused before, reads completions for every
   // peer, and returns `peer`'s failure, if any.
   Status progress(int peer, bool* madeProgress);
-  // Closes the endpoint: nothing is delivered into, nor read from, any
-  // queued transfer afterwards, and none is marked.
+  // Tells the peers (best effort) and closes the endpoint: nothing is
+  // delivered into, nor read from, any queued transfer afterwards, and none
+  // is marked.
   void close();
   std::string describe(int peer) const;
   // Cuts messages into pieces of at most this many bytes (tests; both ends alike).
@@ -69,19 +70,24 @@ class Endpoint {
     std::deque<Op*> refused;  // not yet taken by the provider (FI_EAGAIN), oldest first
     Status failure;
   };
+  enum class Notice { None, Peers };
 
   Status openFrom(const fi_info& info);
   int submit(Op& op);  // 0, -FI_EAGAIN (the provider is full), or a libfabric error
-  void submitRefused();
+  int registerBuffer(Op& op, void* buffer);
+  void submitRefused(bool* madeProgress);
+  Status postAbortNoticeReceive(int peer);
   void drainCompletions(bool* madeProgress);
   void readError();
   Status truncated(const Op& op, const fi_cq_err_entry& err) const;
-  void completed(Op& op, uint32_t sentTag, bool hasTag, size_t length);
+  void completed(Op& op, uint32_t sentData, bool hasData, size_t length);
   void failPeer(int peer, Status status);
   void failAll(Status status);
   void failQueued();
   void releaseOp(Op& op);
-  void closeLocked();
+  void noticePeers();
+  void closeLocked(Notice notice);
+  void closeLogged(fid* object, const char* what);
 
   const FabricApi& api_;
   int rank_;
@@ -102,6 +108,7 @@ class Endpoint {
   fid_cq* cq_ = nullptr;
   fid_ep* ep_ = nullptr;
   std::vector<PeerState> peers_;
+  size_t refusedOps_ = 0;  // over every peer's refused queue
   std::unordered_map<Op*, std::unique_ptr<Op>> ops_;
 };
 

@@ -26,7 +26,9 @@ class OfiTransport final : public Transport {
     if (!api) return unavailable(ctx, request, why);
     std::unique_ptr<ofi::Endpoint> opened;
     bool found = false;
-    HCL_TRY(ofi::Endpoint::open(*api, request, ctx.rank, ctx.nranks, opened, &found));
+    if (Status s = ofi::Endpoint::open(*api, request, ctx.rank, ctx.nranks, opened, &found); !s.ok()) {
+      return unavailable(ctx, request, s.message());
+    }
     if (!found) {
       return unavailable(ctx, request,
                          request.provider.empty() ? std::string("libfabric offers no provider HCL can use")
@@ -63,8 +65,10 @@ class OfiTransport final : public Transport {
   }
 
  private:
-  // Asked for by name (HCL_OFI on, or a provider named): an error. Found
-  // missing on its own (auto): links stay on TCP.
+  // Asked for by name (HCL_OFI on, or a provider named): an error. Missing
+  // or failing to open where HCL looked on its own (auto, on a host with an
+  // RDMA device; say devices passed into a container whose locked-memory
+  // limit is too small): links stay on TCP, and INFO logs why.
   static Status unavailable(const TransportContext& ctx, const ofi::OfiRequest& request, const std::string& why) {
     if (request.mode == ofi::OfiMode::On) {
       return systemError(fmt::format("rank {}: HCL_OFI asks for libfabric{}: {}", ctx.rank,

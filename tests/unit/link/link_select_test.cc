@@ -202,6 +202,12 @@ TEST(LinkSelect, LibfabricShmProviderOnlyWithinAHost) {
   EXPECT_EQ(selectLink(a, b).kind, TransportKind::Tcp);
   b.hostId = a.hostId;
   EXPECT_EQ(selectLink(a, b).kind, TransportKind::Ofi);
+  // Not between endpoints of one process: libfabric 1.17's shm provider crashes there on a close.
+  b.pid = a.pid;
+  b.processToken = a.processToken;
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Tcp);
+  a.ofiProvider = b.ofiProvider = "tcp;ofi_rxm";
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Ofi);
 }
 
 TEST(PeerInfoWire, NicFactsSurviveTheRoundTrip) {

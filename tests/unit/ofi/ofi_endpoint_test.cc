@@ -129,6 +129,53 @@ TEST_P(OfiEndpoints, LargeMessagesGoInPiecesAndTheNextMessageStillMatches) {
   EXPECT_EQ(intoSmall, small);
 }
 
+TEST_P(OfiEndpoints, AMessageCutIntoMorePiecesThanExpectedIsAnError) {
+  for (const bool senderLonger : {true, false}) {
+    SetUp();
+    ep_[0]->limitPieceBytes(4096);
+    ep_[1]->limitPieceBytes(4096);
+    // Whole pieces on both ends, so only the last-piece mark tells them apart.
+    std::vector<uint8_t> data = pattern(senderLonger ? 8192 : 4096, 8), into(senderLonger ? 4096 : 8192, 0xee);
+    Transfer send, recv;
+    describe(send, true, data.data(), data.size(), 4);
+    describe(recv, false, into.data(), into.size(), 4);
+    ASSERT_TRUE(ep_[0]->post(1, send).ok());
+    ASSERT_TRUE(ep_[1]->post(0, recv).ok());
+    const Status s = pump({&recv});
+    EXPECT_EQ(s.code(), hclInvalidUsage) << s.message();
+    const std::string want = std::string("rank 1: message from rank 0 with tag 0x00000004 is ") +
+                             (senderLonger ? "longer than the 4096" : "shorter than the 8192") + " bytes expected";
+    EXPECT_NE(s.message().find(want), std::string::npos) << s.message();
+    EXPECT_TRUE(recv.failed());
+  }
+}
+
+TEST_P(OfiEndpoints, AClosingPeerFailsItsPeersAtOnce) {
+  if (std::string(GetParam()) == "shm") GTEST_SKIP() << "shm: both endpoints in one process share their mapping";
+  // A first message sets up the provider's connection between the two.
+  std::vector<uint8_t> data = pattern(16, 9), into(16);
+  Transfer send, recv;
+  describe(send, true, data.data(), data.size(), 5);
+  describe(recv, false, into.data(), into.size(), 5);
+  ASSERT_TRUE(ep_[1]->post(0, send).ok());
+  ASSERT_TRUE(ep_[0]->post(1, recv).ok());
+  ASSERT_TRUE(pump({&send, &recv}).ok());
+  Transfer waiting;
+  describe(waiting, false, into.data(), into.size(), 6);
+  ASSERT_TRUE(ep_[0]->post(1, waiting).ok());
+  ep_[1]->close();
+  Status s;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (s.ok() && std::chrono::steady_clock::now() < end) {
+    bool moved = false;
+    s = ep_[0]->progress(1, &moved);
+  }
+  EXPECT_EQ(s.code(), hclRemoteError);
+  EXPECT_NE(s.message().find("rank 0: rank 1 (ofi "), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(") aborted"), std::string::npos) << s.message();
+  EXPECT_TRUE(waiting.failed());
+}
+
 TEST_P(OfiEndpoints, AnotherTagIsAnErrorNamingBoth) {
   std::vector<uint8_t> data = pattern(64, 5), into(64);
   Transfer send, recv;
