@@ -54,9 +54,13 @@ std::vector<uint8_t> PeerInfo::serialize() const {
     w.put(a.speedMbps);
     w.putString(a.fabric);
   }
-  w.putString(ofiProvider);
-  w.putString(ofiFabric);
-  w.putBytes(ofiAddress);
+  w.put<uint32_t>(static_cast<uint32_t>(ofiEndpoints.size()));
+  for (const OfiEndpointInfo& e : ofiEndpoints) {
+    w.putString(e.provider);
+    w.putString(e.fabric);
+    w.put<int32_t>(e.nic);
+    w.putBytes(e.address);
+  }
   w.putString(rescueIp);
   w.put(rescuePort);
   w.put<uint32_t>(static_cast<uint32_t>(cpuMask.size()));
@@ -102,9 +106,19 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
     r.get(a.speedMbps);
     r.getString(a.fabric);
   }
-  r.getString(out.ofiProvider);
-  r.getString(out.ofiFabric);
-  r.getBytes(out.ofiAddress);
+  uint32_t endpoints = 0;
+  r.get(endpoints);
+  if (!r.ok() || endpoints > 64) return false;
+  out.ofiEndpoints.resize(endpoints);
+  for (OfiEndpointInfo& e : out.ofiEndpoints) {
+    int32_t nic = -1;
+    r.getString(e.provider);
+    r.getString(e.fabric);
+    r.get(nic);
+    r.getBytes(e.address);
+    if (!r.ok() || nic < -1 || nic >= static_cast<int32_t>(out.addresses.size())) return false;
+    e.nic = nic;
+  }
   r.getString(out.rescueIp);
   r.get(out.rescuePort);
   uint32_t maskWords = 0;

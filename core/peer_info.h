@@ -27,6 +27,16 @@ struct NetAddress {
   std::string fabric;      // ranks share a network only where labels match
 };
 
+// A libfabric endpoint a rank opened (HCL_OFI).
+struct OfiEndpointInfo {
+  std::string provider;  // "tcp;ofi_rxm", "efa", ...
+  std::string fabric;    // the provider's fabric name
+  // Index into the rank's addresses of the NIC the endpoint sends from (its
+  // source address is that NIC's); -1: not tied to one (EFA, shm, ...).
+  int nic = -1;
+  std::vector<uint8_t> address;
+};
+
 struct PeerInfo {
   int rank = -1;
   std::string hostId;      // HCL_HOSTID, or hostname + boot id
@@ -38,11 +48,8 @@ struct PeerInfo {
   bool shmEnabled = true;  // false under HCL_SHM_DISABLE=1
   bool ipcCapable = false;  // its device can share memory with same-vendor peers on the host (IPC)
   std::vector<NetAddress> addresses;
-  // Its libfabric endpoint, where it opened one (HCL_OFI): the provider's
-  // name, its fabric, and the endpoint's address (empty: none).
-  std::string ofiProvider;
-  std::string ofiFabric;
-  std::vector<uint8_t> ofiAddress;
+  // Its libfabric endpoints, where it opened any (HCL_OFI).
+  std::vector<OfiEndpointInfo> ofiEndpoints;
   // A port this rank holds for a bootstrap root of its own, used when the
   // communicator fails and the survivors shrink it without its links (0: none).
   std::string rescueIp;

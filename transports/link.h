@@ -16,6 +16,10 @@ struct Link {
   // the same fabric; -1 otherwise.
   int listenerAddress = -1;
   int connectorAddress = -1;
+  // For libfabric: the index into each end's ofiEndpoints (the lower rank's
+  // first); -1 otherwise.
+  int connectorOfiEndpoint = -1;
+  int listenerOfiEndpoint = -1;
   std::string fabric;  // the shared fabric label; empty for local and shm
   NicKind nicKind = NicKind::Ethernet;
   uint32_t speedMbps = 0;  // the slower NIC of the pair; 0: unknown

@@ -98,13 +98,42 @@ Link networkLink(const PeerInfo& connector, const PeerInfo& acceptor, bool sameH
   return link;
 }
 
-// Both ends opened libfabric endpoints on one provider and fabric. The shm
-// provider only within a host, and not between endpoints of one process
-// (libfabric 1.17's crashes a sender whose receiver there closes).
-bool sharedOfiEndpoint(const PeerInfo& a, const PeerInfo& b, bool sameHost, bool sameProcess) {
-  if (a.ofiAddress.empty() || b.ofiAddress.empty()) return false;
-  if (a.ofiProvider != b.ofiProvider || a.ofiFabric != b.ofiFabric) return false;
-  return a.ofiProvider != "shm" || (sameHost && !sameProcess);
+int endpointOn(const PeerInfo& p, int nic, const std::string& provider) {
+  for (size_t e = 0; e < p.ofiEndpoints.size(); ++e) {
+    if (p.ofiEndpoints[e].nic == nic && p.ofiEndpoints[e].provider == provider) return static_cast<int>(e);
+  }
+  return -1;
+}
+
+// The libfabric endpoints a network link takes, where both ends have one:
+// those on the two NICs the link already chose (so libfabric follows the
+// fabric choice), else two endpoints tied to no NIC (EFA, shm) on one
+// provider and fabric. The shm provider only within a host, and not between
+// endpoints of one process (libfabric 1.17's crashes a sender whose receiver
+// there closes).
+bool chooseOfiEndpoints(const PeerInfo& connector, const PeerInfo& acceptor, bool sameHost, bool sameProcess,
+                        Link& link) {
+  for (size_t c = 0; c < connector.ofiEndpoints.size(); ++c) {
+    const OfiEndpointInfo& ce = connector.ofiEndpoints[c];
+    if (ce.nic < 0 || ce.nic != link.connectorAddress || link.listenerAddress < 0) continue;
+    const int a = endpointOn(acceptor, link.listenerAddress, ce.provider);
+    if (a < 0 || acceptor.ofiEndpoints[static_cast<size_t>(a)].fabric != ce.fabric) continue;
+    link.connectorOfiEndpoint = static_cast<int>(c);
+    link.listenerOfiEndpoint = a;
+    return true;
+  }
+  for (size_t c = 0; c < connector.ofiEndpoints.size(); ++c) {
+    const OfiEndpointInfo& ce = connector.ofiEndpoints[c];
+    if (ce.nic >= 0 || (ce.provider == "shm" && (!sameHost || sameProcess))) continue;
+    for (size_t a = 0; a < acceptor.ofiEndpoints.size(); ++a) {
+      const OfiEndpointInfo& ae = acceptor.ofiEndpoints[a];
+      if (ae.nic >= 0 || ae.provider != ce.provider || ae.fabric != ce.fabric) continue;
+      link.connectorOfiEndpoint = static_cast<int>(c);
+      link.listenerOfiEndpoint = static_cast<int>(a);
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -132,9 +161,10 @@ Link selectLink(const PeerInfo& a, const PeerInfo& b) {
   const std::string why = sameHost ? "shared memory disabled (HCL_SHM_DISABLE)"
                                    : "different hosts ('" + a.hostId + "', '" + b.hostId + "')";
   Link link = networkLink(connector, acceptor, sameHost, why);
-  if (sharedOfiEndpoint(a, b, sameHost, sameProcess)) {
+  if (chooseOfiEndpoints(connector, acceptor, sameHost, sameProcess, link)) {
+    const OfiEndpointInfo& e = connector.ofiEndpoints[static_cast<size_t>(link.connectorOfiEndpoint)];
     link.kind = TransportKind::Ofi;
-    link.reason += fmt::format("; libfabric provider '{}', fabric '{}'", a.ofiProvider, a.ofiFabric);
+    link.reason += fmt::format("; libfabric provider '{}', fabric '{}'", e.provider, e.fabric);
   }
   return link;
 }

@@ -17,7 +17,7 @@
 
 namespace hcl::perf {
 
-inline constexpr int kTransportKinds = 4;  // local, shm, tcp, other
+inline constexpr int kTransportKinds = 5;  // local, shm, tcp, ofi, other
 const char* transportName(int kind);
 
 // kinds[peer] = transport kind of the link to peer; -1 for the rank itself.

@@ -6,10 +6,13 @@ Runs each given nccl-tests-style perf binary with one rank per emulated node
 #wrong 0 in every row (in-place alltoall: N/A, as nccl-tests),
 "Out of bounds values : 0 OK", no failure from any rank, exit 0. With -H 1 the
 transports column must say tcp and never shm (every node is its own host via
-HCL_HOSTID). After the run each rank prints its qdisc counters, and the test
-checks that both fabrics carried data: fab0 inside clusters, wan0 between them.
+HCL_HOSTID); with --ofi PROVIDER every link goes through libfabric on that
+provider, and the column must say ofi. After the run each rank prints its
+qdisc counters, and the test checks that both fabrics carried data: fab0
+inside clusters, wan0 between them (so libfabric's endpoints follow the
+fabric choice too).
 
-  collectives_test.py [--testbed PATH] [--clusters K] [--nodes N] --bin PERF_BINARY [--bin ...]
+  collectives_test.py [--testbed PATH] [--clusters K] [--nodes N] [--ofi PROVIDER] --bin PERF_BINARY [--bin ...]
 
 Exit 0 pass, 1 fail, 77 skip (not root, or namespaces not usable).
 """
@@ -56,14 +59,24 @@ def qdisc_bytes(text):
     return {}
 
 
-def run_one(c, testbed, binary, clusters, nodes):
+def libfabric_missing():
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    except OSError:
+        return "ldconfig is not there to look for libfabric.so.1"
+    return None if re.search(r"\blibfabric\.so\.1 ", out) else "libfabric.so.1 is not installed (Debian: libfabric1)"
+
+
+def run_one(c, testbed, binary, clusters, nodes, ofi=None):
     name = os.path.basename(binary)
     size = clusters * nodes
     with tempfile.TemporaryDirectory(prefix="hclbed-coll-") as logdir:
         t0 = time.monotonic()
         argv = [sys.executable, testbed, "run", "--clusters", str(clusters), "--nodes", str(nodes),
-                "--fast", "1gbit", "--slow", "125mbit", "--timeout", "60", "--quiet", "--logdir", logdir,
-                "--", "sh", "-c", WRAPPER, binary] + PERF_ARGS
+                "--fast", "1gbit", "--slow", "125mbit", "--timeout", "60", "--quiet", "--logdir", logdir]
+        if ofi:
+            argv += ["--env", "HCL_OFI_PROVIDER=" + ofi]
+        argv += ["--", "sh", "-c", WRAPPER, binary] + PERF_ARGS
         res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         dt = time.monotonic() - t0
         logs = bedtest.read_rank_logs(logdir, size)
@@ -78,9 +91,10 @@ def run_one(c, testbed, binary, clusters, nodes):
         in_place_ok = f[12] == "0" or (name == "alltoall_perf" and f[12] == "N/A")
         ok &= c.check(f[8] == "0" and in_place_ok, "%s: size %s: #wrong %s / %s" % (name, f[0], f[8], f[12]))
         transports = f[14] if len(f) > 14 else ""
+        want = "ofi" if ofi else "tcp"
         if int(f[0]) > 0:
-            ok &= c.check("tcp" in transports.split(",") and "shm" not in transports,
-                          "%s: size %s: transports %r, want tcp and no shm" % (name, f[0], transports))
+            ok &= c.check(transports.split(",") == [want],
+                          "%s: size %s: transports %r, want %s alone" % (name, f[0], transports, want))
     ok &= c.check(re.search(r"^# Out of bounds values : 0 OK$", report, re.M) is not None,
                   "%s: no 'Out of bounds values : 0 OK'" % name)
     for r, text in enumerate(logs):
@@ -112,13 +126,17 @@ def main():
     ap.add_argument("--clusters", type=int, default=2)
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--bin", action="append", required=True, help="a perf binary (repeatable)")
+    ap.add_argument("--ofi", help="every link over libfabric on this provider (HCL_OFI_PROVIDER)")
     a = ap.parse_args()
     bedtest.require_bed(a.testbed)
+    if a.ofi and libfabric_missing():
+        print("skipped: " + libfabric_missing())
+        return 77
     c = Checks("collectives %dx%d" % (a.clusters, a.nodes))
     for binary in a.bin:
         if not c.check(os.access(binary, os.X_OK), "%s is not an executable" % binary):
             continue
-        run_one(c, a.testbed, binary, a.clusters, a.nodes)
+        run_one(c, a.testbed, binary, a.clusters, a.nodes, a.ofi)
     return c.done()
 
 

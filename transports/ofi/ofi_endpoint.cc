@@ -6,6 +6,10 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -69,9 +73,9 @@ Endpoint::~Endpoint() {
   closeLocked(Notice::None);
 }
 
-Status Endpoint::open(const FabricApi& api, const OfiRequest& request, int rank, int nranks,
-                      std::unique_ptr<Endpoint>& out, bool* found) {
-  *found = false;
+// The provider entries HCL may use for a request, in libfabric's order.
+Status Endpoint::listCandidates(const FabricApi& api, const OfiRequest& request, int rank, int nranks,
+                                CandidateVisitor visit) {
   InfoPtr hints(api.dupinfo(nullptr), InfoDeleter{&api});
   if (!hints) return systemError("libfabric: fi_allocinfo failed");
   hints->caps = FI_TAGGED;
@@ -89,7 +93,6 @@ Status Endpoint::open(const FabricApi& api, const OfiRequest& request, int rank,
   InfoPtr list(raw, InfoDeleter{&api});
   if (rc == -FI_ENODATA) return {};
   if (rc != 0) return systemError("libfabric fi_getinfo: " + api.errorText(rc));
-  Status firstFailure;
   for (const fi_info* info = list.get(); info; info = info->next) {
     const char* name = info->fabric_attr && info->fabric_attr->prov_name ? info->fabric_attr->prov_name : "";
     if (!providerWanted(name, request)) continue;
@@ -97,16 +100,71 @@ Status Endpoint::open(const FabricApi& api, const OfiRequest& request, int rank,
       log::info(log::Net, "rank {}: libfabric provider '{}' passed over: {}", rank, name, why);
       continue;
     }
+    if (!visit(*info)) break;
+  }
+  return {};
+}
+
+Status Endpoint::open(const FabricApi& api, const OfiRequest& request, int rank, int nranks,
+                      std::unique_ptr<Endpoint>& out, bool* found) {
+  *found = false;
+  Status firstFailure;
+  HCL_TRY(listCandidates(api, request, rank, nranks, [&](const fi_info& info) {
     auto ep = std::make_unique<Endpoint>(api, rank, nranks);
-    if (Status s = ep->openFrom(*info); !s.ok()) {
+    if (Status s = ep->openFrom(info); !s.ok()) {
       if (firstFailure.ok()) firstFailure = std::move(s);
-      continue;
+      return true;
     }
     *found = true;
     out = std::move(ep);
-    return {};
+    return false;
+  }));
+  return *found ? Status{} : firstFailure;
+}
+
+Status Endpoint::openPerNic(const FabricApi& api, const OfiRequest& request, int rank, int nranks,
+                            const std::vector<NetAddress>& nics, std::vector<OpenedEndpoint>& out) {
+  Status firstFailure;
+  std::vector<std::string> taken;  // "provider/nic" or "provider/fabric/domain"
+  HCL_TRY(listCandidates(api, request, rank, nranks, [&](const fi_info& info) {
+    const std::string provider = info.fabric_attr->prov_name ? info.fabric_attr->prov_name : "";
+    const int nic = nicOf(info, nics);
+    // A software provider on an address HCL does not use (loopback, link-local) adds nothing.
+    if (nic < 0 && isSoftwareProvider(provider) && coreProvider(provider) != "shm") return true;
+    const std::string key = nic >= 0 ? fmt::format("{}/{}", provider, nic)
+                                     : fmt::format("{}/{}/{}", provider, info.fabric_attr->name ? info.fabric_attr->name : "",
+                                                   info.domain_attr->name ? info.domain_attr->name : "");
+    if (std::find(taken.begin(), taken.end(), key) != taken.end()) return true;
+    auto ep = std::make_unique<Endpoint>(api, rank, nranks);
+    if (Status s = ep->openFrom(info); !s.ok()) {
+      log::info(log::Net, "rank {}: {}", rank, s.message());
+      if (firstFailure.ok()) firstFailure = std::move(s);
+      return true;
+    }
+    ep->nicName_ = nic >= 0 ? nics[static_cast<size_t>(nic)].ifname : std::string();
+    taken.push_back(key);
+    out.push_back({std::move(ep), nic});
+    return out.size() < kMostEndpoints;
+  }));
+  return out.empty() ? firstFailure : Status{};
+}
+
+// The NIC whose address is the entry's source address; -1: none.
+int Endpoint::nicOf(const fi_info& info, const std::vector<NetAddress>& nics) {
+  if (!info.src_addr) return -1;
+  char text[INET6_ADDRSTRLEN] = "";
+  const auto* sa = static_cast<const sockaddr*>(info.src_addr);
+  if (sa->sa_family == AF_INET && info.src_addrlen >= sizeof(sockaddr_in)) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, text, sizeof text);
+  } else if (sa->sa_family == AF_INET6 && info.src_addrlen >= sizeof(sockaddr_in6)) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, text, sizeof text);
+  } else {
+    return -1;
   }
-  return firstFailure;
+  for (size_t i = 0; i < nics.size(); ++i) {
+    if (nics[i].ip == text) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 Status Endpoint::openFrom(const fi_info& info) {
@@ -465,7 +523,8 @@ void Endpoint::closeLogged(fid* object, const char* what) {
 }
 
 std::string Endpoint::describe(int /*peer*/) const {
-  return fmt::format("ofi {} (fabric {})", provider_, fabric_);
+  if (nicName_.empty()) return fmt::format("ofi {} (fabric {})", provider_, fabric_);
+  return fmt::format("ofi {} (fabric {}) via {}", provider_, fabric_, nicName_);
 }
 
 }  // namespace hcl::ofi

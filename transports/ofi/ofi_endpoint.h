@@ -23,6 +23,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/function_ref.h"
+#include "core/peer_info.h"
 #include "core/status.h"
 #include "transports/ofi/fabric_api.h"
 #include "transports/ofi/ofi_request.h"
@@ -30,13 +32,28 @@
 
 namespace hcl::ofi {
 
+class Endpoint;
+
+struct OpenedEndpoint {
+  std::unique_ptr<Endpoint> endpoint;
+  int nic = -1;  // index of the NIC it sends from; -1: none of them
+};
+
 class Endpoint {
  public:
+  static constexpr size_t kMostEndpoints = 8;
   // Opens the first provider the request accepts whose tags and completion
   // data carry what HCL needs. *found is false (and the status ok) when
   // libfabric offers none; a provider that fails to open is an error.
   static Status open(const FabricApi& api, const OfiRequest& request, int rank, int nranks,
                      std::unique_ptr<Endpoint>& out, bool* found);
+  // One endpoint per NIC of `nics` that a provider the request accepts sends
+  // from (its source address is the NIC's), and one per fabric of providers
+  // tied to no such address (EFA, shm, ...), at most kMostEndpoints. A
+  // failure to open one is logged and skipped; the status is the first
+  // failure when none opened.
+  static Status openPerNic(const FabricApi& api, const OfiRequest& request, int rank, int nranks,
+                           const std::vector<NetAddress>& nics, std::vector<OpenedEndpoint>& out);
   Endpoint(const FabricApi& api, int rank, int nranks);
   ~Endpoint();
   Endpoint(const Endpoint&) = delete;
@@ -72,6 +89,10 @@ class Endpoint {
   };
   enum class Notice { None, Peers };
 
+  using CandidateVisitor = FunctionRef<bool(const fi_info&)>;  // false: stop
+  static Status listCandidates(const FabricApi& api, const OfiRequest& request, int rank, int nranks,
+                               CandidateVisitor visit);
+  static int nicOf(const fi_info& info, const std::vector<NetAddress>& nics);
   Status openFrom(const fi_info& info);
   int submit(Op& op);  // 0, -FI_EAGAIN (the provider is full), or a libfabric error
   int registerBuffer(Op& op, void* buffer);
@@ -93,6 +114,7 @@ class Endpoint {
   int rank_;
   std::string provider_;
   std::string fabric_;
+  std::string nicName_;  // the NIC it sends from, where tied to one
   std::vector<uint8_t> address_;
   size_t maxPieceBytes_ = 0;
   bool registerBuffers_ = false;  // the provider needs local registration (FI_MR_LOCAL)

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include "core/log.h"
 #include "transports/link.h"
 #include "transports/ofi/fabric_api.h"
@@ -12,6 +14,7 @@
 namespace hcl {
 namespace {
 
+// Runs after the TCP transport's listen(), whose NICs it ties endpoints to.
 class OfiTransport final : public Transport {
  public:
   TransportKind kind() const override { return TransportKind::Ofi; }
@@ -24,44 +27,59 @@ class OfiTransport final : public Transport {
     std::string why;
     const ofi::FabricApi* api = ofi::fabricApi(&why);
     if (!api) return unavailable(ctx, request, why);
-    std::unique_ptr<ofi::Endpoint> opened;
-    bool found = false;
-    if (Status s = ofi::Endpoint::open(*api, request, ctx.rank, ctx.nranks, opened, &found); !s.ok()) {
+    std::vector<ofi::OpenedEndpoint> opened;
+    if (Status s = ofi::Endpoint::openPerNic(*api, request, ctx.rank, ctx.nranks, self.addresses, opened); !s.ok()) {
       return unavailable(ctx, request, s.message());
     }
-    if (!found) {
+    if (opened.empty()) {
       return unavailable(ctx, request,
                          request.provider.empty() ? std::string("libfabric offers no provider HCL can use")
                                                   : fmt::format("libfabric offers no provider '{}' with tagged "
-                                                                "reliable messages",
+                                                                "reliable messages on a NIC HCL uses",
                                                                 request.provider));
     }
-    endpoint_ = std::move(opened);
-    self.ofiProvider = endpoint_->provider();
-    self.ofiFabric = endpoint_->fabric();
-    self.ofiAddress = endpoint_->address();
-    log::info(static_cast<log::Subsys>(log::Init | log::Net), "rank {}: libfabric endpoint on provider '{}', fabric '{}'",
-              ctx.rank, self.ofiProvider, self.ofiFabric);
+    for (ofi::OpenedEndpoint& o : opened) {
+      const ofi::Endpoint& e = *o.endpoint;
+      self.ofiEndpoints.push_back({e.provider(), e.fabric(), o.nic, e.address()});
+      log::info(static_cast<log::Subsys>(log::Init | log::Net), "rank {}: libfabric endpoint on provider '{}', fabric '{}'{}",
+                ctx.rank, e.provider(), e.fabric(),
+                o.nic >= 0 ? " via " + self.addresses[static_cast<size_t>(o.nic)].ifname : std::string());
+      endpoints_.push_back(std::move(o.endpoint));
+    }
     return {};
   }
 
   Status prepare(const TransportContext& ctx, const std::vector<int>& peers) override {
-    if (!endpoint_) return internalError(fmt::format("rank {}: libfabric links chosen without an endpoint", ctx.rank));
-    for (int peer : peers) HCL_TRY(endpoint_->addPeer(peer, (*ctx.peers)[static_cast<size_t>(peer)].ofiAddress));
+    for (int peer : peers) {
+      const Link& link = (*ctx.links)[static_cast<size_t>(peer)];
+      const bool lower = ctx.rank < peer;
+      const int mine = lower ? link.connectorOfiEndpoint : link.listenerOfiEndpoint;
+      const int theirs = lower ? link.listenerOfiEndpoint : link.connectorOfiEndpoint;
+      const auto& theirEndpoints = (*ctx.peers)[static_cast<size_t>(peer)].ofiEndpoints;
+      if (mine < 0 || static_cast<size_t>(mine) >= endpoints_.size() || theirs < 0 ||
+          static_cast<size_t>(theirs) >= theirEndpoints.size()) {
+        return internalError(fmt::format("rank {}: libfabric link to rank {} names endpoints {} and {}, of {} and {}",
+                                         ctx.rank, peer, mine, theirs, endpoints_.size(), theirEndpoints.size()));
+      }
+      HCL_TRY(endpoints_[static_cast<size_t>(mine)]->addPeer(peer, theirEndpoints[static_cast<size_t>(theirs)].address));
+      used_[peer] = mine;
+    }
     return {};
   }
 
   Status connect(const TransportContext&, const std::vector<int>& peers,
                  std::vector<std::unique_ptr<Connection>>& out) override {
-    for (int peer : peers) out[static_cast<size_t>(peer)] = std::make_unique<ofi::OfiConnection>(endpoint_, peer);
-    connected_ = !peers.empty();
+    for (int peer : peers) {
+      out[static_cast<size_t>(peer)] =
+          std::make_unique<ofi::OfiConnection>(endpoints_[static_cast<size_t>(used_.at(peer))], peer);
+    }
     return {};
   }
 
-  // Without a link on it the endpoint is closed now (its connections keep
-  // it otherwise).
+  // Endpoints without a link on them close now (the connections keep the others).
   void finish() override {
-    if (!connected_) endpoint_.reset();
+    endpoints_.clear();
+    used_.clear();
   }
 
  private:
@@ -78,8 +96,8 @@ class OfiTransport final : public Transport {
     return {};
   }
 
-  std::shared_ptr<ofi::Endpoint> endpoint_;
-  bool connected_ = false;
+  std::vector<std::shared_ptr<ofi::Endpoint>> endpoints_;
+  std::map<int, int> used_;  // peer -> index of the endpoint its link uses
 };
 
 }  // namespace

@@ -165,40 +165,85 @@ TEST(LinkSelect, AnAddressBothHostsHaveIsNotTheWayBetweenThem) {
   EXPECT_EQ(selectLink(a, d).listenerAddress, 0);
 }
 
-PeerInfo withOfi(PeerInfo p, std::string provider, std::string fabric) {
-  p.ofiProvider = std::move(provider);
-  p.ofiFabric = std::move(fabric);
-  p.ofiAddress = {static_cast<uint8_t>(p.rank), 0xab};
-  return p;
+OfiEndpointInfo ofiEndpoint(std::string provider, std::string fabric, int nic, uint8_t tag) {
+  return {std::move(provider), std::move(fabric), nic, {tag, 0xab}};
 }
 
-TEST(LinkSelect, PeersOnOneLibfabricProviderAndFabricUseIt) {
-  const PeerInfo a = withOfi(ibNode(0), "verbs;ofi_rxm", "IB-0xfe80"), b = withOfi(ibNode(1), "verbs;ofi_rxm", "IB-0xfe80");
+TEST(LinkSelect, LibfabricTakesTheEndpointsOnTheNicsTheLinkChose) {
+  PeerInfo a = ibNode(0), b = ibNode(1);
+  for (PeerInfo* p : {&a, &b}) {
+    p->ofiEndpoints = {ofiEndpoint("tcp;ofi_rxm", "10.0.0.0/24", 0, 1), ofiEndpoint("verbs;ofi_rxm", "IB-0xfe80", 1, 2)};
+  }
   const Link l = selectLink(a, b);
   EXPECT_EQ(l.kind, TransportKind::Ofi);
+  EXPECT_EQ(l.connectorOfiEndpoint, 1) << "the InfiniBand NIC's endpoint";
+  EXPECT_EQ(l.listenerOfiEndpoint, 1);
   // The NIC facts and the cost model's class stay those of the fabric.
   EXPECT_EQ(l.linkClass, "net:ib:fe80:0000:0000:0001");
   EXPECT_EQ(l.nicKind, NicKind::Ib);
   EXPECT_NE(l.reason.find("libfabric provider 'verbs;ofi_rxm', fabric 'IB-0xfe80'"), std::string::npos) << l.reason;
-  EXPECT_EQ(selectLink(b, a).kind, TransportKind::Ofi);
+  EXPECT_EQ(selectLink(b, a).connectorOfiEndpoint, 1);
 }
 
-TEST(LinkSelect, LibfabricNeedsBothEndsOnOneProviderAndFabric) {
-  const PeerInfo a = withOfi(ibNode(0), "verbs;ofi_rxm", "IB-0xfe80");
-  EXPECT_EQ(selectLink(a, ibNode(1)).kind, TransportKind::Tcp);  // the peer opened none
-  EXPECT_EQ(selectLink(a, withOfi(ibNode(1), "efa", "IB-0xfe80")).kind, TransportKind::Tcp);
-  EXPECT_EQ(selectLink(a, withOfi(ibNode(1), "verbs;ofi_rxm", "IB-0xfe81")).kind, TransportKind::Tcp);
+// Two clusters whose nodes share a fast fabric inside each and a WAN that
+// every node has: libfabric endpoints on both NICs, each on its subnet.
+TEST(LinkSelect, LibfabricFollowsTheFabricChoiceAcrossClusters) {
+  const auto node = [](int rank, int cluster) {
+    PeerInfo p = peer(rank, "c" + std::to_string(cluster) + "n" + std::to_string(rank),
+                      {nic("fab0", "10.10." + std::to_string(cluster) + "." + std::to_string(rank + 1),
+                           NicKind::Ethernet, 10000, "cluster" + std::to_string(cluster)),
+                       nic("wan0", "10.20." + std::to_string(cluster) + "." + std::to_string(rank + 1),
+                           NicKind::Ethernet, 2000, "wan")});
+    // The WAN endpoint first, as libfabric may list it.
+    p.ofiEndpoints = {ofiEndpoint("tcp;ofi_rxm", "10.20.0.0/16", 1, 1),
+                      ofiEndpoint("tcp;ofi_rxm", "10.10." + std::to_string(cluster) + ".0/24", 0, 2)};
+    return p;
+  };
+  const Link inside = selectLink(node(0, 0), node(1, 0));
+  EXPECT_EQ(inside.kind, TransportKind::Ofi);
+  EXPECT_EQ(inside.fabric, "cluster0");
+  EXPECT_EQ(inside.connectorOfiEndpoint, 1) << "the fab0 endpoint, not the WAN's";
+  EXPECT_EQ(inside.listenerOfiEndpoint, 1);
+  const Link across = selectLink(node(0, 0), node(2, 1));
+  EXPECT_EQ(across.kind, TransportKind::Ofi);
+  EXPECT_EQ(across.fabric, "wan");
+  EXPECT_EQ(across.connectorOfiEndpoint, 0);
+  EXPECT_EQ(across.listenerOfiEndpoint, 0);
+}
+
+TEST(LinkSelect, LibfabricNeedsEndpointsOnBothChosenNics) {
+  PeerInfo a = ibNode(0), b = ibNode(1);
+  a.ofiEndpoints = {ofiEndpoint("verbs;ofi_rxm", "IB-0xfe80", 1, 1)};
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Tcp) << "the peer opened none";
+  b.ofiEndpoints = {ofiEndpoint("verbs;ofi_rxm", "IB-0xfe80", 0, 1)};
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Tcp) << "the peer's is on its Ethernet NIC";
+  b.ofiEndpoints = {ofiEndpoint("efa", "IB-0xfe80", 1, 1)};
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Tcp) << "another provider";
+  b.ofiEndpoints = {ofiEndpoint("verbs;ofi_rxm", "IB-0xfe81", 1, 1)};
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Tcp) << "another fabric";
   // Shared memory comes first on one host; libfabric only with it off.
-  PeerInfo c = withOfi(ibNode(1), "verbs;ofi_rxm", "IB-0xfe80");
-  c.hostId = a.hostId;
-  EXPECT_EQ(selectLink(a, c).kind, TransportKind::Shm);
-  c.shmEnabled = false;
-  EXPECT_EQ(selectLink(a, c).kind, TransportKind::Ofi);
+  b.ofiEndpoints = {ofiEndpoint("verbs;ofi_rxm", "IB-0xfe80", 1, 1)};
+  b.hostId = a.hostId;
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Shm);
+  b.shmEnabled = false;
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Ofi);
 }
 
-TEST(LinkSelect, LibfabricShmProviderOnlyWithinAHost) {
-  PeerInfo a = withOfi(ibNode(0), "shm", "shm"), b = withOfi(ibNode(1), "shm", "shm");
+TEST(LinkSelect, EndpointsTiedToNoNicMatchOnProviderAndFabric) {
+  PeerInfo a = ibNode(0), b = ibNode(1);
+  a.ofiEndpoints = {ofiEndpoint("efa", "efa-direct", -1, 1)};
+  b.ofiEndpoints = {ofiEndpoint("efa", "efa-direct", -1, 1)};
+  const Link l = selectLink(a, b);
+  EXPECT_EQ(l.kind, TransportKind::Ofi);
+  EXPECT_EQ(l.connectorOfiEndpoint, 0);
+  b.ofiEndpoints[0].fabric = "efa-other";
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Tcp);
+}
+
+TEST(LinkSelect, LibfabricShmProviderOnlyWithinAHostAndAcrossProcesses) {
+  PeerInfo a = ibNode(0), b = ibNode(1);
   a.shmEnabled = b.shmEnabled = false;
+  a.ofiEndpoints = b.ofiEndpoints = {ofiEndpoint("shm", "shm", -1, 1)};
   EXPECT_EQ(selectLink(a, b).kind, TransportKind::Tcp);
   b.hostId = a.hostId;
   EXPECT_EQ(selectLink(a, b).kind, TransportKind::Ofi);
@@ -206,8 +251,6 @@ TEST(LinkSelect, LibfabricShmProviderOnlyWithinAHost) {
   b.pid = a.pid;
   b.processToken = a.processToken;
   EXPECT_EQ(selectLink(a, b).kind, TransportKind::Tcp);
-  a.ofiProvider = b.ofiProvider = "tcp;ofi_rxm";
-  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Ofi);
 }
 
 TEST(PeerInfoWire, NicFactsSurviveTheRoundTrip) {
@@ -221,15 +264,19 @@ TEST(PeerInfoWire, NicFactsSurviveTheRoundTrip) {
   EXPECT_EQ(q.addresses[1].speedMbps, 200000u);
   EXPECT_EQ(q.addresses[1].fabric, "ip:192.168.2.0/24");
   EXPECT_EQ(q.cpuMask, p.cpuMask);
-  EXPECT_TRUE(q.ofiAddress.empty());
-  p.ofiProvider = "efa";
-  p.ofiFabric = "efa-direct";
-  p.ofiAddress = {1, 2, 0, 255};
+  EXPECT_TRUE(q.ofiEndpoints.empty());
+  p.ofiEndpoints = {ofiEndpoint("efa", "efa-direct", -1, 7), ofiEndpoint("verbs;ofi_rxm", "IB-0xfe80", 1, 8)};
   const auto withOfi = p.serialize();
   ASSERT_TRUE(PeerInfo::deserialize(withOfi.data(), withOfi.size(), q));
-  EXPECT_EQ(q.ofiProvider, "efa");
-  EXPECT_EQ(q.ofiFabric, "efa-direct");
-  EXPECT_EQ(q.ofiAddress, p.ofiAddress);
+  ASSERT_EQ(q.ofiEndpoints.size(), 2u);
+  EXPECT_EQ(q.ofiEndpoints[0].provider, "efa");
+  EXPECT_EQ(q.ofiEndpoints[0].fabric, "efa-direct");
+  EXPECT_EQ(q.ofiEndpoints[0].nic, -1);
+  EXPECT_EQ(q.ofiEndpoints[1].nic, 1);
+  EXPECT_EQ(q.ofiEndpoints[1].address, p.ofiEndpoints[1].address);
+  p.ofiEndpoints[1].nic = 2;  // past the rank's two NICs
+  const auto badNic = p.serialize();
+  EXPECT_FALSE(PeerInfo::deserialize(badNic.data(), badNic.size(), q));
   auto truncated = bytes;
   truncated.pop_back();
   EXPECT_FALSE(PeerInfo::deserialize(truncated.data(), truncated.size(), q));
