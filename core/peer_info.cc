@@ -116,7 +116,7 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
     r.getString(e.fabric);
     r.get(nic);
     r.getBytes(e.address);
-    if (!r.ok() || nic < -1 || nic >= static_cast<int32_t>(out.addresses.size())) return false;
+    if (!r.ok() || nic < -1 || nic >= static_cast<int32_t>(out.addresses.size()) || e.address.empty()) return false;
     e.nic = nic;
   }
   r.getString(out.rescueIp);

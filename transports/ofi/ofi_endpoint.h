@@ -101,6 +101,7 @@ class Endpoint {
   void drainCompletions(bool* madeProgress);
   void readError();
   Status truncated(const Op& op, const fi_cq_err_entry& err) const;
+  static uint32_t senderTag(const Transfer& t, const Op& op, uint32_t sentData);
   void completed(Op& op, uint32_t sentData, bool hasData, size_t length);
   void failPeer(int peer, Status status);
   void failAll(Status status);

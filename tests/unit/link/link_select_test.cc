@@ -209,6 +209,27 @@ TEST(LinkSelect, LibfabricFollowsTheFabricChoiceAcrossClusters) {
   EXPECT_EQ(across.fabric, "wan");
   EXPECT_EQ(across.connectorOfiEndpoint, 0);
   EXPECT_EQ(across.listenerOfiEndpoint, 0);
+  // Both ends of every pair agree on the endpoints, whichever asks.
+  const std::vector<PeerInfo> all = {node(0, 0), node(1, 0), node(2, 1), node(3, 1)};
+  for (const auto& a : all) {
+    for (const auto& b : all) {
+      if (a.rank == b.rank) continue;
+      const Link ab = selectLink(a, b), ba = selectLink(b, a);
+      EXPECT_EQ(ab.kind, ba.kind);
+      EXPECT_EQ(ab.connectorOfiEndpoint, ba.connectorOfiEndpoint);
+      EXPECT_EQ(ab.listenerOfiEndpoint, ba.listenerOfiEndpoint);
+    }
+  }
+}
+
+TEST(LinkSelect, PairsWithNoSharedFabricLabelStayOnTcp) {
+  PeerInfo a = peer(0, "h0", {nic("eth0", "10.0.0.1", NicKind::Ethernet, 0, "left")});
+  PeerInfo b = peer(1, "h1", {nic("eth0", "10.0.1.1", NicKind::Ethernet, 0, "right")});
+  a.ofiEndpoints = {ofiEndpoint("tcp;ofi_rxm", "10.0.0.0/24", 0, 1)};
+  b.ofiEndpoints = {ofiEndpoint("tcp;ofi_rxm", "10.0.1.0/24", 0, 1)};
+  const Link l = selectLink(a, b);
+  EXPECT_EQ(l.kind, TransportKind::Tcp) << "no NIC pair was chosen, so no endpoint pair either";
+  EXPECT_EQ(l.connectorOfiEndpoint, -1);
 }
 
 TEST(LinkSelect, LibfabricNeedsEndpointsOnBothChosenNics) {
@@ -277,6 +298,10 @@ TEST(PeerInfoWire, NicFactsSurviveTheRoundTrip) {
   p.ofiEndpoints[1].nic = 2;  // past the rank's two NICs
   const auto badNic = p.serialize();
   EXPECT_FALSE(PeerInfo::deserialize(badNic.data(), badNic.size(), q));
+  p.ofiEndpoints[1].nic = 1;
+  p.ofiEndpoints[1].address.clear();
+  const auto noAddress = p.serialize();
+  EXPECT_FALSE(PeerInfo::deserialize(noAddress.data(), noAddress.size(), q));
   auto truncated = bytes;
   truncated.pop_back();
   EXPECT_FALSE(PeerInfo::deserialize(truncated.data(), truncated.size(), q));
