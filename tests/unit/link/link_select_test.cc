@@ -89,18 +89,23 @@ TEST(LinkSelect, HolmesAcrossClustersFallsBackToEthernet) {
   EXPECT_NE(l.reason.find("eth0"), std::string::npos) << l.reason;
 }
 
-TEST(LinkSelect, BothEndsAgree) {
-  const std::vector<PeerInfo> all = {ibNode(0), ibNode(1), roceNode(2), roceNode(3)};
-  for (const auto& a : all)
+// Whichever end of a pair asks, the answer is the same.
+void expectBothEndsAgree(const std::vector<PeerInfo>& all) {
+  for (const auto& a : all) {
     for (const auto& b : all) {
       if (a.rank == b.rank) continue;
       const Link ab = selectLink(a, b), ba = selectLink(b, a);
       EXPECT_EQ(ab.kind, ba.kind);
       EXPECT_EQ(ab.listenerAddress, ba.listenerAddress);
       EXPECT_EQ(ab.connectorAddress, ba.connectorAddress);
+      EXPECT_EQ(ab.connectorOfiEndpoint, ba.connectorOfiEndpoint);
+      EXPECT_EQ(ab.listenerOfiEndpoint, ba.listenerOfiEndpoint);
       EXPECT_EQ(ab.linkClass, ba.linkClass);
     }
+  }
 }
+
+TEST(LinkSelect, BothEndsAgree) { expectBothEndsAgree({ibNode(0), ibNode(1), roceNode(2), roceNode(3)}); }
 
 TEST(LinkSelect, FasterSharedFabricWinsAndLabelsMustMatch) {
   // Both NICs are Ethernet; the 1 Gbit/s cluster fabric beats the 125 Mbit/s WAN.
@@ -209,17 +214,7 @@ TEST(LinkSelect, LibfabricFollowsTheFabricChoiceAcrossClusters) {
   EXPECT_EQ(across.fabric, "wan");
   EXPECT_EQ(across.connectorOfiEndpoint, 0);
   EXPECT_EQ(across.listenerOfiEndpoint, 0);
-  // Both ends of every pair agree on the endpoints, whichever asks.
-  const std::vector<PeerInfo> all = {node(0, 0), node(1, 0), node(2, 1), node(3, 1)};
-  for (const auto& a : all) {
-    for (const auto& b : all) {
-      if (a.rank == b.rank) continue;
-      const Link ab = selectLink(a, b), ba = selectLink(b, a);
-      EXPECT_EQ(ab.kind, ba.kind);
-      EXPECT_EQ(ab.connectorOfiEndpoint, ba.connectorOfiEndpoint);
-      EXPECT_EQ(ab.listenerOfiEndpoint, ba.listenerOfiEndpoint);
-    }
-  }
+  expectBothEndsAgree({node(0, 0), node(1, 0), node(2, 1), node(3, 1)});
 }
 
 TEST(LinkSelect, PairsWithNoSharedFabricLabelStayOnTcp) {
