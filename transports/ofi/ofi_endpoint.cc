@@ -448,6 +448,7 @@ void Endpoint::completed(Op& op, uint32_t sentData, bool hasData, size_t length)
       return;
     }
   }
+  peers_[static_cast<size_t>(peer)].reached = true;
   releaseOp(op);
   if (++t.progressed == pieceCount(t.bytes, maxPieceBytes_)) t.complete(Transfer::State::Done);
 }
@@ -461,6 +462,7 @@ void Endpoint::releaseOp(Op& op) {
 // error, and closing first means the provider no longer writes into any
 // buffer once the transfers are marked failed. `peer` -1: none in particular.
 void Endpoint::failPeer(int peer, Status status) {
+  if (peer >= 0 && static_cast<size_t>(peer) < peers_.size()) peers_[static_cast<size_t>(peer)].broken = true;
   for (size_t q = 0; q < peers_.size(); ++q) {
     PeerState& p = peers_[q];
     if (!p.failure.ok()) continue;
@@ -490,14 +492,18 @@ void Endpoint::close() {
   closeLocked(Notice::Peers);
 }
 
-// Best effort: a 0-byte notice to every peer, and a few milliseconds of the
-// provider's progress to send them, offering again those it refused (a
-// connection not yet made, a full queue); completions read meanwhile are
-// dropped, as closing drops the operations anyway.
+// Best effort: a 0-byte notice to every peer whose connection is up, and a
+// few milliseconds of the provider's progress to send them, offering again
+// those it refused (a full queue); completions read meanwhile are dropped,
+// as closing drops the operations anyway. Peers never reached, or whose
+// link failed, get none: a send there makes the provider start a
+// connection, and libfabric 1.17's rxm crashed closing an endpoint with one
+// under way.
 void Endpoint::noticePeers() {
   std::vector<size_t> pending;
   for (size_t q = 0; q < peers_.size(); ++q) {
-    if (static_cast<int>(q) != rank_ && peers_[q].address != FI_ADDR_UNSPEC) pending.push_back(q);
+    const PeerState& p = peers_[q];
+    if (static_cast<int>(q) != rank_ && p.address != FI_ADDR_UNSPEC && p.reached && !p.broken) pending.push_back(q);
   }
   fi_cq_tagged_entry entries[kCompletionsPerRead];
   const auto end = std::chrono::steady_clock::now() + kNoticeFlush;

@@ -86,6 +86,10 @@ class Endpoint {
     uint32_t recvSeq = 0;
     std::deque<Op*> refused;  // not yet taken by the provider (FI_EAGAIN), oldest first
     Status failure;
+    // A transfer with the peer completed, and none failed: its connection
+    // is up, so a notice can go without making one.
+    bool reached = false;
+    bool broken = false;
   };
   enum class Notice { None, Peers };
 
