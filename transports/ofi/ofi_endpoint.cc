@@ -266,19 +266,13 @@ Status Endpoint::post(int peer, Transfer& transfer) {
     op.last = i + 1 == pieces;
     op.tag = transfer.isSend ? tags::piece(rank_, p.sendSeq++) : tags::piece(peer, p.recvSeq++);
     ops_.emplace(&op, std::move(made));
-    if (!p.refused.empty()) {
-      p.refused.push_back(&op);
-      ++refusedOps_;
-      continue;
-    }
-    const int rc = submit(op);
+    // Behind refused pieces a piece waits its turn, so each peer's stay in order.
+    const int rc = p.refused.empty() ? submit(op) : -FI_EAGAIN;
     if (rc == -FI_EAGAIN) {
       p.refused.push_back(&op);
       ++refusedOps_;
     } else if (rc != 0) {
-      failPeer(peer, systemError(fmt::format("rank {}: libfabric {} of {} bytes {} rank {} on '{}': {}", rank_,
-                                             transfer.isSend ? "send" : "receive", op.bytes,
-                                             transfer.isSend ? "to" : "from", peer, provider_, api_.errorText(rc))));
+      failPeer(peer, refusedPost(op, rc));
       return p.failure;
     }
   }
@@ -335,10 +329,7 @@ void Endpoint::submitRefused(bool* madeProgress) {
       p.refused.pop_front();
       --refusedOps_;
       if (rc != 0) {
-        failPeer(static_cast<int>(peer),
-                 systemError(fmt::format("rank {}: libfabric {} of {} bytes {} rank {} on '{}': {}", rank_,
-                                         op.transfer->isSend ? "send" : "receive", op.bytes,
-                                         op.transfer->isSend ? "to" : "from", peer, provider_, api_.errorText(rc))));
+        failPeer(static_cast<int>(peer), refusedPost(op, rc));
         return;
       }
       if (madeProgress) *madeProgress = true;
@@ -401,6 +392,13 @@ void Endpoint::readError() {
   failPeer(op.peer, remoteError(fmt::format("rank {}: libfabric {} of {} bytes {} rank {} ({}) failed: {}{}", rank_,
                                             t.isSend ? "send" : "receive", op.bytes, t.isSend ? "to" : "from",
                                             op.peer, describe(op.peer), api_.errorText(-code), extra)));
+}
+
+Status Endpoint::refusedPost(const Op& op, int rc) const {
+  const bool send = op.transfer->isSend;
+  return systemError(fmt::format("rank {}: libfabric {} of {} bytes {} rank {} on '{}': {}", rank_,
+                                 send ? "send" : "receive", op.bytes, send ? "to" : "from", op.peer, provider_,
+                                 api_.errorText(rc)));
 }
 
 // HCL's tag as the sender sent it: the data flips its top bit on a last

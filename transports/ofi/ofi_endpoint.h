@@ -105,6 +105,7 @@ class Endpoint {
   void drainCompletions(bool* madeProgress);
   void readError();
   Status truncated(const Op& op, const fi_cq_err_entry& err) const;
+  Status refusedPost(const Op& op, int rc) const;  // a post the provider failed (not FI_EAGAIN)
   static uint32_t senderTag(const Transfer& t, const Op& op, uint32_t sentData);
   void completed(Op& op, uint32_t sentData, bool hasData, size_t length);
   void failPeer(int peer, Status status);

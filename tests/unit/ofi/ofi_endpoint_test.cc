@@ -54,6 +54,15 @@ class OfiEndpoints : public ::testing::TestWithParam<const char*> {
     t.tag = tag;
   }
 
+  // Posts `sent` from rank `from` to the other rank, and there a receive into `into`, both under `tag`.
+  void postPair(int from, Transfer& send, std::vector<uint8_t>& sent, Transfer& recv, std::vector<uint8_t>& into,
+                uint32_t tag) {
+    describe(send, true, sent.data(), sent.size(), tag);
+    describe(recv, false, into.data(), into.size(), tag);
+    ASSERT_TRUE(ep_[from]->post(1 - from, send).ok());
+    ASSERT_TRUE(ep_[1 - from]->post(from, recv).ok());
+  }
+
   std::unique_ptr<Endpoint> ep_[2];
 };
 
@@ -96,14 +105,8 @@ TEST_P(OfiEndpoints, MessagesMatchInPostingOrderWithTheirData) {
 TEST_P(OfiEndpoints, BothDirectionsAtOnce) {
   std::vector<uint8_t> a = pattern(200000, 1), b = pattern(200000, 2), intoA(200000), intoB(200000);
   Transfer sendA, sendB, recvA, recvB;
-  describe(recvA, false, intoA.data(), intoA.size(), 7);
-  describe(recvB, false, intoB.data(), intoB.size(), 7);
-  describe(sendA, true, a.data(), a.size(), 7);
-  describe(sendB, true, b.data(), b.size(), 7);
-  ASSERT_TRUE(ep_[0]->post(1, recvA).ok());
-  ASSERT_TRUE(ep_[1]->post(0, recvB).ok());
-  ASSERT_TRUE(ep_[0]->post(1, sendA).ok());
-  ASSERT_TRUE(ep_[1]->post(0, sendB).ok());
+  postPair(0, sendA, a, recvB, intoB, 7);
+  postPair(1, sendB, b, recvA, intoA, 7);
   const Status s = pump({&sendA, &sendB, &recvA, &recvB});
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(intoA, b);
@@ -115,14 +118,8 @@ TEST_P(OfiEndpoints, LargeMessagesGoInPiecesAndTheNextMessageStillMatches) {
   ep_[1]->limitPieceBytes(4096);
   std::vector<uint8_t> big = pattern(100001, 3), small = pattern(10, 4), intoBig(big.size()), intoSmall(small.size());
   Transfer s1, s2, r1, r2;
-  describe(s1, true, big.data(), big.size(), 1);
-  describe(s2, true, small.data(), small.size(), 2);
-  describe(r1, false, intoBig.data(), intoBig.size(), 1);
-  describe(r2, false, intoSmall.data(), intoSmall.size(), 2);
-  ASSERT_TRUE(ep_[0]->post(1, s1).ok());
-  ASSERT_TRUE(ep_[0]->post(1, s2).ok());
-  ASSERT_TRUE(ep_[1]->post(0, r1).ok());
-  ASSERT_TRUE(ep_[1]->post(0, r2).ok());
+  postPair(0, s1, big, r1, intoBig, 1);
+  postPair(0, s2, small, r2, intoSmall, 2);
   const Status s = pump({&s1, &s2, &r1, &r2});
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(intoBig, big);
@@ -137,10 +134,7 @@ TEST_P(OfiEndpoints, AMessageCutIntoMorePiecesThanExpectedIsAnError) {
     // Whole pieces on both ends, so only the last-piece mark tells them apart.
     std::vector<uint8_t> data = pattern(senderLonger ? 8192 : 4096, 8), into(senderLonger ? 4096 : 8192, 0xee);
     Transfer send, recv;
-    describe(send, true, data.data(), data.size(), 4);
-    describe(recv, false, into.data(), into.size(), 4);
-    ASSERT_TRUE(ep_[0]->post(1, send).ok());
-    ASSERT_TRUE(ep_[1]->post(0, recv).ok());
+    postPair(0, send, data, recv, into, 4);
     const Status s = pump({&recv});
     EXPECT_EQ(s.code(), hclInvalidUsage) << s.message();
     const std::string want = std::string("rank 1: message from rank 0 with tag 0x00000004 is ") +
@@ -155,10 +149,7 @@ TEST_P(OfiEndpoints, AClosingPeerFailsItsPeersAtOnce) {
   // A first message sets up the provider's connection between the two.
   std::vector<uint8_t> data = pattern(16, 9), into(16);
   Transfer send, recv;
-  describe(send, true, data.data(), data.size(), 5);
-  describe(recv, false, into.data(), into.size(), 5);
-  ASSERT_TRUE(ep_[1]->post(0, send).ok());
-  ASSERT_TRUE(ep_[0]->post(1, recv).ok());
+  postPair(1, send, data, recv, into, 5);
   ASSERT_TRUE(pump({&send, &recv}).ok());
   Transfer waiting;
   describe(waiting, false, into.data(), into.size(), 6);
@@ -200,10 +191,7 @@ TEST_P(OfiEndpoints, ALongerOrShorterMessageIsAnErrorNamingBothSizes) {
     SetUp();
     std::vector<uint8_t> data = pattern(100, 6), into(receiveBytes, 0xee);
     Transfer send, recv;
-    describe(send, true, data.data(), data.size(), 9);
-    describe(recv, false, into.data(), into.size(), 9);
-    ASSERT_TRUE(ep_[0]->post(1, send).ok());
-    ASSERT_TRUE(ep_[1]->post(0, recv).ok());
+    postPair(0, send, data, recv, into, 9);
     const Status s = pump({&send, &recv});
     EXPECT_EQ(s.code(), hclInvalidUsage) << s.message();
     if (receiveBytes > 100) {
