@@ -20,6 +20,7 @@
 #include "core/no_throw.h"
 #include "core/params.h"
 #include "core/shared_gpu_warning.h"
+#include "transports/prepared_blobs.h"
 
 namespace hcl {
 namespace {
@@ -46,9 +47,6 @@ PeerInfo describeSelf(int rank, const Device& device) {
   }
   return self;
 }
-
-constexpr TransportKind kAllKinds[] = {TransportKind::Local, TransportKind::Shm, TransportKind::Tcp,
-                                       TransportKind::Ofi};
 
 // Device buffers go straight to a transport only where it can register them
 // and the device can export them; otherwise they are staged through pinned
@@ -160,7 +158,7 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   self.stageChunkBytes = settings.stageChunkBytes;
   self.probeLinks = paramBool("HCL_PROBE") ? 1 : 0;
   std::vector<std::unique_ptr<Transport>> transports;
-  for (TransportKind k : kAllKinds) transports.push_back(makeTransport(k));
+  for (TransportKind k : allTransportKinds()) transports.push_back(makeTransport(k));
   // Only TCP needs a listener, and only when some peer may be off-host or
   // shared memory is off; opening one is cheap, so always do it.
   for (auto& t : transports) HCL_TRY(t->listen(ctx, self));
@@ -189,7 +187,7 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   HCL_TRY(checkSharedSettings(peers));
 
   std::vector<Link> links(static_cast<size_t>(nranks));
-  std::vector<std::vector<int>> peersByKind(std::size(kAllKinds));
+  std::vector<std::vector<int>> peersByKind(allTransportKinds().size());
   for (int p = 0; p < nranks; ++p) {
     if (p == rank) continue;
     links[static_cast<size_t>(p)] = selectLink(self, peers[static_cast<size_t>(p)]);
@@ -201,7 +199,9 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   for (size_t k = 0; k < transports.size(); ++k) {
     if (!peersByKind[k].empty()) HCL_TRY(transports[k]->prepare(ctx, peersByKind[k]));
   }
-  HCL_TRY(oob.barrier());
+  std::vector<std::vector<uint8_t>> prepared;
+  HCL_TRY(oob.allgather(packPreparedBlobs(transports), prepared));
+  ctx.prepared = &prepared;
   std::vector<std::unique_ptr<Connection>> connections(static_cast<size_t>(nranks));
   for (size_t k = 0; k < transports.size(); ++k) {
     if (!peersByKind[k].empty()) HCL_TRY(transports[k]->connect(ctx, peersByKind[k], connections));

@@ -86,7 +86,8 @@ LinkCost defaultLinkCost(const Link& link) {
     case TransportKind::Local: return {0.5, 10000};
     case TransportKind::Shm: return {1.0, 6000};
     case TransportKind::Tcp:
-    case TransportKind::Ofi: break;
+    case TransportKind::Ofi:
+    case TransportKind::NetPlugin: break;
   }
   // Priced alike for now: the NIC's speed sets both. TCP reaches about 90% of a NIC's line rate; an unknown NIC counts as 10 Gbit/s.
   const double mbps = link.speedMbps ? link.speedMbps : 10000.0;

@@ -4,7 +4,7 @@ namespace hcl {
 
 std::vector<std::string> hclBuildFeatures() {
   return {
-      "transports: local, shm, tcp, ofi (libfabric)",
+      "transports: local, shm, tcp, ofi (libfabric), net-plugin (NCCL net plugins)",
       "devices: cpu",
   };
 }

@@ -95,6 +95,11 @@ constexpr std::array kParams = {
               "The libfabric provider to use, by its exact name (e.g. 'tcp;ofi_rxm', 'shm', 'efa'); naming "
               "one turns HCL_OFI auto into on",
               nullptr},
+    ParamSpec{"HCL_NET_PLUGIN", String, "",
+              "NCCL net plugin for links between hosts (and within one under HCL_SHM_DISABLE): a name "
+              "(libnccl-net-<name>.so), a library path, or none; unset tries libnccl-net.so. A plugin named "
+              "here that cannot be used fails init; under NCCL_NET_PLUGIN HCL warns and keeps its own transports",
+              "NCCL_NET_PLUGIN"},
     ParamSpec{"HCL_TCP_CONGESTION", String, "auto", "TCP congestion control: auto (cubic, else reno, on links within a host; kernel default elsewhere), system, or an algorithm name", nullptr},
     ParamSpec{"HCL_TIMEOUT_MS", Int, "60000",
               "A wait on a peer that sees no progress for this many milliseconds fails (0: never)", nullptr, 0},

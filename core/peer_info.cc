@@ -61,6 +61,7 @@ std::vector<uint8_t> PeerInfo::serialize() const {
     w.put<int32_t>(e.nic);
     w.putBytes(e.address);
   }
+  w.putString(netPlugin);
   w.putString(rescueIp);
   w.put(rescuePort);
   w.put<uint32_t>(static_cast<uint32_t>(cpuMask.size()));
@@ -119,6 +120,7 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
     if (!r.ok() || nic < -1 || nic >= static_cast<int32_t>(out.addresses.size()) || e.address.empty()) return false;
     e.nic = nic;
   }
+  r.getString(out.netPlugin);
   r.getString(out.rescueIp);
   r.get(out.rescuePort);
   uint32_t maskWords = 0;

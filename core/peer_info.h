@@ -50,6 +50,8 @@ struct PeerInfo {
   std::vector<NetAddress> addresses;
   // Its libfabric endpoints, where it opened any (HCL_OFI).
   std::vector<OfiEndpointInfo> ofiEndpoints;
+  // The name of the NCCL net plugin it loaded (HCL_NET_PLUGIN); empty: none.
+  std::string netPlugin;
   // A port this rank holds for a bootstrap root of its own, used when the
   // communicator fails and the survivors shrink it without its links (0: none).
   std::string rescueIp;

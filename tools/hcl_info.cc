@@ -13,6 +13,7 @@
 #include "collectives/reduce/narrow_simd.h"
 #include "core/cpu_family.h"
 #include "core/features.h"
+#include "transports/net_plugin/net_plugin_transport.h"
 #include "transports/ofi/ofi_transport.h"
 #include "core/params.h"
 #include "hcl.h"
@@ -76,6 +77,7 @@ void printInfo() {
   fmt::print("Features\n");
   for (const std::string& feature : hcl::hclBuildFeatures()) fmt::print("  {}\n", feature);
   fmt::print("  {}\n", hcl::describeOfiSupport());
+  fmt::print("  {}\n", hcl::describeNetPluginSupport());
   fmt::print("  cpu family: {} (sizes measured per family apply where ranks reach peers' buffers)\n",
              hcl::toString(hcl::hostCpuFamily()));
   fmt::print("  reduction kernels: {}\n", hcl::narrow_simd::levelName());

@@ -161,6 +161,13 @@ Link selectLink(const PeerInfo& a, const PeerInfo& b) {
   const std::string why = sameHost ? "shared memory disabled (HCL_SHM_DISABLE)"
                                    : "different hosts ('" + a.hostId + "', '" + b.hostId + "')";
   Link link = networkLink(connector, acceptor, sameHost, why);
+  // An NCCL net plugin both loaded goes first, as NCCL puts one before its
+  // internal networks.
+  if (!connector.netPlugin.empty() && connector.netPlugin == acceptor.netPlugin) {
+    link.kind = TransportKind::NetPlugin;
+    link.reason += fmt::format("; NCCL net plugin '{}'", connector.netPlugin);
+    return link;
+  }
   if (chooseOfiEndpoints(connector, acceptor, sameHost, sameProcess, link)) {
     const OfiEndpointInfo& e = connector.ofiEndpoints[static_cast<size_t>(link.connectorOfiEndpoint)];
     link.kind = TransportKind::Ofi;

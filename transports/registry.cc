@@ -1,6 +1,7 @@
 // The one place that maps a transport kind to its implementation.
 // Adding a transport: a new folder plus one line here.
 #include "transports/local/local_transport.h"
+#include "transports/net_plugin/net_plugin_transport.h"
 #include "transports/ofi/ofi_transport.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
@@ -8,12 +9,21 @@
 
 namespace hcl {
 
+std::span<const TransportKind> allTransportKinds() {
+  // The net plugin after the TCP and libfabric transports, whose listen()
+  // fills the PeerInfo fields link selection weighs it against.
+  static constexpr TransportKind kAll[] = {TransportKind::Local, TransportKind::Shm, TransportKind::Tcp,
+                                           TransportKind::Ofi, TransportKind::NetPlugin};
+  return kAll;
+}
+
 const char* toString(TransportKind k) {
   switch (k) {
     case TransportKind::Local: return "local";
     case TransportKind::Shm: return "shm";
     case TransportKind::Tcp: return "tcp";
     case TransportKind::Ofi: return "ofi";
+    case TransportKind::NetPlugin: return "net-plugin";
   }
   return "unknown";
 }
@@ -24,6 +34,7 @@ std::unique_ptr<Transport> makeTransport(TransportKind kind) {
     case TransportKind::Shm: return makeShmTransport();
     case TransportKind::Tcp: return makeTcpTransport();
     case TransportKind::Ofi: return makeOfiTransport();
+    case TransportKind::NetPlugin: return makeNetPluginTransport();
   }
   return nullptr;
 }

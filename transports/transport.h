@@ -6,8 +6,8 @@
 // Setup runs in phases with an out-of-band barrier between them, so that one
 // side can create resources (a listener, a shared segment) before the other
 // opens them:
-//   listen(self)  -> publish PeerInfo -> prepare(peers) -> barrier ->
-//   connect(peers) -> barrier -> finish()
+//   listen(self)  -> publish PeerInfo -> prepare(peers) -> barrier (carrying
+//   preparedBlob()) -> connect(peers) -> barrier -> finish()
 #pragma once
 
 #include <fmt/format.h>
@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,10 @@ namespace hcl {
 
 struct Link;
 
-enum class TransportKind : uint8_t { Local = 0, Shm = 1, Tcp = 2, Ofi = 3 };
+enum class TransportKind : uint8_t { Local = 0, Shm = 1, Tcp = 2, Ofi = 3, NetPlugin = 4 };
 const char* toString(TransportKind k);
+// Every kind, in the order transports are set up (transports/registry.cc).
+std::span<const TransportKind> allTransportKinds();
 
 // One message in flight. Owned by the caller, which keeps it alive (and does
 // not move it) until state() leaves Pending or the connection is destroyed.
@@ -116,6 +119,9 @@ struct TransportContext {
   int nranks = 0;
   const std::vector<PeerInfo>* peers = nullptr;  // filled after the PeerInfo exchange
   const std::vector<Link>* links = nullptr;  // links[peer], filled after selection
+  // prepared[r]: what rank r's transports gave from preparedBlob(), packed
+  // (transports/prepared_blobs.h); filled between prepare() and connect().
+  const std::vector<std::vector<uint8_t>>* prepared = nullptr;
   uint8_t secret[16] = {};                        // shared by the communicator's members
   uint64_t commTag = 0;                           // distinguishes communicators of one secret
   int64_t timeoutMs = 60000;
@@ -130,6 +136,9 @@ class Transport {
   virtual Status listen(const TransportContext& ctx, PeerInfo& self) = 0;
   // After PeerInfo exchange: create resources for links to `peers`.
   virtual Status prepare(const TransportContext& ctx, const std::vector<int>& peers) = 0;
+  // What prepare() left for the peers to read in connect() (say a listen
+  // handle per peer); the barrier between them carries it. Empty: nothing.
+  virtual std::vector<uint8_t> preparedBlob() const { return {}; }
   // After a barrier: open the links. out[peer] receives each connection.
   virtual Status connect(const TransportContext& ctx, const std::vector<int>& peers,
                          std::vector<std::unique_ptr<Connection>>& out) = 0;

@@ -16,7 +16,7 @@ namespace {
 int kindOf(const std::string& description) {
   std::string word;
   for (char c : description) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) break;
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') break;
     word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   for (int k = 0; k < kTransportKinds - 1; ++k) {
@@ -39,7 +39,7 @@ std::vector<int> p2pPeers(const CollectiveTest& coll, int rank, int nranks) {
 }  // namespace
 
 const char* transportName(int kind) {
-  static const char* const names[kTransportKinds] = {"local", "shm", "tcp", "ofi", "other"};
+  static const char* const names[kTransportKinds] = {"local", "shm", "tcp", "ofi", "net-plugin", "other"};
   return kind >= 0 && kind < kTransportKinds ? names[kind] : "other";
 }
 

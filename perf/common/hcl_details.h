@@ -17,7 +17,7 @@
 
 namespace hcl::perf {
 
-inline constexpr int kTransportKinds = 5;  // local, shm, tcp, ofi, other
+inline constexpr int kTransportKinds = 6;  // local, shm, tcp, ofi, net-plugin, other
 const char* transportName(int kind);
 
 // kinds[peer] = transport kind of the link to peer; -1 for the rank itself.

@@ -27,6 +27,7 @@ struct Config {
   bool staging = true;         // HCL_WINDOW_STAGING=0 when false: the window's direct steps on malloc buffers
   bool pinnedTwoPerCpu = false;  // ranks 0 and 3 on one CPU, 1 and 2 on another
   const char* ofiProvider = nullptr;  // every link over this libfabric provider
+  const char* netPlugin = nullptr;    // every link over this test NCCL net plugin (tests/net_plugin)
 };
 
 // The first two CPUs this process may run on; fewer where it has fewer.
@@ -76,6 +77,10 @@ TEST_P(Collectives, EveryCollectiveEveryType) {
     env.push_back({"HCL_SHM_DISABLE", "1"});
     env.push_back({"HCL_OFI_PROVIDER", c.ofiProvider});
   }
+  if (c.netPlugin) {
+    env.push_back({"HCL_SHM_DISABLE", "1"});
+    env.push_back({"HCL_NET_PLUGIN", std::string(HCL_TEST_NET_PLUGIN_DIR) + "/" + c.netPlugin});
+  }
   if (c.algo) env.push_back({"HCL_ALGO", c.algo});
   if (!c.mapPeers) env.push_back({"HCL_SHM_MAP", "0"});
   if (!c.staging) env.push_back({"HCL_WINDOW_STAGING", "0"});
@@ -107,9 +112,17 @@ INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
                                            Config{3, false, false, kWindows, true, false},
                                            Config{4, false, false, nullptr, true, true, true},
                                            Config{3, false, false, nullptr, true, true, false, "tcp;ofi_rxm"},
-                                           Config{3, false, false, nullptr, true, true, false, "shm"}),
+                                           Config{3, false, false, nullptr, true, true, false, "shm"},
+                                           Config{3, false, false, nullptr, true, true, false, nullptr,
+                                                  "libnccl-net-hcltest.so"},
+                                           Config{2, false, false, nullptr, true, true, false, nullptr,
+                                                  "libnccl-net-hcltest-v8.so"}),
                          [](const auto& info) {
                            const Config& c = info.param;
+                           if (c.netPlugin) {
+                             return std::to_string(c.nranks) + "ranks_net_plugin" +
+                                    (std::string(c.netPlugin).find("-v8") != std::string::npos ? "_v8" : "");
+                           }
                            if (c.ofiProvider) {
                              return std::to_string(c.nranks) + "ranks_ofi_" +
                                     (std::string(c.ofiProvider) == "shm" ? "shm" : "tcp_rxm");

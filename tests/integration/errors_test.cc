@@ -795,7 +795,8 @@ TEST(DeadPeer, SurvivorsShrinkTheCommunicatorWithoutIt) {
   EXPECT_FALSE(results[1].exited);
 }
 
-// Every link over shared memory, TCP, or libfabric's tcp;ofi_rxm provider.
+// Every link over shared memory, TCP, libfabric's tcp;ofi_rxm provider, or
+// the test NCCL net plugin (tests/net_plugin).
 class OverTransport : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -808,6 +809,9 @@ hcltest::EnvList transportEnv(const std::string& transport) {
   hcltest::EnvList env;
   if (transport != "shm") env.push_back({"HCL_SHM_DISABLE", "1"});
   if (transport == "ofi") env.push_back({"HCL_OFI_PROVIDER", "tcp;ofi_rxm"});
+  if (transport == "net_plugin") {
+    env.push_back({"HCL_NET_PLUGIN", std::string(HCL_TEST_NET_PLUGIN_DIR) + "/libnccl-net-hcltest.so"});
+  }
   return env;
 }
 
@@ -815,11 +819,12 @@ hcltest::EnvList transportEnv(const std::string& transport) {
 // from a second thread) fails. Over TCP the peer's data already sat in the
 // late rank's socket, and a FIN let it complete the call; the abort resets
 // the connection instead. libfabric keeps what arrived before the peer
-// closed its endpoint and offers no reset, so there the late call may
-// complete, but only with the sum of both ranks' data, and the next one fails.
+// closed its endpoint and offers no reset, and so may a net plugin (whose
+// receives wait posted), so there the late call may complete, but only with
+// the sum of both ranks' data, and the next one fails.
 TEST_P(OverTransport, LateRankFailsACallItsPeerAborted) {
   SKIP_UNDER_TSAN();
-  const bool mayComplete = std::string(GetParam()) == "ofi";
+  const bool mayComplete = std::string(GetParam()) == "ofi" || std::string(GetParam()) == "net_plugin";
   auto results = onRankProcesses(
       2, mayComplete ? "4000" : "20000",
       [&](int rank, hclComm_t comm) {
@@ -960,7 +965,7 @@ TEST_P(OverTransport, SurvivorsOfAKilledRankGetAnErrorNamingIt) {
   EXPECT_FALSE(results[2].exited);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, OverTransport, ::testing::Values("shm", "tcp", "ofi"),
+INSTANTIATE_TEST_SUITE_P(Transports, OverTransport, ::testing::Values("shm", "tcp", "ofi", "net_plugin"),
                          [](const auto& info) { return std::string(info.param); });
 
 TEST(Bootstrap, StrangerWithWrongSecretChangesNothing) {

@@ -7,7 +7,7 @@ import statistics
 import subprocess
 from datetime import datetime
 
-HCL_VARIANTS = ("hcl", "hcl-tcp", "hcl-ofi-tcp", "hcl-ofi-shm")
+HCL_VARIANTS = ("hcl", "hcl-tcp", "hcl-ofi-tcp", "hcl-ofi-shm", "hcl-net-plugin")
 # What each HCL variant is compared with: shared memory against everything
 # (and the bound), TCP against the TCP peers (and iperf3).
 RATIO_TARGETS = {
@@ -16,6 +16,7 @@ RATIO_TARGETS = {
     # libfabric's providers against HCL's own transports for the same link.
     "hcl-ofi-tcp": ("hcl-tcp", "ompi-tcp"),
     "hcl-ofi-shm": ("hcl", "ompi-vader"),
+    "hcl-net-plugin": ("hcl-tcp", "ompi-tcp"),
 }
 
 

@@ -207,21 +207,24 @@ def run_gloo(exe, plan):
         return _launch_sweep(cmds, plan, exe)
 
 
-# HCL over its own TCP, or over libfabric's tcp;ofi_rxm or shm provider.
+# HCL over its own TCP, over libfabric's tcp;ofi_rxm or shm provider, or over
+# the test NCCL net plugin of the build (loopback TCP; {build} is the build folder).
 HCL_VARIANT_ENV = {
     "hcl": {},
     "hcl-tcp": {"HCL_SHM_DISABLE": "1"},
     "hcl-ofi-tcp": {"HCL_SHM_DISABLE": "1", "HCL_OFI_PROVIDER": "tcp;ofi_rxm"},
     "hcl-ofi-shm": {"HCL_SHM_DISABLE": "1", "HCL_OFI_PROVIDER": "shm"},
+    "hcl-net-plugin": {"HCL_SHM_DISABLE": "1",
+                       "HCL_NET_PLUGIN": "{build}/tests/net_plugin/libnccl-net-hcltest.so"},
 }
 
 
-def hcl_env(variant):
-    return dict(HCL_VARIANT_ENV[variant])
+def hcl_env(variant, build):
+    return {k: v.replace("{build}", str(Path(build).resolve())) for k, v in HCL_VARIANT_ENV[variant].items()}
 
 
-def run_hcl_bench(exe, variant, alloc, plan):
-    extra = dict(hcl_env(variant), HCL_COMM_ID=f"127.0.0.1:{free_port()}")
+def run_hcl_bench(exe, variant, alloc, plan, build):
+    extra = dict(hcl_env(variant, build), HCL_COMM_ID=f"127.0.0.1:{free_port()}")
     cmds = [(pinned(plan, r, [str(exe)] + plan.peer_args() + ["-A", alloc]), env)
             for r, env in enumerate(_rank_envs(plan, extra))]
     return _launch_sweep(cmds, plan, exe)
@@ -242,7 +245,7 @@ def read_nccl_json(path):
     return rows
 
 
-def run_hcl_perf(perf_dir, variant, plan):
+def run_hcl_perf(perf_dir, variant, plan, build):
     """Runs <build>/perf/*_perf with RANK/WORLD_SIZE/HCL_COMM_ID. nccl-tests
     has one iteration count per launch, so sizes with the same count (from
     the shared schedule) share a launch; times are nccl-tests' means."""
@@ -263,7 +266,7 @@ def run_hcl_perf(perf_dir, variant, plan):
         for lo, hi, n in groups:
             with tempfile.TemporaryDirectory(prefix="hcl-compare-perf-") as tmp:
                 out = Path(tmp) / "out.json"
-                extra = dict(hcl_env(variant), HCL_COMM_ID=f"127.0.0.1:{free_port()}")
+                extra = dict(hcl_env(variant, build), HCL_COMM_ID=f"127.0.0.1:{free_port()}")
                 args = ["-b", str(lo), "-e", str(hi), "-f", "2", "-n", str(n), "-w", str(max(1, n // 10)),
                         "-d", "float", "-o", "sum", "-c", "1"]
                 cmds = []

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "transports/ofi/fabric_api.h"
+#include "tests/unit/transfer_pump.h"
 #include "transports/ofi/ofi_endpoint.h"
 
 namespace hcl::ofi {
@@ -34,24 +35,19 @@ class OfiEndpoints : public ::testing::TestWithParam<const char*> {
 
   // Drives both ends until every transfer is done or one end fails.
   Status pump(const std::vector<Transfer*>& transfers) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < end) {
-      for (int rank = 0; rank < 2; ++rank) {
-        bool moved = false;
-        if (Status s = ep_[rank]->progress(1 - rank, &moved); !s.ok()) return s;
-      }
-      bool all = true;
-      for (const Transfer* t : transfers) all = all && t->done();
-      if (all) return {};
-    }
-    return internalError("transfers still pending after 20 s");
+    return hcl::testing::pumpTransfers(
+        [&]() -> Status {
+          for (int rank = 0; rank < 2; ++rank) {
+            bool moved = false;
+            HCL_TRY(ep_[rank]->progress(1 - rank, &moved));
+          }
+          return {};
+        },
+        transfers);
   }
 
   static void describe(Transfer& t, bool isSend, void* buffer, size_t bytes, uint32_t tag) {
-    t.isSend = isSend;
-    t.buffer = buffer;
-    t.bytes = bytes;
-    t.tag = tag;
+    hcl::testing::describeTransfer(t, isSend, buffer, bytes, tag);
   }
 
   // Posts `sent` from rank `from` to the other rank, and there a receive into `into`, both under `tag`.

@@ -1,0 +1,240 @@
+#include "transports/net_plugin/net_plugin_connection.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace hcl::netplugin {
+
+NetPluginConnection::NetPluginConnection(NetPlugin& plugin, void* sendComm, void* recvComm, int rank, int peer,
+                                         size_t slotBytes, std::string description)
+    : plugin_(plugin),
+      sendComm_(sendComm),
+      recvComm_(recvComm),
+      rank_(rank),
+      peer_(peer),
+      slotBytes_(slotBytes),
+      description_(std::move(description)),
+      sendSlots_(kSlots),
+      recvSlots_(kSlots) {}
+
+NetPluginConnection::~NetPluginConnection() { release(); }
+
+Status NetPluginConnection::open() {
+  if (slotBytes_ <= sizeof(PieceHeader)) {
+    return internalError(fmt::format("{}: pieces of {} bytes cannot hold a header", description_, slotBytes_));
+  }
+  for (Slot& s : sendSlots_) {
+    s.bytes.resize(slotBytes_);
+    HCL_TRY(plugin_.registerHost(sendComm_, s.bytes.data(), s.bytes.size(), &s.mhandle));
+  }
+  for (Slot& s : recvSlots_) {
+    s.bytes.resize(slotBytes_);
+    HCL_TRY(plugin_.registerHost(recvComm_, s.bytes.data(), s.bytes.size(), &s.mhandle));
+  }
+  postReceives();  // receives wait posted from the start
+  return linkFailure_;
+}
+
+Status NetPluginConnection::post(Transfer& transfer) {
+  if (closed_ || !failed_.ok()) {
+    transfer.complete(Transfer::State::Failed);
+    return failed_.ok() ? systemError(description_ + ": connection closed") : failed_;
+  }
+  transfer.progressed = 0;
+  (transfer.isSend ? toCut_ : receives_).push_back(&transfer);
+  return {};
+}
+
+// A link the plugin failed is an error only for work it leaves undone: a
+// peer whose last call returned may close before this rank has taken what
+// it sent, or has even posted the receive for it.
+Status NetPluginConnection::progress(bool* madeProgress) {
+  *madeProgress = false;
+  if (closed_) return failed_.ok() ? systemError(description_ + ": connection closed") : failed_;
+  if (!failed_.ok()) return failed_;
+  if (linkFailure_.ok()) progressSends(madeProgress);
+  if (Status s = progressReceives(madeProgress); !s.ok()) return fail(std::move(s));
+  if (!linkFailure_.ok() && pending()) return fail(linkFailure_);
+  return {};
+}
+
+void NetPluginConnection::progressSends(bool* moved) {
+  const size_t room = slotBytes_ - sizeof(PieceHeader);
+  while (!toCut_.empty()) {
+    Slot& s = sendSlots_[nextStage_ % kSlots];
+    if (s.state != Slot::State::Free) break;
+    Transfer& t = *toCut_.front();
+    const size_t n = std::min(room, t.bytes - t.progressed);
+    s.last = t.progressed + n == t.bytes;
+    const PieceHeader header{t.tag, s.last ? 1u : 0u, t.bytes};
+    std::memcpy(s.bytes.data(), &header, sizeof header);
+    if (n > 0) std::memcpy(s.bytes.data() + sizeof header, static_cast<const uint8_t*>(t.buffer) + t.progressed, n);
+    t.progressed += n;
+    s.size = sizeof header + n;
+    s.state = Slot::State::Staged;
+    ++nextStage_;
+    if (s.last) {
+      toCut_.pop_front();
+      awaiting_.push_back(&t);
+    }
+    *moved = true;
+  }
+  for (;;) {
+    Slot& s = sendSlots_[nextSendPost_ % kSlots];
+    if (s.state != Slot::State::Staged) break;
+    void* request = nullptr;
+    if (Status st = plugin_.isend(sendComm_, s.bytes.data(), s.size, 0, s.mhandle, &request); !st.ok()) {
+      linkFailure_ = broken(st);
+      return;
+    }
+    if (!request) break;  // the plugin cannot take it yet
+    s.request = request;
+    s.state = Slot::State::Posted;
+    ++nextSendPost_;
+  }
+  for (;;) {
+    Slot& s = sendSlots_[nextSendDone_ % kSlots];
+    if (s.state != Slot::State::Posted) break;
+    bool done = false;
+    if (Status st = plugin_.test(s.request, &done, nullptr); !st.ok()) {
+      linkFailure_ = broken(st);
+      return;
+    }
+    if (!done) break;
+    s.request = nullptr;
+    s.state = Slot::State::Free;
+    ++nextSendDone_;
+    *moved = true;
+    if (s.last) {
+      Transfer* t = awaiting_.front();
+      awaiting_.pop_front();
+      t->complete(Transfer::State::Done);
+    }
+  }
+}
+
+// Keeps every free slot posted, takes completions in order, and hands whole
+// pieces to the receives queued; after a link failure only the last.
+Status NetPluginConnection::progressReceives(bool* moved) {
+  for (;;) {
+    if (linkFailure_.ok()) {
+      postReceives();
+      takeReceiveCompletions(moved);
+    }
+    bool delivered = false;
+    while (!receives_.empty()) {
+      Slot& s = recvSlots_[nextDeliver_ % kSlots];
+      if (s.state != Slot::State::Filled) break;
+      HCL_TRY(deliver(s));
+      s.state = Slot::State::Free;
+      ++nextDeliver_;
+      delivered = true;
+    }
+    if (!delivered) return {};
+    *moved = true;
+  }
+}
+
+void NetPluginConnection::postReceives() {
+  for (;;) {
+    Slot& s = recvSlots_[nextRecvPost_ % kSlots];
+    if (s.state != Slot::State::Free) return;
+    void* request = nullptr;
+    if (Status st = plugin_.irecv(recvComm_, s.bytes.data(), s.bytes.size(), 0, s.mhandle, &request); !st.ok()) {
+      linkFailure_ = broken(st);
+      return;
+    }
+    if (!request) return;
+    s.request = request;
+    s.state = Slot::State::Posted;
+    ++nextRecvPost_;
+  }
+}
+
+void NetPluginConnection::takeReceiveCompletions(bool* moved) {
+  for (;;) {
+    Slot& s = recvSlots_[nextRecvDone_ % kSlots];
+    if (s.state != Slot::State::Posted) return;
+    bool done = false;
+    size_t bytes = 0;
+    if (Status st = plugin_.test(s.request, &done, &bytes); !st.ok()) {
+      linkFailure_ = broken(st);
+      return;
+    }
+    if (!done) return;
+    s.request = nullptr;
+    s.size = bytes;
+    s.state = Slot::State::Filled;
+    ++nextRecvDone_;
+    *moved = true;
+  }
+}
+
+Status NetPluginConnection::deliver(Slot& slot) {
+  if (slot.size < sizeof(PieceHeader) || slot.size > slot.bytes.size()) {
+    return internalError(fmt::format("rank {}: a piece of {} bytes from rank {} over {} cannot be HCL's", rank_,
+                                     slot.size, peer_, description_));
+  }
+  PieceHeader header;
+  std::memcpy(&header, slot.bytes.data(), sizeof header);
+  Transfer& t = *receives_.front();
+  if (header.tag != t.tag || header.messageBytes != t.bytes) {
+    return messageMismatch(rank_, peer_, header.tag, header.messageBytes, t.tag, t.bytes);
+  }
+  const size_t n = slot.size - sizeof header;
+  const bool completes = t.progressed + n == t.bytes;
+  if (t.progressed + n > t.bytes || completes != (header.last != 0)) {
+    return internalError(fmt::format("rank {}: the pieces of a {}-byte message from rank {} over {} do not add up",
+                                     rank_, t.bytes, peer_, description_));
+  }
+  if (n > 0) std::memcpy(static_cast<uint8_t*>(t.buffer) + t.progressed, slot.bytes.data() + sizeof header, n);
+  t.progressed += n;
+  if (completes) {
+    receives_.pop_front();
+    t.complete(Transfer::State::Done);
+  }
+  return {};
+}
+
+// The plugin failed a transfer: the peer or the network is gone.
+Status NetPluginConnection::broken(const Status& why) const {
+  return remoteError(fmt::format("rank {}: link to rank {} over {} failed: {}", rank_, peer_, description_,
+                                 why.message()));
+}
+
+Status NetPluginConnection::fail(Status why) {
+  failed_ = std::move(why);
+  for (auto* queue : {&toCut_, &awaiting_, &receives_}) {
+    for (Transfer* t : *queue) t->complete(Transfer::State::Failed);
+    queue->clear();
+  }
+  return failed_;
+}
+
+void NetPluginConnection::abort() {
+  closed_ = true;
+  toCut_.clear();
+  awaiting_.clear();
+  receives_.clear();
+  release();  // the peer's plugin sees the comms close
+}
+
+// Errors on the way down are not reported: the link is being dropped.
+void NetPluginConnection::release() {
+  for (auto [slots, comm] : {std::pair{&sendSlots_, sendComm_}, std::pair{&recvSlots_, recvComm_}}) {
+    if (!comm) continue;
+    for (Slot& s : *slots) {
+      if (s.mhandle) (void)plugin_.deregister(comm, s.mhandle);
+      s.mhandle = nullptr;
+      s.request = nullptr;
+    }
+  }
+  if (sendComm_) (void)plugin_.closeSend(sendComm_);
+  if (recvComm_) (void)plugin_.closeRecv(recvComm_);
+  sendComm_ = nullptr;
+  recvComm_ = nullptr;
+}
+
+}  // namespace hcl::netplugin

@@ -1,0 +1,87 @@
+// A Connection to one peer over an NCCL net plugin: a send comm to the peer
+// and a receive comm from it. Messages travel in pieces through buffers
+// registered once with the plugin (so user buffers need no registration and
+// no plugin ever touches them), each piece headed by the message's tag and
+// size so that ranks whose calls differ fail instead of mixing data.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transports/net_plugin/net_plugin.h"
+#include "transports/transport.h"
+
+namespace hcl::netplugin {
+
+struct PieceHeader {
+  uint32_t tag = 0;
+  uint32_t last = 0;       // 1 on a message's last piece
+  uint64_t messageBytes = 0;
+};
+
+class NetPluginConnection final : public Connection {
+ public:
+  static constexpr size_t kSlots = 4;  // pieces in flight each way (plugins take 8 requests per comm)
+
+  // Takes the two comms; closes them when destroyed. slotBytes holds a
+  // piece with its header.
+  NetPluginConnection(NetPlugin& plugin, void* sendComm, void* recvComm, int rank, int peer, size_t slotBytes,
+                      std::string description);
+  ~NetPluginConnection() override;
+  NetPluginConnection(const NetPluginConnection&) = delete;
+  NetPluginConnection& operator=(const NetPluginConnection&) = delete;
+
+  // Registers the piece buffers; before any post().
+  Status open();
+
+  Status post(Transfer& transfer) override;
+  Status progress(bool* madeProgress) override;
+  void abort() override;
+  std::string describe() const override { return description_; }
+
+ private:
+  struct Slot {
+    std::vector<uint8_t> bytes;
+    void* mhandle = nullptr;
+    void* request = nullptr;
+    enum class State { Free, Staged, Posted, Filled } state = State::Free;
+    bool last = false;  // sends: the message's last piece
+    size_t size = 0;  // bytes in the piece, its header included
+  };
+
+  void progressSends(bool* moved);
+  Status progressReceives(bool* moved);
+  void postReceives();
+  void takeReceiveCompletions(bool* moved);
+  Status deliver(Slot& slot);
+  Status broken(const Status& why) const;
+  Status fail(Status why);
+  bool pending() const { return !toCut_.empty() || !awaiting_.empty() || !receives_.empty(); }
+  void release();
+
+  NetPlugin& plugin_;
+  void* sendComm_;
+  void* recvComm_;
+  int rank_;
+  int peer_;
+  size_t slotBytes_;
+  std::string description_;
+
+  std::vector<Slot> sendSlots_;
+  std::vector<Slot> recvSlots_;
+  size_t nextStage_ = 0, nextSendPost_ = 0, nextSendDone_ = 0;
+  size_t nextRecvPost_ = 0, nextRecvDone_ = 0, nextDeliver_ = 0;
+
+  std::deque<Transfer*> toCut_;     // sends with bytes not yet in a slot
+  std::deque<Transfer*> awaiting_;  // sends wholly in slots, waiting for their last piece
+  std::deque<Transfer*> receives_;
+  // The plugin failed a call (the peer closed, the network broke): no more
+  // calls into it; pieces already received are still delivered.
+  Status linkFailure_;
+  Status failed_;
+  bool closed_ = false;
+};
+
+}  // namespace hcl::netplugin

@@ -1,0 +1,18 @@
+#include "transports/net_plugin/net_plugin_request.h"
+
+namespace hcl::netplugin {
+
+NetPluginRequest parseNetPluginRequest(const ParamValue& value) {
+  NetPluginRequest r;
+  if (value.text == "none") {
+    r.off = true;
+    return r;
+  }
+  r.spec = value.text;
+  r.required = !value.text.empty() && value.origin.starts_with("HCL_");
+  return r;
+}
+
+NetPluginRequest readNetPluginRequest() { return parseNetPluginRequest(resolveParam("HCL_NET_PLUGIN")); }
+
+}  // namespace hcl::netplugin
