@@ -137,6 +137,7 @@ class RootServer {
   void close(Conn& c);
   void checkTimers();
   void enterFinishing();
+  void flushBeforeStop();
   bool everyRankLeft() const;
   std::string missingRanks() const;
 
@@ -261,10 +262,9 @@ void RootServer::serve() {
     }
     if (n > 0) {
       if (fds[0].revents != 0) {
-        // A rank whose join failed stops its root at once; the verdicts
-        // queued for the others still go out (one try: they are small).
-        for (auto& c : conns_)
-          if (!c->closed && c->hasOutput()) flush(*c);
+        // A rank whose join failed, or the process leaving, stops the root
+        // at once; what is queued for the ranks still goes out.
+        flushBeforeStop();
         stopRequested = true;
         break;
       }
@@ -598,6 +598,26 @@ void RootServer::flush(Conn& c) {
   }
 }
 
+// Within kFlushTimeout: replies of a round can be large, and a rank whose
+// process leaves right after its own reply must not cut off the others'.
+void RootServer::flushBeforeStop() {
+  const auto giveUp = Clock::now() + kFlushTimeout;
+  std::vector<pollfd> waiting;
+  for (;;) {
+    waiting.clear();
+    for (auto& c : conns_) {
+      if (c->closed || !c->hasOutput()) continue;
+      flush(*c);
+      if (!c->closed && c->hasOutput()) waiting.push_back({c->socket.native_handle(), POLLOUT, 0});
+    }
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(giveUp - Clock::now()).count();
+    if (waiting.empty() || left <= 0) return;
+    if (::poll(waiting.data(), waiting.size(), static_cast<int>(std::min<int64_t>(left, 100))) < 0 && errno != EINTR) {
+      return;
+    }
+  }
+}
+
 void RootServer::close(Conn& c) {
   if (c.closed) return;
   std::error_code ec;
@@ -676,6 +696,11 @@ class RootRegistry {
     return false;
   }
 
+  bool anyRunning() {
+    std::lock_guard lock(mutex_);
+    return std::any_of(roots_.begin(), roots_.end(), [](const auto& r) { return !r->finished(); });
+  }
+
   bool running(uint16_t port) {
     std::lock_guard lock(mutex_);
     return std::any_of(roots_.begin(), roots_.end(),
@@ -713,6 +738,13 @@ Status startBootstrapRoot(const asio::ip::address& ip, uint16_t port, const boot
 }
 
 bool bootstrapRootRunning(uint16_t port) { return RootRegistry::instance().running(port); }
+
+void waitForBootstrapRoots(std::chrono::milliseconds limit) {
+  const auto giveUp = Clock::now() + limit;
+  while (RootRegistry::instance().anyRunning() && Clock::now() < giveUp) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 
 bool stopBootstrapRoot(uint16_t port, const bootwire::Secret& secret) {
   if (!RootRegistry::instance().stop(port, secret)) return false;

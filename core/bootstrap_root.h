@@ -3,6 +3,7 @@
 #pragma once
 
 #include <asio.hpp>
+#include <chrono>
 #include <cstdint>
 
 #include "core/bootstrap_wire.h"
@@ -25,5 +26,11 @@ bool stopBootstrapRoot(uint16_t port, const bootwire::Secret& secret);
 // Whether a root of this process listening (or having listened) on `port` is
 // still running; for tests and diagnostics.
 bool bootstrapRootRunning(uint16_t port);
+
+// Waits until every root this process started has finished (each does once
+// every rank of its communicator has left), at most `limit`. For programs
+// that leave with _exit, which runs no destructor: a root still sending the
+// last replies of a round would be cut off with them (test harnesses).
+void waitForBootstrapRoots(std::chrono::milliseconds limit);
 
 }  // namespace hcl

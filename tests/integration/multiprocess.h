@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/bootstrap_root.h"
+
 namespace hcltest {
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;
@@ -40,6 +42,9 @@ inline std::vector<ProcessResult> runProcesses(int n, const std::function<int(in
     if (pid == 0) {
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       int code = fn(r);
+      // _exit runs no destructor: a bootstrap root this rank's process runs
+      // gets to send the other ranks its last replies first.
+      hcl::waitForBootstrapRoots(std::chrono::seconds(3));
       std::fflush(stdout);
       std::fflush(stderr);
       _exit(code);

@@ -6,7 +6,9 @@
 //  - every other isend() on a comm returns success with no request;
 //  - a listen comm accepts one connection; another accept() is invalid usage;
 //  - isend/irecv need a buffer inside a region registered on that comm;
-//  - at most 8 requests in flight per comm, and irecv takes one buffer only.
+//  - at most 8 requests in flight per comm, and irecv takes one buffer only;
+//  - under HCL_TEST_NET_STRICT_CLOSE=1, closing a comm with requests in
+//    flight aborts the process.
 // Messages are an 8-byte length then the payload; each comm is FIFO.
 #include "transports/net_plugin/net_plugin_abi.h"
 
@@ -435,6 +437,13 @@ Result doClose(void* comm, bool send) {
   if (!comm) return kSuccess;
   Comm* c = liveComm(comm);
   if (!c || c->send != send) return fail(kInvalidArgument, "close: unknown comm");
+  // Some plugins (aws-ofi-nccl) refuse to close a comm with requests in
+  // flight; under HCL_TEST_NET_STRICT_CLOSE=1 this one ends the process.
+  if (!c->queue.empty() && std::getenv("HCL_TEST_NET_STRICT_CLOSE")) {
+    std::fprintf(stderr, "hcltest net plugin: %s comm closed with %zu requests in flight\n", send ? "send" : "receive",
+                 c->queue.size());
+    std::abort();
+  }
   freeComm(c);
   return kSuccess;
 }

@@ -33,7 +33,10 @@ const char* resultName(netabi::Result r) {
 // Plugins report through NCCL's logger; their lines join HCL's log under NET.
 void forwardLog(int level, unsigned long /*flags*/, const char* file, int line, const char* format, ...) {
   if (!format) return;
-  const log::Level mapped = level == 2 ? log::Level::Warn : level == 5 ? log::Level::Trace : log::Level::Info;
+  // NCCL's levels: 1 version, 2 warn, 3 info, 4 abort, 5 trace.
+  const log::Level mapped = level == 2 || level == 4 ? log::Level::Warn
+                            : level == 5             ? log::Level::Trace
+                                                     : log::Level::Info;
   if (!log::enabled(mapped, log::Net)) return;
   char text[1024];
   va_list args;
@@ -182,11 +185,25 @@ std::unique_ptr<NetPlugin> adopt(void* library, const char* symbol, const std::s
 }
 
 struct Opened {
-  std::unique_ptr<NetPlugin> plugin;
+  NetPlugin* plugin = nullptr;
   std::string failure;
 };
 
-Opened open(const std::string& spec) {
+// Every plugin this process opened, by library handle and by the spec that
+// named it. Never destroyed: plugins are never unloaded (NCCL's rule too),
+// and a connection closed during static destruction still calls into one.
+struct Plugins {
+  std::mutex mutex;
+  std::map<void*, std::unique_ptr<NetPlugin>> byLibrary;
+  std::map<std::string, Opened> bySpec;
+};
+
+Plugins& plugins() {
+  static Plugins& all = *std::make_unique<Plugins>().release();
+  return all;
+}
+
+Opened open(Plugins& all, const std::string& spec) {
   Opened o;
   std::vector<std::string> tried;
   for (const std::string& path : libraryCandidates(spec)) {
@@ -196,11 +213,20 @@ Opened open(const std::string& spec) {
       tried.push_back(e ? std::string(e) : path + ": not found");  // dlerror names the file
       continue;
     }
+    // Two names for one library (a name and its path) share one plugin, initialised once.
+    if (auto known = all.byLibrary.find(library); known != all.byLibrary.end()) {
+      o.plugin = known->second.get();
+      return o;
+    }
     std::string failure;
-    o.plugin = adopt<netabi::Net_v10>(library, "ncclNetPlugin_v10", path, failure);
-    if (!o.plugin && failure.empty()) o.plugin = adopt<netabi::Net_v9>(library, "ncclNetPlugin_v9", path, failure);
-    if (!o.plugin && failure.empty()) o.plugin = adopt<netabi::Net_v8>(library, "ncclNetPlugin_v8", path, failure);
-    if (o.plugin) return o;
+    std::unique_ptr<NetPlugin> plugin = adopt<netabi::Net_v10>(library, "ncclNetPlugin_v10", path, failure);
+    if (!plugin && failure.empty()) plugin = adopt<netabi::Net_v9>(library, "ncclNetPlugin_v9", path, failure);
+    if (!plugin && failure.empty()) plugin = adopt<netabi::Net_v8>(library, "ncclNetPlugin_v8", path, failure);
+    if (plugin) {
+      o.plugin = plugin.get();
+      all.byLibrary.emplace(library, std::move(plugin));
+      return o;
+    }
     // Kept open: a plugin that failed its init may have started threads.
     tried.push_back(failure.empty() ? fmt::format("{}: exports no ncclNetPlugin_v10, _v9 or _v8", path) : failure);
   }
@@ -217,15 +243,12 @@ std::vector<std::string> libraryCandidates(const std::string& spec) {
 }
 
 NetPlugin* loadNetPlugin(const std::string& spec, std::string* why) {
-  // The plugin interface is process-wide: NCCL initialises each plugin once
-  // and never unloads it, and plugins are written for that.
-  static std::mutex mutex;
-  static std::map<std::string, Opened> opened;
-  std::lock_guard lock(mutex);
-  auto it = opened.find(spec);
-  if (it == opened.end()) it = opened.emplace(spec, open(spec)).first;
+  Plugins& all = plugins();
+  std::lock_guard lock(all.mutex);
+  auto it = all.bySpec.find(spec);
+  if (it == all.bySpec.end()) it = all.bySpec.emplace(spec, open(all, spec)).first;
   if (!it->second.plugin && why) *why = it->second.failure;
-  return it->second.plugin.get();
+  return it->second.plugin;
 }
 
 }  // namespace hcl::netplugin

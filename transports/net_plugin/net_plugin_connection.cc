@@ -15,9 +15,7 @@ NetPluginConnection::NetPluginConnection(NetPlugin& plugin, void* sendComm, void
       rank_(rank),
       peer_(peer),
       slotBytes_(slotBytes),
-      description_(std::move(description)),
-      sendSlots_(kSlots),
-      recvSlots_(kSlots) {}
+      description_(std::move(description)) {}
 
 NetPluginConnection::~NetPluginConnection() { release(); }
 
@@ -25,52 +23,61 @@ Status NetPluginConnection::open() {
   if (slotBytes_ <= sizeof(PieceHeader)) {
     return internalError(fmt::format("{}: pieces of {} bytes cannot hold a header", description_, slotBytes_));
   }
-  for (Slot& s : sendSlots_) {
-    s.bytes.resize(slotBytes_);
-    HCL_TRY(plugin_.registerHost(sendComm_, s.bytes.data(), s.bytes.size(), &s.mhandle));
+  for (auto [d, comm] : {std::pair{&send_, sendComm_}, std::pair{&recv_, recvComm_}}) {
+    d->buffer.resize(kSlots * slotBytes_);
+    for (size_t i = 0; i < kSlots; ++i) d->slots[i].bytes = d->buffer.data() + i * slotBytes_;
+    HCL_TRY(plugin_.registerHost(comm, d->buffer.data(), d->buffer.size(), &d->mhandle));
   }
-  for (Slot& s : recvSlots_) {
-    s.bytes.resize(slotBytes_);
-    HCL_TRY(plugin_.registerHost(recvComm_, s.bytes.data(), s.bytes.size(), &s.mhandle));
-  }
-  postReceives();  // receives wait posted from the start
-  return linkFailure_;
+  return {};
+}
+
+size_t NetPluginConnection::piecesOf(size_t bytes) const {
+  const size_t room = slotBytes_ - sizeof(PieceHeader);
+  return std::max<size_t>(1, (bytes + room - 1) / room);
 }
 
 Status NetPluginConnection::post(Transfer& transfer) {
+  std::lock_guard lock(mutex_);
   if (closed_ || !failed_.ok()) {
     transfer.complete(Transfer::State::Failed);
     return failed_.ok() ? systemError(description_ + ": connection closed") : failed_;
   }
   transfer.progressed = 0;
-  (transfer.isSend ? toCut_ : receives_).push_back(&transfer);
+  if (transfer.isSend) {
+    toCut_.push_back(&transfer);
+  } else {
+    receives_.push_back(&transfer);
+    piecesWanted_ += piecesOf(transfer.bytes);
+  }
   return {};
 }
 
-// A link the plugin failed is an error only for work it leaves undone: a
-// peer whose last call returned may close before this rank has taken what
+// A direction the plugin failed is an error only for work it leaves undone:
+// a peer whose last call returned may close before this rank has taken what
 // it sent, or has even posted the receive for it.
 Status NetPluginConnection::progress(bool* madeProgress) {
+  std::lock_guard lock(mutex_);
   *madeProgress = false;
   if (closed_) return failed_.ok() ? systemError(description_ + ": connection closed") : failed_;
   if (!failed_.ok()) return failed_;
-  if (linkFailure_.ok()) progressSends(madeProgress);
+  if (send_.failure.ok()) progressSends(madeProgress);
   if (Status s = progressReceives(madeProgress); !s.ok()) return fail(std::move(s));
-  if (!linkFailure_.ok() && pending()) return fail(linkFailure_);
+  if (!send_.failure.ok() && (!toCut_.empty() || !awaiting_.empty())) return fail(send_.failure);
+  if (!recv_.failure.ok() && !receives_.empty()) return fail(recv_.failure);
   return {};
 }
 
 void NetPluginConnection::progressSends(bool* moved) {
   const size_t room = slotBytes_ - sizeof(PieceHeader);
   while (!toCut_.empty()) {
-    Slot& s = sendSlots_[nextStage_ % kSlots];
+    Slot& s = send_.at(nextStage_);
     if (s.state != Slot::State::Free) break;
     Transfer& t = *toCut_.front();
     const size_t n = std::min(room, t.bytes - t.progressed);
     s.last = t.progressed + n == t.bytes;
     const PieceHeader header{t.tag, s.last ? 1u : 0u, t.bytes};
-    std::memcpy(s.bytes.data(), &header, sizeof header);
-    if (n > 0) std::memcpy(s.bytes.data() + sizeof header, static_cast<const uint8_t*>(t.buffer) + t.progressed, n);
+    std::memcpy(s.bytes, &header, sizeof header);
+    if (n > 0) std::memcpy(s.bytes + sizeof header, static_cast<const uint8_t*>(t.buffer) + t.progressed, n);
     t.progressed += n;
     s.size = sizeof header + n;
     s.state = Slot::State::Staged;
@@ -82,11 +89,11 @@ void NetPluginConnection::progressSends(bool* moved) {
     *moved = true;
   }
   for (;;) {
-    Slot& s = sendSlots_[nextSendPost_ % kSlots];
+    Slot& s = send_.at(nextSendPost_);
     if (s.state != Slot::State::Staged) break;
     void* request = nullptr;
-    if (Status st = plugin_.isend(sendComm_, s.bytes.data(), s.size, 0, s.mhandle, &request); !st.ok()) {
-      linkFailure_ = broken(st);
+    if (Status st = plugin_.isend(sendComm_, s.bytes, s.size, 0, send_.mhandle, &request); !st.ok()) {
+      send_.failure = broken(st);
       return;
     }
     if (!request) break;  // the plugin cannot take it yet
@@ -95,11 +102,11 @@ void NetPluginConnection::progressSends(bool* moved) {
     ++nextSendPost_;
   }
   for (;;) {
-    Slot& s = sendSlots_[nextSendDone_ % kSlots];
+    Slot& s = send_.at(nextSendDone_);
     if (s.state != Slot::State::Posted) break;
     bool done = false;
     if (Status st = plugin_.test(s.request, &done, nullptr); !st.ok()) {
-      linkFailure_ = broken(st);
+      send_.failure = broken(st);
       return;
     }
     if (!done) break;
@@ -115,17 +122,17 @@ void NetPluginConnection::progressSends(bool* moved) {
   }
 }
 
-// Keeps every free slot posted, takes completions in order, and hands whole
-// pieces to the receives queued; after a link failure only the last.
+// Posts what queued receives need, takes completions in order, and hands
+// whole pieces to the receives; once the receive comm failed, only the last.
 Status NetPluginConnection::progressReceives(bool* moved) {
   for (;;) {
-    if (linkFailure_.ok()) {
+    if (recv_.failure.ok()) {
       postReceives();
       takeReceiveCompletions(moved);
     }
     bool delivered = false;
     while (!receives_.empty()) {
-      Slot& s = recvSlots_[nextDeliver_ % kSlots];
+      Slot& s = recv_.at(nextDeliver_);
       if (s.state != Slot::State::Filled) break;
       HCL_TRY(deliver(s));
       s.state = Slot::State::Free;
@@ -138,29 +145,30 @@ Status NetPluginConnection::progressReceives(bool* moved) {
 }
 
 void NetPluginConnection::postReceives() {
-  for (;;) {
-    Slot& s = recvSlots_[nextRecvPost_ % kSlots];
+  while (piecesPosted_ < piecesWanted_) {
+    Slot& s = recv_.at(nextRecvPost_);
     if (s.state != Slot::State::Free) return;
     void* request = nullptr;
-    if (Status st = plugin_.irecv(recvComm_, s.bytes.data(), s.bytes.size(), 0, s.mhandle, &request); !st.ok()) {
-      linkFailure_ = broken(st);
+    if (Status st = plugin_.irecv(recvComm_, s.bytes, slotBytes_, 0, recv_.mhandle, &request); !st.ok()) {
+      recv_.failure = broken(st);
       return;
     }
     if (!request) return;
     s.request = request;
     s.state = Slot::State::Posted;
     ++nextRecvPost_;
+    ++piecesPosted_;
   }
 }
 
 void NetPluginConnection::takeReceiveCompletions(bool* moved) {
   for (;;) {
-    Slot& s = recvSlots_[nextRecvDone_ % kSlots];
+    Slot& s = recv_.at(nextRecvDone_);
     if (s.state != Slot::State::Posted) return;
     bool done = false;
     size_t bytes = 0;
     if (Status st = plugin_.test(s.request, &done, &bytes); !st.ok()) {
-      linkFailure_ = broken(st);
+      recv_.failure = broken(st);
       return;
     }
     if (!done) return;
@@ -173,12 +181,12 @@ void NetPluginConnection::takeReceiveCompletions(bool* moved) {
 }
 
 Status NetPluginConnection::deliver(Slot& slot) {
-  if (slot.size < sizeof(PieceHeader) || slot.size > slot.bytes.size()) {
+  if (slot.size < sizeof(PieceHeader) || slot.size > slotBytes_) {
     return internalError(fmt::format("rank {}: a piece of {} bytes from rank {} over {} cannot be HCL's", rank_,
                                      slot.size, peer_, description_));
   }
   PieceHeader header;
-  std::memcpy(&header, slot.bytes.data(), sizeof header);
+  std::memcpy(&header, slot.bytes, sizeof header);
   Transfer& t = *receives_.front();
   if (header.tag != t.tag || header.messageBytes != t.bytes) {
     return messageMismatch(rank_, peer_, header.tag, header.messageBytes, t.tag, t.bytes);
@@ -189,7 +197,7 @@ Status NetPluginConnection::deliver(Slot& slot) {
     return internalError(fmt::format("rank {}: the pieces of a {}-byte message from rank {} over {} do not add up",
                                      rank_, t.bytes, peer_, description_));
   }
-  if (n > 0) std::memcpy(static_cast<uint8_t*>(t.buffer) + t.progressed, slot.bytes.data() + sizeof header, n);
+  if (n > 0) std::memcpy(static_cast<uint8_t*>(t.buffer) + t.progressed, slot.bytes + sizeof header, n);
   t.progressed += n;
   if (completes) {
     receives_.pop_front();
@@ -214,6 +222,7 @@ Status NetPluginConnection::fail(Status why) {
 }
 
 void NetPluginConnection::abort() {
+  std::lock_guard lock(mutex_);
   closed_ = true;
   toCut_.clear();
   awaiting_.clear();
@@ -223,13 +232,11 @@ void NetPluginConnection::abort() {
 
 // Errors on the way down are not reported: the link is being dropped.
 void NetPluginConnection::release() {
-  for (auto [slots, comm] : {std::pair{&sendSlots_, sendComm_}, std::pair{&recvSlots_, recvComm_}}) {
-    if (!comm) continue;
-    for (Slot& s : *slots) {
-      if (s.mhandle) (void)plugin_.deregister(comm, s.mhandle);
-      s.mhandle = nullptr;
-      s.request = nullptr;
-    }
+  for (auto [d, comm] : {std::pair{&send_, &sendComm_}, std::pair{&recv_, &recvComm_}}) {
+    if (!*comm) continue;
+    if (d->mhandle) (void)plugin_.deregister(*comm, d->mhandle);
+    d->mhandle = nullptr;
+    for (Slot& s : d->slots) s.request = nullptr;
   }
   if (sendComm_) (void)plugin_.closeSend(sendComm_);
   if (recvComm_) (void)plugin_.closeRecv(recvComm_);

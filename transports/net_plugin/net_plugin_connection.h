@@ -7,6 +7,7 @@
 
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -43,14 +44,24 @@ class NetPluginConnection final : public Connection {
 
  private:
   struct Slot {
-    std::vector<uint8_t> bytes;
-    void* mhandle = nullptr;
+    uint8_t* bytes = nullptr;  // slotBytes_ of its direction's buffer
     void* request = nullptr;
     enum class State { Free, Staged, Posted, Filled } state = State::Free;
     bool last = false;  // sends: the message's last piece
-    size_t size = 0;  // bytes in the piece, its header included
+    size_t size = 0;    // bytes in the piece, its header included
+  };
+  // One registered buffer per direction, cut into kSlots pieces.
+  struct Direction {
+    std::vector<uint8_t> buffer;
+    void* mhandle = nullptr;
+    Slot slots[kSlots];
+    Slot& at(size_t index) { return slots[index % kSlots]; }
+    // The plugin failed a call on this direction's comm (the peer closed,
+    // the network broke): it is not called there again.
+    Status failure;
   };
 
+  size_t piecesOf(size_t bytes) const;
   void progressSends(bool* moved);
   Status progressReceives(bool* moved);
   void postReceives();
@@ -58,7 +69,6 @@ class NetPluginConnection final : public Connection {
   Status deliver(Slot& slot);
   Status broken(const Status& why) const;
   Status fail(Status why);
-  bool pending() const { return !toCut_.empty() || !awaiting_.empty() || !receives_.empty(); }
   void release();
 
   NetPlugin& plugin_;
@@ -69,17 +79,22 @@ class NetPluginConnection final : public Connection {
   size_t slotBytes_;
   std::string description_;
 
-  std::vector<Slot> sendSlots_;
-  std::vector<Slot> recvSlots_;
+  // post(), progress() and abort() may come from different threads (a
+  // failure elsewhere aborts every link of the communicator).
+  std::mutex mutex_;
+  Direction send_;
+  Direction recv_;
   size_t nextStage_ = 0, nextSendPost_ = 0, nextSendDone_ = 0;
   size_t nextRecvPost_ = 0, nextRecvDone_ = 0, nextDeliver_ = 0;
+  // Receives are posted only for pieces that queued receives still need,
+  // so an idle link has no request in the plugin (some plugins refuse to
+  // close a comm that has one).
+  uint64_t piecesWanted_ = 0;
+  uint64_t piecesPosted_ = 0;
 
   std::deque<Transfer*> toCut_;     // sends with bytes not yet in a slot
   std::deque<Transfer*> awaiting_;  // sends wholly in slots, waiting for their last piece
   std::deque<Transfer*> receives_;
-  // The plugin failed a call (the peer closed, the network broke): no more
-  // calls into it; pieces already received are still delivered.
-  Status linkFailure_;
   Status failed_;
   bool closed_ = false;
 };

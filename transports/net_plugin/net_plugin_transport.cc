@@ -25,6 +25,7 @@ using netplugin::NetPluginConnection;
 using Handle = std::array<uint8_t, netabi::kHandleBytes>;
 
 constexpr auto kNet = static_cast<log::Subsys>(log::Init | log::Net);
+constexpr uint64_t kMaxPieceBytes = uint64_t{1} << 20;
 
 struct Listening {
   void* comm = nullptr;
@@ -78,8 +79,15 @@ class NetPluginTransport final : public Transport {
     const auto localIndex = std::count_if(all.begin(), all.begin() + ctx.rank,
                                           [&](const PeerInfo& p) { return p.hostId == me.hostId; });
     device_ = devices_[static_cast<size_t>(localIndex) % devices_.size()];
-    slotBytes_ = std::min<size_t>(std::max<uint64_t>(me.chunkBytes, 4096) + sizeof(netplugin::PieceHeader),
+    // Pieces of the chunk size, within 4 KiB-1 MiB (each link registers
+    // four each way) and the plugin's largest message.
+    slotBytes_ = std::min<size_t>(std::clamp<uint64_t>(me.chunkBytes, 4096, kMaxPieceBytes) + sizeof(netplugin::PieceHeader),
                                   device_.properties.maxMessageBytes);
+    if (device_.properties.maxComms > 0 && peers.size() * 3 > static_cast<size_t>(device_.properties.maxComms)) {
+      return systemError(fmt::format("rank {}: net plugin '{}' device {} takes {} comms; links to {} peers need 3 each",
+                                     ctx.rank, plugin_->name(), device_.index, device_.properties.maxComms,
+                                     peers.size()));
+    }
     WireWriter w;
     w.put<uint32_t>(static_cast<uint32_t>(peers.size()));
     for (int peer : peers) {
