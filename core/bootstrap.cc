@@ -93,8 +93,19 @@ class BootstrapClient final : public Oob {
 
   Status allgather(const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>& all) override {
     if (!broken_.ok()) return broken_;
-    Status st = gatherRound(mine, all);
+    Status st = round(bootwire::Kind::Blob, mine, all);
     if (!st.ok()) broken_ = st.withContext(fmt::format("bootstrap allgather (rank {} of {})", rank_, nranks_));
+    return st.ok() ? st : broken_;
+  }
+
+  // The root hands each rank only the parts addressed to it.
+  Status alltoall(const std::vector<std::vector<uint8_t>>& toEach, std::vector<std::vector<uint8_t>>& fromEach) override {
+    if (!broken_.ok()) return broken_;
+    if (toEach.size() != static_cast<size_t>(nranks_)) {
+      return internalError(fmt::format("bootstrap alltoall: {} parts for {} ranks", toEach.size(), nranks_));
+    }
+    Status st = round(bootwire::Kind::Route, bootwire::encodeGather(toEach), fromEach);
+    if (!st.ok()) broken_ = st.withContext(fmt::format("bootstrap alltoall (rank {} of {})", rank_, nranks_));
     return st.ok() ? st : broken_;
   }
 
@@ -140,11 +151,11 @@ class BootstrapClient final : public Oob {
     return remote;
   }
 
-  Status gatherRound(const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>& all) {
+  Status round(bootwire::Kind kind, const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>& all) {
     const WaitBudget budget = makeBudget();
     std::vector<uint8_t> out;
     out.reserve(bootwire::kFrameHeaderBytes + mine.size());
-    bootwire::appendFrame(out, bootwire::Kind::Blob, mine);
+    bootwire::appendFrame(out, kind, mine);
     HCL_TRY(sendAll(socket_, out, budget, "sending this rank's contribution"));
     Frame frame;
     HCL_TRY(readFrame(budget, "waiting for the other ranks' contributions", frame));
@@ -237,6 +248,23 @@ Status connectBootstrapThrowing(const hclUniqueId& id, int nranks, int rank, int
 }
 
 }  // namespace
+
+Status Oob::alltoall(const std::vector<std::vector<uint8_t>>& toEach, std::vector<std::vector<uint8_t>>& fromEach) {
+  if (toEach.size() != static_cast<size_t>(size())) {
+    return internalError(fmt::format("alltoall: {} parts for {} ranks", toEach.size(), size()));
+  }
+  std::vector<std::vector<uint8_t>> all;
+  HCL_TRY(allgather(bootwire::encodeGather(toEach), all));
+  fromEach.assign(all.size(), {});
+  for (size_t r = 0; r < all.size(); ++r) {
+    std::vector<std::vector<uint8_t>> parts;
+    if (!bootwire::decodeGather(all[r], parts) || parts.size() != toEach.size()) {
+      return internalError(fmt::format("alltoall: malformed parts from rank {}", r));
+    }
+    fromEach[r] = std::move(parts[static_cast<size_t>(rank())]);
+  }
+  return {};
+}
 
 void releaseUnusedUniqueId(const hclUniqueId& id) {
   UniqueIdContents contents;

@@ -43,6 +43,11 @@ class Oob {
   // Every member contributes `mine`; `all[r]` receives rank r's contribution.
   virtual Status allgather(const std::vector<uint8_t>& mine,
                            std::vector<std::vector<uint8_t>>& all) = 0;
+  // Every member sends toEach[r] to member r; fromEach[r] receives what
+  // member r sent this one. Each member receives only its own parts where
+  // the implementation routes them (the bootstrap root does); this default
+  // carries every part to everyone over allgather.
+  virtual Status alltoall(const std::vector<std::vector<uint8_t>>& toEach, std::vector<std::vector<uint8_t>>& fromEach);
   Status barrier() {
     std::vector<std::vector<uint8_t>> all;
     return allgather({}, all);

@@ -84,6 +84,7 @@ struct Conn {
   std::deque<Buffer> out;                   // frames still to send (shared between ranks)
   size_t outPos = 0;                        // bytes of out.front() already sent
   std::optional<std::vector<uint8_t>> blob; // this round's contribution
+  bool routed = false;                      // the contribution holds a part for each rank (Kind::Route)
   bool closeWhenFlushed = false;
   bool notified = false;  // was sent an error; its departure is expected
   bool closed = false;
@@ -113,6 +114,8 @@ class RootServer {
     thread_ = std::thread([this] { run(); });
   }
   bool finished() const { return finished_.load(std::memory_order_acquire); }
+  // A forked child inherits the object but not the thread.
+  bool runsInThisProcess() const { return ownerPid_ == ::getpid(); }
   bool serves(uint16_t port, const bootwire::Secret& secret) const { return port_ == port && secret_ == secret; }
   void stop() { stop_.raise(); }
 
@@ -126,7 +129,8 @@ class RootServer {
   void admit(Conn& c, const bootwire::Hello& hello);
   void reject(Conn& c, ErrorKind kind, const std::string& text);
   void handleFrames(Conn& c);
-  void handleBlob(Conn& c, std::vector<uint8_t> blob);
+  void handleBlob(Conn& c, std::vector<uint8_t> blob, bool routed);
+  void routeRound();
   void handleBye(Conn& c);
   void connectionLost(Conn& c, const std::string& why);
   void failAll(const std::string& text);
@@ -451,7 +455,8 @@ void RootServer::handleFrames(Conn& c) {
     if (c.in.size() - pos < bootwire::kFrameHeaderBytes) break;
     const auto header = bootwire::decodeFrameHeader(
         std::span<const uint8_t, bootwire::kFrameHeaderBytes>(c.in.data() + pos, bootwire::kFrameHeaderBytes));
-    if ((header.kind != Kind::Blob && header.kind != Kind::Bye) || header.length > bootwire::kMaxFrameBytes) {
+    if ((header.kind != Kind::Blob && header.kind != Kind::Route && header.kind != Kind::Bye) ||
+        header.length > bootwire::kMaxFrameBytes) {
       failAll(fmt::format("rank {} sent a malformed bootstrap message (kind {}, length {})", c.rank,
                           static_cast<uint32_t>(header.kind), header.length));
       return;
@@ -468,12 +473,13 @@ void RootServer::handleFrames(Conn& c) {
       handleBye(c);
       return;
     }
-    handleBlob(c, std::vector<uint8_t>(begin, begin + static_cast<ptrdiff_t>(header.length)));
+    handleBlob(c, std::vector<uint8_t>(begin, begin + static_cast<ptrdiff_t>(header.length)),
+               header.kind == Kind::Route);
   }
   if (!c.closed) c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(pos));
 }
 
-void RootServer::handleBlob(Conn& c, std::vector<uint8_t> blob) {
+void RootServer::handleBlob(Conn& c, std::vector<uint8_t> blob, bool routed) {
   if (firstLeaver_ >= 0) {
     send(c, Kind::Error, bootwire::encodeError(ErrorKind::Fatal, fmt::format("rank {} left the bootstrap", firstLeaver_)));
     c.notified = true;
@@ -484,8 +490,20 @@ void RootServer::handleBlob(Conn& c, std::vector<uint8_t> blob) {
     return;
   }
   c.blob = std::move(blob);
+  c.routed = routed;
   for (Conn* rc : rankConn_)
     if (rc == nullptr || !rc->blob) return;
+  const auto mixed = std::find_if(rankConn_.begin(), rankConn_.end(),
+                                  [&](const Conn* rc) { return rc->routed != rankConn_.front()->routed; });
+  if (mixed != rankConn_.end()) {
+    failAll(fmt::format("ranks {} and {} disagree on the kind of bootstrap round (allgather or alltoall)",
+                        rankConn_.front()->rank, (*mixed)->rank));
+    return;
+  }
+  if (routed) {
+    routeRound();
+    return;
+  }
 
   // Built in place: the round result can be large and is shared by every rank.
   size_t payloadBytes = 4;
@@ -502,6 +520,28 @@ void RootServer::handleBlob(Conn& c, std::vector<uint8_t> blob) {
   }
   auto shared = std::make_shared<const std::vector<uint8_t>>(std::move(frame));
   for (Conn* rc : rankConn_) send(*rc, shared);
+}
+
+// Each rank gets, from every rank, the part addressed to it.
+void RootServer::routeRound() {
+  std::vector<std::vector<std::vector<uint8_t>>> parts(static_cast<size_t>(nranks_));
+  for (Conn* rc : rankConn_) {
+    auto& mine = parts[static_cast<size_t>(rc->rank)];
+    if (!bootwire::decodeGather(*rc->blob, mine) || mine.size() != static_cast<size_t>(nranks_)) {
+      failAll(fmt::format("rank {} sent a malformed alltoall contribution", rc->rank));
+      return;
+    }
+  }
+  std::vector<std::vector<uint8_t>> forRank(static_cast<size_t>(nranks_));
+  for (Conn* rc : rankConn_) {
+    rc->blob.reset();
+    rc->routed = false;
+    const auto to = static_cast<size_t>(rc->rank);
+    for (size_t from = 0; from < forRank.size(); ++from) forRank[from] = std::move(parts[from][to]);
+    auto frame = std::make_shared<std::vector<uint8_t>>();
+    bootwire::appendFrame(*frame, Kind::Gather, bootwire::encodeGather(forRank));
+    send(*rc, Buffer(std::move(frame)));
+  }
 }
 
 void RootServer::handleBye(Conn& c) {
@@ -698,7 +738,8 @@ class RootRegistry {
 
   bool anyRunning() {
     std::lock_guard lock(mutex_);
-    return std::any_of(roots_.begin(), roots_.end(), [](const auto& r) { return !r->finished(); });
+    return std::any_of(roots_.begin(), roots_.end(),
+                       [](const auto& r) { return r->runsInThisProcess() && !r->finished(); });
   }
 
   bool running(uint16_t port) {

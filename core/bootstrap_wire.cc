@@ -69,6 +69,19 @@ bool decodeError(std::span<const uint8_t> payload, ErrorKind& kind, std::string&
   return true;
 }
 
+std::vector<uint8_t> encodeGather(const std::vector<std::vector<uint8_t>>& all) {
+  size_t bytes = 4;
+  for (const auto& part : all) bytes += 8 + part.size();
+  std::vector<uint8_t> out;
+  out.reserve(bytes);
+  putU32(out, static_cast<uint32_t>(all.size()));
+  for (const auto& part : all) {
+    putU64(out, part.size());
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
 bool decodeGather(std::span<const uint8_t> payload, std::vector<std::vector<uint8_t>>& all) {
   if (payload.size() < 4) return false;
   const uint32_t count = getU32(payload.data());

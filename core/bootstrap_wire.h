@@ -29,8 +29,9 @@ inline constexpr int kMaxRanks = 1 << 20;
 enum class Kind : uint32_t {
   Blob = 1,    // rank -> root: this round's contribution
   Bye = 2,     // rank -> root: leaving normally
+  Route = 3,   // rank -> root: this round's contribution for each rank, as a Gather payload by destination
   JoinOk = 10, // root -> rank: every rank joined; payload u32 nranks
-  Gather = 11, // root -> rank: u32 count, then per rank {u64 length, bytes}
+  Gather = 11, // root -> rank: u32 count, then per rank {u64 length, bytes} (after a Route round: what each sent it)
   Error = 12,  // root -> rank: u32 ErrorKind, then text
 };
 
@@ -77,6 +78,7 @@ FrameHeader decodeFrameHeader(std::span<const uint8_t, kFrameHeaderBytes> bytes)
 std::vector<uint8_t> encodeError(ErrorKind kind, std::string_view text);
 bool decodeError(std::span<const uint8_t> payload, ErrorKind& kind, std::string& text);
 
+std::vector<uint8_t> encodeGather(const std::vector<std::vector<uint8_t>>& all);
 bool decodeGather(std::span<const uint8_t> payload, std::vector<std::vector<uint8_t>>& all);
 
 }  // namespace hcl::bootwire

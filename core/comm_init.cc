@@ -199,8 +199,11 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   for (size_t k = 0; k < transports.size(); ++k) {
     if (!peersByKind[k].empty()) HCL_TRY(transports[k]->prepare(ctx, peersByKind[k]));
   }
-  std::vector<std::vector<uint8_t>> prepared;
-  HCL_TRY(oob.allgather(packPreparedBlobs(transports), prepared));
+  std::vector<std::vector<uint8_t>> toEach(static_cast<size_t>(nranks)), prepared;
+  for (int p = 0; p < nranks; ++p) {
+    if (p != rank) toEach[static_cast<size_t>(p)] = packPreparedBlobs(transports, p);
+  }
+  HCL_TRY(oob.alltoall(toEach, prepared));
   ctx.prepared = &prepared;
   std::vector<std::unique_ptr<Connection>> connections(static_cast<size_t>(nranks));
   for (size_t k = 0; k < transports.size(); ++k) {

@@ -4,11 +4,11 @@
 
 namespace hcl {
 
-std::vector<uint8_t> packPreparedBlobs(const std::vector<std::unique_ptr<Transport>>& transports) {
+std::vector<uint8_t> packPreparedBlobs(const std::vector<std::unique_ptr<Transport>>& transports, int peer) {
   WireWriter w;
   bool any = false;
   for (const auto& t : transports) {
-    std::vector<uint8_t> blob = t->preparedBlob();
+    std::vector<uint8_t> blob = t->preparedFor(peer);
     if (blob.empty()) continue;
     w.put(static_cast<uint8_t>(t->kind()));
     w.putBytes(blob);

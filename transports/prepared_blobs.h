@@ -1,5 +1,5 @@
-// The blobs transports leave in prepare() for their peers' connect(), packed
-// into one contribution per rank for the barrier between the two phases.
+// The blobs transports leave in prepare() for each peer's connect(), packed
+// into one part per peer for the alltoall between the two phases.
 #pragma once
 
 #include <cstdint>
@@ -10,11 +10,11 @@
 
 namespace hcl {
 
-// This rank's contribution: each transport's non-empty preparedBlob(), with its kind.
-std::vector<uint8_t> packPreparedBlobs(const std::vector<std::unique_ptr<Transport>>& transports);
+// What this rank sends `peer`: each transport's non-empty preparedFor(peer), with its kind.
+std::vector<uint8_t> packPreparedBlobs(const std::vector<std::unique_ptr<Transport>>& transports, int peer);
 
-// What `kind` left on rank `rank` (from ctx.prepared); empty when nothing,
-// or when the contribution is malformed.
+// What `kind` on rank `rank` left for this rank (from ctx.prepared); empty
+// when nothing, or when the part is malformed.
 std::vector<uint8_t> preparedBlobOf(const TransportContext& ctx, int rank, TransportKind kind);
 
 }  // namespace hcl

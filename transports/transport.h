@@ -6,8 +6,8 @@
 // Setup runs in phases with an out-of-band barrier between them, so that one
 // side can create resources (a listener, a shared segment) before the other
 // opens them:
-//   listen(self)  -> publish PeerInfo -> prepare(peers) -> barrier (carrying
-//   preparedBlob()) -> connect(peers) -> barrier -> finish()
+//   listen(self)  -> publish PeerInfo -> prepare(peers) -> barrier (an
+//   alltoall carrying preparedFor(peer)) -> connect(peers) -> barrier -> finish()
 #pragma once
 
 #include <fmt/format.h>
@@ -119,8 +119,9 @@ struct TransportContext {
   int nranks = 0;
   const std::vector<PeerInfo>* peers = nullptr;  // filled after the PeerInfo exchange
   const std::vector<Link>* links = nullptr;  // links[peer], filled after selection
-  // prepared[r]: what rank r's transports gave from preparedBlob(), packed
-  // (transports/prepared_blobs.h); filled between prepare() and connect().
+  // prepared[r]: what rank r's transports left for this rank in
+  // preparedFor(), packed (transports/prepared_blobs.h); filled between
+  // prepare() and connect().
   const std::vector<std::vector<uint8_t>>* prepared = nullptr;
   uint8_t secret[16] = {};                        // shared by the communicator's members
   uint64_t commTag = 0;                           // distinguishes communicators of one secret
@@ -136,9 +137,10 @@ class Transport {
   virtual Status listen(const TransportContext& ctx, PeerInfo& self) = 0;
   // After PeerInfo exchange: create resources for links to `peers`.
   virtual Status prepare(const TransportContext& ctx, const std::vector<int>& peers) = 0;
-  // What prepare() left for the peers to read in connect() (say a listen
-  // handle per peer); the barrier between them carries it. Empty: nothing.
-  virtual std::vector<uint8_t> preparedBlob() const { return {}; }
+  // What prepare() left for `peer` to read in connect() (say the handle of
+  // a listener for it); the barrier between them carries it, to that peer
+  // only. Empty: nothing.
+  virtual std::vector<uint8_t> preparedFor(int /*peer*/) const { return {}; }
   // After a barrier: open the links. out[peer] receives each connection.
   virtual Status connect(const TransportContext& ctx, const std::vector<int>& peers,
                          std::vector<std::unique_ptr<Connection>>& out) = 0;

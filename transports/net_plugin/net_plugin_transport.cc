@@ -88,20 +88,22 @@ class NetPluginTransport final : public Transport {
                                      ctx.rank, plugin_->name(), device_.index, device_.properties.maxComms,
                                      peers.size()));
     }
-    WireWriter w;
-    w.put<uint32_t>(static_cast<uint32_t>(peers.size()));
     for (int peer : peers) {
       Listening& l = listening_[peer];
       HCL_TRY(plugin_->listen(device_.index, l.handle.data(), &l.comm));
-      w.put<int32_t>(peer);
-      w.put<uint64_t>(slotBytes_);
-      w.put(l.handle);
     }
-    blob_ = w.take();
     return {};
   }
 
-  std::vector<uint8_t> preparedBlob() const override { return blob_; }
+  // The peer's listener handle, and this end's piece size.
+  std::vector<uint8_t> preparedFor(int peer) const override {
+    const auto it = listening_.find(peer);
+    if (it == listening_.end()) return {};
+    WireWriter w;
+    w.put<uint64_t>(slotBytes_);
+    w.put(it->second.handle);
+    return w.take();
+  }
 
   Status connect(const TransportContext& ctx, const std::vector<int>& peers,
                  std::vector<std::unique_ptr<Connection>>& out) override {
@@ -150,10 +152,7 @@ class NetPluginTransport final : public Transport {
     return {};
   }
 
-  void finish() override {
-    closeLeftovers();
-    blob_.clear();
-  }
+  void finish() override { closeLeftovers(); }
 
  private:
   struct Device {
@@ -164,15 +163,8 @@ class NetPluginTransport final : public Transport {
   Status readHandle(const TransportContext& ctx, int peer, Opening& o) const {
     const std::vector<uint8_t> blob = preparedBlobOf(ctx, peer, TransportKind::NetPlugin);
     WireReader r(blob.data(), blob.size());
-    uint32_t count = 0;
-    r.get(count);
-    for (uint32_t i = 0; r.ok() && i < count; ++i) {
-      int32_t forRank = -1;
-      uint64_t slotBytes = 0;
-      Handle handle{};
-      if (!r.get(forRank) || !r.get(slotBytes) || !r.get(handle)) break;
-      if (forRank != ctx.rank) continue;
-      o.theirHandle = handle;
+    uint64_t slotBytes = 0;
+    if (r.get(slotBytes) && r.get(o.theirHandle) && r.atEnd() && slotBytes > sizeof(netplugin::PieceHeader)) {
       o.slotBytes = static_cast<size_t>(slotBytes);
       return {};
     }
@@ -211,7 +203,6 @@ class NetPluginTransport final : public Transport {
   size_t slotBytes_ = 0;
   std::map<int, Listening> listening_;
   std::map<int, Opening> opening_;
-  std::vector<uint8_t> blob_;
 };
 
 }  // namespace

@@ -157,9 +157,31 @@ void expectRounds(Oob& oob, int nranks, int rounds) {
   }
 }
 
+// What `from` sends `to` in an alltoall round: distinct for every pair and round.
+std::vector<uint8_t> partFor(int from, int to, int round) {
+  std::vector<uint8_t> part(static_cast<size_t>((from * 5 + to * 3 + round) % 11));
+  for (size_t i = 0; i < part.size(); ++i) part[i] = static_cast<uint8_t>(from * 64 + to * 8 + round + i);
+  return part;
+}
+
+void expectAlltoallRounds(Oob& oob, int nranks, int rounds) {
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<std::vector<uint8_t>> toEach(static_cast<size_t>(nranks)), fromEach;
+    for (int to = 0; to < nranks; ++to) toEach[static_cast<size_t>(to)] = partFor(oob.rank(), to, round);
+    const Status st = oob.alltoall(toEach, fromEach);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(fromEach.size(), static_cast<size_t>(nranks));
+    for (int from = 0; from < nranks; ++from) {
+      EXPECT_EQ(fromEach[static_cast<size_t>(from)], partFor(from, oob.rank(), round)) << "round " << round;
+    }
+  }
+}
+
 class BootstrapRanks : public ::testing::TestWithParam<int> {};
 
-TEST_P(BootstrapRanks, AllgatherRoundsAndBarriers) {
+// Allgather rounds and barriers, and alltoall rounds among them, where the
+// root routes each part to its rank alone.
+TEST_P(BootstrapRanks, RoundsOfBothKindsAndBarriers) {
   const int nranks = GetParam();
   const hclUniqueId id = freshId();
   runRanks(nranks, [&](int rank) {
@@ -168,7 +190,11 @@ TEST_P(BootstrapRanks, AllgatherRoundsAndBarriers) {
     ASSERT_TRUE(st.ok()) << st.message();
     EXPECT_EQ(oob->rank(), rank);
     EXPECT_EQ(oob->size(), nranks);
-    expectRounds(*oob, nranks, 6);
+    expectRounds(*oob, nranks, 3);
+    expectAlltoallRounds(*oob, nranks, 3);
+    expectRounds(*oob, nranks, 3);
+    std::vector<std::vector<uint8_t>> wrongCount(static_cast<size_t>(nranks) + 1), out;
+    EXPECT_EQ(oob->alltoall(wrongCount, out).code(), hclInternalError);
 
     // One round large enough to need many partial socket writes.
     std::vector<uint8_t> big(rank == 0 ? (3u << 20) : 1, static_cast<uint8_t>(rank + 1));
@@ -178,6 +204,55 @@ TEST_P(BootstrapRanks, AllgatherRoundsAndBarriers) {
     EXPECT_EQ(all[0].size(), 3u << 20);
     for (int r = 0; r < nranks; ++r) EXPECT_EQ(all[r].back(), static_cast<uint8_t>(r + 1));
   });
+}
+
+TEST(Bootstrap, RanksMixingAllgatherAndAlltoallInARoundFail) {
+  const hclUniqueId id = freshId();
+  runRanks(2, [&](int rank) {
+    std::unique_ptr<Oob> oob;
+    ASSERT_TRUE(connectBootstrap(id, 2, rank, kGenerousMs, nullptr, oob).ok());
+    std::vector<std::vector<uint8_t>> out;
+    const Status st = rank == 0 ? oob->allgather({1, 2}, out) : oob->alltoall({{1}, {2}}, out);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("disagree on the kind of bootstrap round"), std::string::npos) << st.message();
+  });
+}
+
+// An Oob with only an allgather gets alltoall from the base class, over
+// it. This one's allgather hands back what every rank contributes, known in
+// advance, and checks that the rank's own contribution is among it.
+class KnownOob final : public Oob {
+ public:
+  KnownOob(int rank, std::vector<std::vector<uint8_t>> round) : rank_(rank), round_(std::move(round)) {}
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(round_.size()); }
+  Status allgather(const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>& all) override {
+    if (mine != round_[static_cast<size_t>(rank_)]) return internalError("unexpected contribution");
+    all = round_;
+    return {};
+  }
+
+ private:
+  int rank_;
+  std::vector<std::vector<uint8_t>> round_;
+};
+
+TEST(Oob, AlltoallOverAllgatherByDefault) {
+  constexpr int kRanks = 3;
+  std::vector<std::vector<std::vector<uint8_t>>> toEach(kRanks, std::vector<std::vector<uint8_t>>(kRanks));
+  std::vector<std::vector<uint8_t>> round(kRanks);
+  for (int from = 0; from < kRanks; ++from) {
+    for (int to = 0; to < kRanks; ++to) toEach[from][to] = partFor(from, to, 0);
+    round[from] = bootwire::encodeGather(toEach[from]);
+  }
+  for (int rank = 0; rank < kRanks; ++rank) {
+    KnownOob oob(rank, round);
+    std::vector<std::vector<uint8_t>> fromEach;
+    const Status st = oob.alltoall(toEach[rank], fromEach);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(fromEach.size(), static_cast<size_t>(kRanks));
+    for (int from = 0; from < kRanks; ++from) EXPECT_EQ(fromEach[from], partFor(from, rank, 0));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, BootstrapRanks, ::testing::Values(1, 2, 3, 5));

@@ -136,7 +136,7 @@ class BlobTransport final : public Transport {
   TransportKind kind() const override { return kind_; }
   Status listen(const TransportContext&, PeerInfo&) override { return {}; }
   Status prepare(const TransportContext&, const std::vector<int>&) override { return {}; }
-  std::vector<uint8_t> preparedBlob() const override { return blob_; }
+  std::vector<uint8_t> preparedFor(int peer) const override { return peer == 1 ? blob_ : std::vector<uint8_t>{}; }
   Status connect(const TransportContext&, const std::vector<int>&,
                  std::vector<std::unique_ptr<Connection>>&) override {
     return {};
@@ -155,7 +155,8 @@ TEST(PreparedBlobs, EachKindReadsItsOwn) {
   mine.push_back(std::make_unique<BlobTransport>(TransportKind::NetPlugin, std::vector<uint8_t>{3, 4, 5}));
   std::vector<std::unique_ptr<Transport>> none;
   none.push_back(std::make_unique<BlobTransport>(TransportKind::Tcp, std::vector<uint8_t>{}));
-  const std::vector<std::vector<uint8_t>> all = {packPreparedBlobs(mine), packPreparedBlobs(none), {9, 9}};
+  EXPECT_TRUE(packPreparedBlobs(mine, 2).empty()) << "nothing for rank 2";
+  const std::vector<std::vector<uint8_t>> all = {packPreparedBlobs(mine, 1), packPreparedBlobs(none, 1), {9, 9}};
   EXPECT_TRUE(all[1].empty()) << "nothing to carry adds nothing to the barrier";
   TransportContext ctx;
   ctx.prepared = &all;
