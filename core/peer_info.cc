@@ -62,6 +62,7 @@ std::vector<uint8_t> PeerInfo::serialize() const {
     w.putBytes(e.address);
   }
   w.putString(netPlugin);
+  w.put(netPluginSpeedMbps);
   w.putString(rescueIp);
   w.put(rescuePort);
   w.put<uint32_t>(static_cast<uint32_t>(cpuMask.size()));
@@ -121,6 +122,7 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
     e.nic = nic;
   }
   r.getString(out.netPlugin);
+  r.get(out.netPluginSpeedMbps);
   r.getString(out.rescueIp);
   r.get(out.rescuePort);
   uint32_t maskWords = 0;

@@ -165,7 +165,12 @@ Link selectLink(const PeerInfo& a, const PeerInfo& b) {
   // internal networks.
   if (!connector.netPlugin.empty() && connector.netPlugin == acceptor.netPlugin) {
     link.kind = TransportKind::NetPlugin;
-    link.reason += fmt::format("; NCCL net plugin '{}'", connector.netPlugin);
+    // Priced at the plugin's devices' speed where both know it (an IB or
+    // EFA device, not the IP interface the fabric label came from).
+    if (connector.netPluginSpeedMbps > 0 && acceptor.netPluginSpeedMbps > 0) {
+      link.speedMbps = std::min(connector.netPluginSpeedMbps, acceptor.netPluginSpeedMbps);
+    }
+    link.reason += fmt::format("; NCCL net plugin '{}' ({})", connector.netPlugin, describeSpeed(link.speedMbps));
     return link;
   }
   if (chooseOfiEndpoints(connector, acceptor, sameHost, sameProcess, link)) {

@@ -66,6 +66,11 @@ class NetPluginTransport final : public Transport {
                          fmt::format("net plugin '{}' has {} devices, none taking host memory", plugin_->name(), count));
     }
     self.netPlugin = plugin_->name();
+    for (const Device& d : devices_) {
+      if (d.properties.speedMbps <= 0) continue;
+      const auto mbps = static_cast<uint32_t>(d.properties.speedMbps);
+      self.netPluginSpeedMbps = self.netPluginSpeedMbps == 0 ? mbps : std::min(self.netPluginSpeedMbps, mbps);
+    }
     log::info(kNet, "rank {}: NCCL net plugin '{}' (interface v{}, {}), devices: {}", ctx.rank, plugin_->name(),
               plugin_->version(), plugin_->library(), fmt::join(names, ", "));
     return {};

@@ -109,6 +109,18 @@ TEST(NetPluginLinks, BothWithOnePluginGoOverIt) {
   EXPECT_NE(l.reason.find("NCCL net plugin 'hcltest'"), std::string::npos) << l.reason;
 }
 
+TEST(NetPluginLinks, PricedAtThePluginsSpeedWhereBothKnowIt) {
+  PeerInfo a = peer(0, "a", "hcltest"), b = peer(1, "b", "hcltest");
+  a.addresses[0].speedMbps = b.addresses[0].speedMbps = 10000;
+  EXPECT_EQ(selectLink(a, b).speedMbps, 10000u) << "no plugin speed: the NIC's";
+  a.netPluginSpeedMbps = 400000;
+  EXPECT_EQ(selectLink(a, b).speedMbps, 10000u) << "one end's speed alone is not enough";
+  b.netPluginSpeedMbps = 200000;
+  const Link l = selectLink(a, b);
+  EXPECT_EQ(l.speedMbps, 200000u);
+  EXPECT_NE(l.reason.find("200 Gbit/s"), std::string::npos) << l.reason;
+}
+
 TEST(NetPluginLinks, OtherOrMissingPluginStaysOnTcp) {
   EXPECT_EQ(selectLink(peer(0, "a", "hcltest"), peer(1, "b", "other")).kind, TransportKind::Tcp);
   EXPECT_EQ(selectLink(peer(0, "a", "hcltest"), peer(1, "b", "")).kind, TransportKind::Tcp);
@@ -123,11 +135,13 @@ TEST(NetPluginLinks, SharedMemoryStillWinsWithinAHost) {
 }
 
 TEST(NetPluginLinks, PeerInfoCarriesThePluginName) {
-  const PeerInfo p = peer(3, "h", "AWS Libfabric");
+  PeerInfo p = peer(3, "h", "AWS Libfabric");
+  p.netPluginSpeedMbps = 100000;
   const std::vector<uint8_t> blob = p.serialize();
   PeerInfo back;
   ASSERT_TRUE(PeerInfo::deserialize(blob.data(), blob.size(), back));
   EXPECT_EQ(back.netPlugin, "AWS Libfabric");
+  EXPECT_EQ(back.netPluginSpeedMbps, 100000u);
 }
 
 class BlobTransport final : public Transport {
