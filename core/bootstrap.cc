@@ -93,7 +93,11 @@ class BootstrapClient final : public Oob {
 
   Status allgather(const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>& all) override {
     if (!broken_.ok()) return broken_;
-    Status st = round(bootwire::Kind::Blob, mine, all);
+    Frame frame;
+    Status st = round(bootwire::Kind::Blob, mine, frame);
+    if (st.ok() && (!bootwire::decodeGather(frame.payload, all) || all.size() != static_cast<size_t>(nranks_))) {
+      st = internalError(fmt::format("bootstrap root {} sent a malformed round result", rootText_));
+    }
     if (!st.ok()) broken_ = st.withContext(fmt::format("bootstrap allgather (rank {} of {})", rank_, nranks_));
     return st.ok() ? st : broken_;
   }
@@ -104,7 +108,11 @@ class BootstrapClient final : public Oob {
     if (toEach.size() != static_cast<size_t>(nranks_)) {
       return internalError(fmt::format("bootstrap alltoall: {} parts for {} ranks", toEach.size(), nranks_));
     }
-    Status st = round(bootwire::Kind::Route, bootwire::encodeGather(toEach), fromEach);
+    Frame frame;
+    Status st = round(bootwire::Kind::Route, bootwire::encodeParts(toEach), frame);
+    if (st.ok() && !bootwire::decodeParts(frame.payload, toEach.size(), fromEach)) {
+      st = internalError(fmt::format("bootstrap root {} sent a malformed alltoall result", rootText_));
+    }
     if (!st.ok()) broken_ = st.withContext(fmt::format("bootstrap alltoall (rank {} of {})", rank_, nranks_));
     return st.ok() ? st : broken_;
   }
@@ -151,17 +159,16 @@ class BootstrapClient final : public Oob {
     return remote;
   }
 
-  Status round(bootwire::Kind kind, const std::vector<uint8_t>& mine, std::vector<std::vector<uint8_t>>& all) {
+  // Sends this rank's contribution and reads the round's result frame.
+  Status round(bootwire::Kind kind, const std::vector<uint8_t>& mine, Frame& frame) {
     const WaitBudget budget = makeBudget();
     std::vector<uint8_t> out;
     out.reserve(bootwire::kFrameHeaderBytes + mine.size());
     bootwire::appendFrame(out, kind, mine);
     HCL_TRY(sendAll(socket_, out, budget, "sending this rank's contribution"));
-    Frame frame;
     HCL_TRY(readFrame(budget, "waiting for the other ranks' contributions", frame));
-    if (frame.kind != bootwire::Kind::Gather) return remoteErrorFrom(frame);
-    if (!bootwire::decodeGather(frame.payload, all) || all.size() != static_cast<size_t>(nranks_))
-      return internalError(fmt::format("bootstrap root {} sent a malformed round result", rootText_));
+    const auto result = kind == bootwire::Kind::Route ? bootwire::Kind::Parts : bootwire::Kind::Gather;
+    if (frame.kind != result) return remoteErrorFrom(frame);
     return Status::success();
   }
 
@@ -254,14 +261,16 @@ Status Oob::alltoall(const std::vector<std::vector<uint8_t>>& toEach, std::vecto
     return internalError(fmt::format("alltoall: {} parts for {} ranks", toEach.size(), size()));
   }
   std::vector<std::vector<uint8_t>> all;
-  HCL_TRY(allgather(bootwire::encodeGather(toEach), all));
+  HCL_TRY(allgather(bootwire::encodeParts(toEach), all));
   fromEach.assign(all.size(), {});
+  std::vector<bootwire::PartView> parts;
   for (size_t r = 0; r < all.size(); ++r) {
-    std::vector<std::vector<uint8_t>> parts;
-    if (!bootwire::decodeGather(all[r], parts) || parts.size() != toEach.size()) {
+    if (!bootwire::decodeParts(all[r], toEach.size(), parts)) {
       return internalError(fmt::format("alltoall: malformed parts from rank {}", r));
     }
-    fromEach[r] = std::move(parts[static_cast<size_t>(rank())]);
+    for (const bootwire::PartView& p : parts) {
+      if (p.rank == static_cast<uint32_t>(rank())) fromEach[r].assign(p.bytes.begin(), p.bytes.end());
+    }
   }
   return {};
 }

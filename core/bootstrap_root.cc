@@ -522,25 +522,38 @@ void RootServer::handleBlob(Conn& c, std::vector<uint8_t> blob, bool routed) {
   for (Conn* rc : rankConn_) send(*rc, shared);
 }
 
-// Each rank gets, from every rank, the part addressed to it.
+// Each rank gets, from every rank, the part addressed to it; only the
+// parts there are, so a round of few parts costs the root little.
 void RootServer::routeRound() {
-  std::vector<std::vector<std::vector<uint8_t>>> parts(static_cast<size_t>(nranks_));
+  const auto n = static_cast<size_t>(nranks_);
+  std::vector<std::vector<std::pair<uint32_t, std::span<const uint8_t>>>> toRank(n);
+  std::vector<bootwire::PartView> parts;
   for (Conn* rc : rankConn_) {
-    auto& mine = parts[static_cast<size_t>(rc->rank)];
-    if (!bootwire::decodeGather(*rc->blob, mine) || mine.size() != static_cast<size_t>(nranks_)) {
+    if (!bootwire::decodeParts(*rc->blob, n, parts)) {
       failAll(fmt::format("rank {} sent a malformed alltoall contribution", rc->rank));
       return;
     }
+    for (const bootwire::PartView& p : parts) toRank[p.rank].emplace_back(static_cast<uint32_t>(rc->rank), p.bytes);
   }
-  std::vector<std::vector<uint8_t>> forRank(static_cast<size_t>(nranks_));
+  for (Conn* rc : rankConn_) {
+    const auto& mine = toRank[static_cast<size_t>(rc->rank)];  // by source, rising: ranks contribute in order
+    size_t payloadBytes = 4;
+    for (const auto& [from, bytes] : mine) payloadBytes += 12 + bytes.size();
+    auto frame = std::make_shared<std::vector<uint8_t>>();
+    frame->reserve(bootwire::kFrameHeaderBytes + payloadBytes);
+    bootwire::putU32(*frame, static_cast<uint32_t>(Kind::Parts));
+    bootwire::putU64(*frame, payloadBytes);
+    bootwire::putU32(*frame, static_cast<uint32_t>(mine.size()));
+    for (const auto& [from, bytes] : mine) {
+      bootwire::putU32(*frame, from);
+      bootwire::putU64(*frame, bytes.size());
+      frame->insert(frame->end(), bytes.begin(), bytes.end());
+    }
+    send(*rc, Buffer(std::move(frame)));
+  }
   for (Conn* rc : rankConn_) {
     rc->blob.reset();
     rc->routed = false;
-    const auto to = static_cast<size_t>(rc->rank);
-    for (size_t from = 0; from < forRank.size(); ++from) forRank[from] = std::move(parts[from][to]);
-    auto frame = std::make_shared<std::vector<uint8_t>>();
-    bootwire::appendFrame(*frame, Kind::Gather, bootwire::encodeGather(forRank));
-    send(*rc, Buffer(std::move(frame)));
   }
 }
 
@@ -736,8 +749,11 @@ class RootRegistry {
     return false;
   }
 
+  // A forked child may inherit the mutex held by a parent thread: it then
+  // counts as running, and the caller's wait runs out instead of hanging.
   bool anyRunning() {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_, std::try_to_lock);
+    if (!lock) return true;
     return std::any_of(roots_.begin(), roots_.end(),
                        [](const auto& r) { return r->runsInThisProcess() && !r->finished(); });
   }

@@ -69,19 +69,6 @@ bool decodeError(std::span<const uint8_t> payload, ErrorKind& kind, std::string&
   return true;
 }
 
-std::vector<uint8_t> encodeGather(const std::vector<std::vector<uint8_t>>& all) {
-  size_t bytes = 4;
-  for (const auto& part : all) bytes += 8 + part.size();
-  std::vector<uint8_t> out;
-  out.reserve(bytes);
-  putU32(out, static_cast<uint32_t>(all.size()));
-  for (const auto& part : all) {
-    putU64(out, part.size());
-    out.insert(out.end(), part.begin(), part.end());
-  }
-  return out;
-}
-
 bool decodeGather(std::span<const uint8_t> payload, std::vector<std::vector<uint8_t>>& all) {
   if (payload.size() < 4) return false;
   const uint32_t count = getU32(payload.data());
@@ -98,6 +85,52 @@ bool decodeGather(std::span<const uint8_t> payload, std::vector<std::vector<uint
     pos += len;
   }
   return pos == payload.size();
+}
+
+std::vector<uint8_t> encodeParts(const std::vector<std::vector<uint8_t>>& byRank) {
+  size_t bytes = 4;
+  uint32_t count = 0;
+  for (const auto& part : byRank) {
+    if (part.empty()) continue;
+    bytes += 12 + part.size();
+    ++count;
+  }
+  std::vector<uint8_t> out;
+  out.reserve(bytes);
+  putU32(out, count);
+  for (size_t r = 0; r < byRank.size(); ++r) {
+    if (byRank[r].empty()) continue;
+    putU32(out, static_cast<uint32_t>(r));
+    putU64(out, byRank[r].size());
+    out.insert(out.end(), byRank[r].begin(), byRank[r].end());
+  }
+  return out;
+}
+
+bool decodeParts(std::span<const uint8_t> payload, size_t nranks, std::vector<PartView>& parts) {
+  parts.clear();
+  if (payload.size() < 4) return false;
+  const uint32_t count = getU32(payload.data());
+  if (count > nranks || count > (payload.size() - 4) / 12) return false;
+  size_t pos = 4;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (payload.size() - pos < 12) return false;
+    const uint32_t rank = getU32(payload.data() + pos);
+    const uint64_t len = getU64(payload.data() + pos + 4);
+    pos += 12;
+    if (rank >= nranks || (!parts.empty() && rank <= parts.back().rank) || payload.size() - pos < len) return false;
+    parts.push_back({rank, payload.subspan(pos, static_cast<size_t>(len))});
+    pos += static_cast<size_t>(len);
+  }
+  return pos == payload.size();
+}
+
+bool decodeParts(std::span<const uint8_t> payload, size_t nranks, std::vector<std::vector<uint8_t>>& byRank) {
+  std::vector<PartView> parts;
+  if (!decodeParts(payload, nranks, parts)) return false;
+  byRank.assign(nranks, {});
+  for (const PartView& p : parts) byRank[p.rank].assign(p.bytes.begin(), p.bytes.end());
+  return true;
 }
 
 }  // namespace hcl::bootwire

@@ -29,10 +29,11 @@ inline constexpr int kMaxRanks = 1 << 20;
 enum class Kind : uint32_t {
   Blob = 1,    // rank -> root: this round's contribution
   Bye = 2,     // rank -> root: leaving normally
-  Route = 3,   // rank -> root: this round's contribution for each rank, as a Gather payload by destination
+  Route = 3,   // rank -> root: this round's parts for other ranks (encodeParts, by destination)
   JoinOk = 10, // root -> rank: every rank joined; payload u32 nranks
-  Gather = 11, // root -> rank: u32 count, then per rank {u64 length, bytes} (after a Route round: what each sent it)
+  Gather = 11, // root -> rank: u32 count, then per rank {u64 length, bytes}
   Error = 12,  // root -> rank: u32 ErrorKind, then text
+  Parts = 13,  // root -> rank: what the others sent it in a Route round (encodeParts, by source)
 };
 
 enum class ErrorKind : uint32_t {
@@ -45,7 +46,8 @@ enum class ErrorKind : uint32_t {
 // can be large, the root's other messages are small.
 constexpr uint64_t maxFrameBytesFromRoot(Kind kind) {
   switch (kind) {
-    case Kind::Gather: return kMaxFrameBytes;
+    case Kind::Gather:
+    case Kind::Parts: return kMaxFrameBytes;
     case Kind::JoinOk: return 4;
     case Kind::Error: return 64 * 1024;
     default: return 0;
@@ -78,7 +80,17 @@ FrameHeader decodeFrameHeader(std::span<const uint8_t, kFrameHeaderBytes> bytes)
 std::vector<uint8_t> encodeError(ErrorKind kind, std::string_view text);
 bool decodeError(std::span<const uint8_t> payload, ErrorKind& kind, std::string& text);
 
-std::vector<uint8_t> encodeGather(const std::vector<std::vector<uint8_t>>& all);
 bool decodeGather(std::span<const uint8_t> payload, std::vector<std::vector<uint8_t>>& all);
+
+// Parts addressed by rank, only the non-empty ones: u32 count, then per part
+// {u32 rank, u64 length, bytes}, ranks rising.
+std::vector<uint8_t> encodeParts(const std::vector<std::vector<uint8_t>>& byRank);
+struct PartView {
+  uint32_t rank;
+  std::span<const uint8_t> bytes;
+};
+// False when malformed: a rank not below nranks, ranks not rising, or lengths past the end.
+bool decodeParts(std::span<const uint8_t> payload, size_t nranks, std::vector<PartView>& parts);
+bool decodeParts(std::span<const uint8_t> payload, size_t nranks, std::vector<std::vector<uint8_t>>& byRank);
 
 }  // namespace hcl::bootwire

@@ -170,6 +170,9 @@ Link selectLink(const PeerInfo& a, const PeerInfo& b) {
     if (connector.netPluginSpeedMbps > 0 && acceptor.netPluginSpeedMbps > 0) {
       link.speedMbps = std::min(connector.netPluginSpeedMbps, acceptor.netPluginSpeedMbps);
     }
+    // A class of its own: the cost model keeps one cost per class, and TCP
+    // pairs on the same fabric are priced differently.
+    link.linkClass += "+plugin:" + connector.netPlugin;
     link.reason += fmt::format("; NCCL net plugin '{}' ({})", connector.netPlugin, describeSpeed(link.speedMbps));
     return link;
   }

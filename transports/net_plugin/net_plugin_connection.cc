@@ -55,13 +55,16 @@ Status NetPluginConnection::post(Transfer& transfer) {
 // A direction the plugin failed is an error only for work it leaves undone:
 // a peer whose last call returned may close before this rank has taken what
 // it sent, or has even posted the receive for it.
+// *madeProgress is only ever raised: the caller shares it among its links.
 Status NetPluginConnection::progress(bool* madeProgress) {
   std::lock_guard lock(mutex_);
-  *madeProgress = false;
   if (closed_) return failed_.ok() ? systemError(description_ + ": connection closed") : failed_;
   if (!failed_.ok()) return failed_;
-  if (send_.failure.ok()) progressSends(madeProgress);
-  if (Status s = progressReceives(madeProgress); !s.ok()) return fail(std::move(s));
+  bool moved = false;
+  if (send_.failure.ok()) progressSends(&moved);
+  Status received = progressReceives(&moved);
+  if (moved && madeProgress) *madeProgress = true;
+  if (!received.ok()) return fail(std::move(received));
   if (!send_.failure.ok() && (!toCut_.empty() || !awaiting_.empty())) return fail(send_.failure);
   if (!recv_.failure.ok() && !receives_.empty()) return fail(recv_.failure);
   return {};
@@ -126,10 +129,8 @@ void NetPluginConnection::progressSends(bool* moved) {
 // whole pieces to the receives; once the receive comm failed, only the last.
 Status NetPluginConnection::progressReceives(bool* moved) {
   for (;;) {
-    if (recv_.failure.ok()) {
-      postReceives();
-      takeReceiveCompletions(moved);
-    }
+    if (recv_.failure.ok()) postReceives();
+    if (recv_.failure.ok()) takeReceiveCompletions(moved);
     bool delivered = false;
     while (!receives_.empty()) {
       Slot& s = recv_.at(nextDeliver_);
@@ -230,13 +231,39 @@ void NetPluginConnection::abort() {
   release();  // the peer's plugin sees the comms close
 }
 
+namespace {
+
+// Buffers a plugin may still write into: a comm closed (or refused to
+// close) with requests posted, after an abort or a failure. Kept for the
+// process's lifetime, as the plugins themselves are.
+void keepForever(std::vector<uint8_t> buffer) {
+  static std::mutex mutex;
+  static auto& kept = *std::make_unique<std::vector<std::vector<uint8_t>>>().release();
+  std::lock_guard lock(mutex);
+  kept.push_back(std::move(buffer));
+}
+
+}  // namespace
+
 // Errors on the way down are not reported: the link is being dropped.
 void NetPluginConnection::release() {
   for (auto [d, comm] : {std::pair{&send_, &sendComm_}, std::pair{&recv_, &recvComm_}}) {
     if (!*comm) continue;
-    if (d->mhandle) (void)plugin_.deregister(*comm, d->mhandle);
+    const bool inFlight = std::any_of(std::begin(d->slots), std::end(d->slots),
+                                      [](const Slot& s) { return s.state == Slot::State::Posted; });
+    // With a request posted the registration stays (some plugins refuse to
+    // drop it then) and so does the memory behind it.
+    if (inFlight) {
+      keepForever(std::move(d->buffer));
+    } else if (d->mhandle) {
+      (void)plugin_.deregister(*comm, d->mhandle);
+    }
     d->mhandle = nullptr;
-    for (Slot& s : d->slots) s.request = nullptr;
+    for (Slot& s : d->slots) {
+      s.request = nullptr;
+      s.bytes = nullptr;
+      s.state = Slot::State::Free;
+    }
   }
   if (sendComm_) (void)plugin_.closeSend(sendComm_);
   if (recvComm_) (void)plugin_.closeRecv(recvComm_);

@@ -88,6 +88,12 @@ class NetPluginTransport final : public Transport {
     // four each way) and the plugin's largest message.
     slotBytes_ = std::min<size_t>(std::clamp<uint64_t>(me.chunkBytes, 4096, kMaxPieceBytes) + sizeof(netplugin::PieceHeader),
                                   device_.properties.maxMessageBytes);
+    if (slotBytes_ <= sizeof(netplugin::PieceHeader)) {
+      return systemError(fmt::format("rank {}: net plugin '{}' device {} takes messages of {} bytes, too few for HCL's "
+                                     "{}-byte piece header",
+                                     ctx.rank, plugin_->name(), device_.index, device_.properties.maxMessageBytes,
+                                     sizeof(netplugin::PieceHeader)));
+    }
     if (device_.properties.maxComms > 0 && peers.size() * 3 > static_cast<size_t>(device_.properties.maxComms)) {
       return systemError(fmt::format("rank {}: net plugin '{}' device {} takes {} comms; links to {} peers need 3 each",
                                      ctx.rank, plugin_->name(), device_.index, device_.properties.maxComms,

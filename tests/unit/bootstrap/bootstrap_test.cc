@@ -243,7 +243,7 @@ TEST(Oob, AlltoallOverAllgatherByDefault) {
   std::vector<std::vector<uint8_t>> round(kRanks);
   for (int from = 0; from < kRanks; ++from) {
     for (int to = 0; to < kRanks; ++to) toEach[from][to] = partFor(from, to, 0);
-    round[from] = bootwire::encodeGather(toEach[from]);
+    round[from] = bootwire::encodeParts(toEach[from]);
   }
   for (int rank = 0; rank < kRanks; ++rank) {
     KnownOob oob(rank, round);
@@ -799,6 +799,25 @@ TEST(BootstrapWire, AnErrorTextIsCutToWhatRanksAccept) {
   std::string text;
   ASSERT_TRUE(bootwire::decodeError(payload, kind, text));
   EXPECT_EQ(text, std::string(payload.size() - 4, 'x'));
+}
+
+TEST(BootstrapWire, PartsKeepOnlyWhatThereIsAndRefuseWhatCannotBe) {
+  const std::vector<std::vector<uint8_t>> byRank = {{}, {7, 8}, {}, {9}};
+  const std::vector<uint8_t> wire = bootwire::encodeParts(byRank);
+  EXPECT_EQ(wire.size(), 4u + (12 + 2) + (12 + 1)) << "empty parts take no room";
+  std::vector<std::vector<uint8_t>> back;
+  ASSERT_TRUE(bootwire::decodeParts(wire, 4, back));
+  EXPECT_EQ(back, byRank);
+  EXPECT_FALSE(bootwire::decodeParts(wire, 3, back)) << "rank 3 of 3";
+  std::vector<uint8_t> cut(wire.begin(), wire.end() - 1);
+  EXPECT_FALSE(bootwire::decodeParts(cut, 4, back)) << "truncated";
+  std::vector<uint8_t> twice;
+  bootwire::putU32(twice, 2);
+  for (int i = 0; i < 2; ++i) {
+    bootwire::putU32(twice, 1);
+    bootwire::putU64(twice, 0);
+  }
+  EXPECT_FALSE(bootwire::decodeParts(twice, 4, back)) << "one rank twice";
 }
 
 TEST(BootstrapWire, ARoundResultCountingMoreEntriesThanItHoldsIsMalformed) {

@@ -117,6 +117,17 @@ TEST_P(NetPluginPair, MessagesArriveWholeAndInOrderBothWays) {
   unsetenv("HCL_TEST_NET_STRICT_CLOSE");
 }
 
+// The executor shares one flag among a run's links: an idle link must not
+// clear what a busy one raised.
+TEST_P(NetPluginPair, ProgressOnlyEverRaisesTheFlag) {
+  bool moved = true;
+  ASSERT_TRUE(end_[0]->progress(&moved).ok());
+  EXPECT_TRUE(moved);
+  moved = false;
+  ASSERT_TRUE(end_[0]->progress(&moved).ok());
+  EXPECT_FALSE(moved) << "an idle link moves nothing";
+}
+
 TEST_P(NetPluginPair, AnotherTagFailsNamingBoth) {
   auto sent = pattern(100, 1);
   std::vector<uint8_t> got(100);

@@ -105,7 +105,7 @@ PeerInfo peer(int rank, const std::string& host, const std::string& plugin) {
 TEST(NetPluginLinks, BothWithOnePluginGoOverIt) {
   const Link l = selectLink(peer(0, "a", "hcltest"), peer(1, "b", "hcltest"));
   EXPECT_EQ(l.kind, TransportKind::NetPlugin);
-  EXPECT_EQ(l.linkClass, "net:eth");
+  EXPECT_EQ(l.linkClass, "net:eth+plugin:hcltest") << "priced apart from TCP pairs on the fabric";
   EXPECT_NE(l.reason.find("NCCL net plugin 'hcltest'"), std::string::npos) << l.reason;
 }
 
