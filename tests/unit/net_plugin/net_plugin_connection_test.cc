@@ -35,8 +35,12 @@ class NetPluginPair : public ::testing::TestWithParam<const char*> {
     while (!(sendComm[0] && sendComm[1] && recvComm[0] && recvComm[1])) {
       ASSERT_LT(std::chrono::steady_clock::now(), end) << "connections not up after 10 s";
       for (size_t r = 0; r < 2; ++r) {
-        if (!sendComm[r]) ASSERT_TRUE(plugin_->connect(static_cast<int>(r), handle[1 - r].data(), &sendComm[r]).ok());
-        if (!recvComm[r]) ASSERT_TRUE(plugin_->accept(listenComm[r], &recvComm[r]).ok());
+        if (!sendComm[r]) {
+          ASSERT_TRUE(plugin_->connect(static_cast<int>(r), handle[1 - r].data(), &sendComm[r]).ok());
+        }
+        if (!recvComm[r]) {
+          ASSERT_TRUE(plugin_->accept(listenComm[r], &recvComm[r]).ok());
+        }
       }
     }
     void* again = nullptr;
