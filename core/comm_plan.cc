@@ -88,6 +88,11 @@ LinkCost defaultLinkCost(const Link& link) {
     case TransportKind::Tcp:
     case TransportKind::Ofi:
     case TransportKind::NetPlugin: break;
+    case TransportKind::Ib: {
+      // RDMA reaches about 95% of the line rate, without the host's TCP stack.
+      const double mbps = link.speedMbps ? link.speedMbps : 100000.0;
+      return {tcpLatencyUs(link.nicKind), mbps / 8 * 0.95};
+    }
   }
   // Priced alike for now: the NIC's speed sets both. TCP reaches about 90% of a NIC's line rate; an unknown NIC counts as 10 Gbit/s.
   const double mbps = link.speedMbps ? link.speedMbps : 10000.0;

@@ -4,7 +4,7 @@ namespace hcl {
 
 std::vector<std::string> hclBuildFeatures() {
   return {
-      "transports: local, shm, tcp, ofi (libfabric), net-plugin (NCCL net plugins)",
+      "transports: local, shm, tcp, ofi (libfabric), net-plugin (NCCL net plugins), ib (verbs: InfiniBand, RoCE)",
       "devices: cpu",
   };
 }

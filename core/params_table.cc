@@ -95,6 +95,27 @@ constexpr std::array kParams = {
               "The libfabric provider to use, by its exact name (e.g. 'tcp;ofi_rxm', 'shm', 'efa'); naming "
               "one turns HCL_OFI auto into on",
               nullptr},
+    ParamSpec{"HCL_IB", String, "auto",
+              "HCL's own verbs transport (InfiniBand, RoCE) for links between hosts (and within one under "
+              "HCL_SHM_DISABLE): auto (where the host has an active RDMA port), on (an error if none), off",
+              nullptr},
+    ParamSpec{"HCL_IB_DISABLE", Bool, "0", "1 turns HCL's verbs transport off (as HCL_IB=off)", "NCCL_IB_DISABLE"},
+    ParamSpec{"HCL_IB_HCA", String, "",
+              "Verbs ports to use: a comma list of device[:port], prefixes unless the list starts with '=', "
+              "left out when it starts with '^' (NCCL's syntax)",
+              "NCCL_IB_HCA"},
+    ParamSpec{"HCL_IB_GID_INDEX", Int, "-1",
+              "GID index for verbs links: -1 picks the first RoCE v2 GID with an IPv4 address on RoCE ports "
+              "and 0 on InfiniBand",
+              "NCCL_IB_GID_INDEX", -1, 255},
+    ParamSpec{"HCL_IB_TIMEOUT", Int, "20", "Verbs ack timeout, 4.096 us * 2^value per try", "NCCL_IB_TIMEOUT", 1, 31},
+    ParamSpec{"HCL_IB_RETRY_CNT", Int, "7", "Verbs retries before a send fails", "NCCL_IB_RETRY_CNT", 0, 7},
+    ParamSpec{"HCL_IB_SL", Int, "0", "InfiniBand service level of verbs links", "NCCL_IB_SL", 0, 15},
+    ParamSpec{"HCL_IB_TC", Int, "0", "Traffic class of verbs links (RoCE)", "NCCL_IB_TC", 0, 255},
+    ParamSpec{"HCL_IBVERBS_LIBRARY", String, "",
+              "The verbs library to open instead of libibverbs.so.1 (tests use a fake one); naming one turns "
+              "HCL_IB auto into on",
+              nullptr},
     ParamSpec{"HCL_NET_PLUGIN", String, "",
               "NCCL net plugin for links between hosts (and within one under HCL_SHM_DISABLE): a name "
               "(libnccl-net-<name>.so), a library path, or none; unset tries libnccl-net.so. A plugin named "

@@ -63,6 +63,9 @@ std::vector<uint8_t> PeerInfo::serialize() const {
   }
   w.putString(netPlugin);
   w.put(netPluginSpeedMbps);
+  w.put<uint32_t>(static_cast<uint32_t>(ibFabrics.size()));
+  for (const std::string& f : ibFabrics) w.putString(f);
+  w.put(ibSpeedMbps);
   w.putString(rescueIp);
   w.put(rescuePort);
   w.put<uint32_t>(static_cast<uint32_t>(cpuMask.size()));
@@ -123,6 +126,12 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
   }
   r.getString(out.netPlugin);
   r.get(out.netPluginSpeedMbps);
+  uint32_t fabrics = 0;
+  r.get(fabrics);
+  if (!r.ok() || fabrics > 64) return false;
+  out.ibFabrics.resize(fabrics);
+  for (std::string& f : out.ibFabrics) r.getString(f);
+  r.get(out.ibSpeedMbps);
   r.getString(out.rescueIp);
   r.get(out.rescuePort);
   uint32_t maskWords = 0;

@@ -53,6 +53,10 @@ struct PeerInfo {
   // The name of the NCCL net plugin it loaded (HCL_NET_PLUGIN); empty: none.
   std::string netPlugin;
   uint32_t netPluginSpeedMbps = 0;  // its slowest device taking host memory; 0: unknown
+  // The fabrics of the verbs ports it opened (HCL_IB): "ib:<subnet prefix>"
+  // or "roce", sorted; empty: none.
+  std::vector<std::string> ibFabrics;
+  uint32_t ibSpeedMbps = 0;  // its slowest such port; 0: unknown
   // A port this rank holds for a bootstrap root of its own, used when the
   // communicator fails and the survivors shrink it without its links (0: none).
   std::string rescueIp;

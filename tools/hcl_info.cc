@@ -13,6 +13,7 @@
 #include "collectives/reduce/narrow_simd.h"
 #include "core/cpu_family.h"
 #include "core/features.h"
+#include "transports/ib/ib_transport.h"
 #include "transports/net_plugin/net_plugin_transport.h"
 #include "transports/ofi/ofi_transport.h"
 #include "core/params.h"
@@ -78,6 +79,7 @@ void printInfo() {
   for (const std::string& feature : hcl::hclBuildFeatures()) fmt::print("  {}\n", feature);
   fmt::print("  {}\n", hcl::describeOfiSupport());
   fmt::print("  {}\n", hcl::describeNetPluginSupport());
+  fmt::print("  {}\n", hcl::describeIbSupport());
   fmt::print("  cpu family: {} (sizes measured per family apply where ranks reach peers' buffers)\n",
              hcl::toString(hcl::hostCpuFamily()));
   fmt::print("  reduction kernels: {}\n", hcl::narrow_simd::levelName());

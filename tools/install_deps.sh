@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages HCL needs to build and test.
 set -euo pipefail
-packages=(build-essential cmake pkg-config libasio-dev libfabric-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev iproute2 libopenmpi-dev openmpi-bin python3-matplotlib hipcc libamdhip64-dev)
+packages=(build-essential cmake pkg-config libasio-dev libfabric-dev libibverbs-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev iproute2 libopenmpi-dev openmpi-bin python3-matplotlib hipcc libamdhip64-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -136,6 +136,14 @@ bool chooseOfiEndpoints(const PeerInfo& connector, const PeerInfo& acceptor, boo
   return false;
 }
 
+// The first fabric (in sorted order) where both ranks opened verbs ports.
+std::string sharedIbFabric(const PeerInfo& a, const PeerInfo& b) {
+  for (const std::string& f : a.ibFabrics) {
+    if (std::find(b.ibFabrics.begin(), b.ibFabrics.end(), f) != b.ibFabrics.end()) return f;
+  }
+  return {};
+}
+
 }  // namespace
 
 Link selectLink(const PeerInfo& a, const PeerInfo& b) {
@@ -174,6 +182,16 @@ Link selectLink(const PeerInfo& a, const PeerInfo& b) {
     // pairs on the same fabric are priced differently.
     link.linkClass += "+plugin:" + connector.netPlugin;
     link.reason += fmt::format("; NCCL net plugin '{}' ({})", connector.netPlugin, describeSpeed(link.speedMbps));
+    return link;
+  }
+  // HCL's own verbs where both opened ports on one fabric, before
+  // libfabric (whose verbs provider would reach the same ports).
+  if (const std::string fabric = sharedIbFabric(connector, acceptor); !fabric.empty()) {
+    link.kind = TransportKind::Ib;
+    link.nicKind = fabric == "roce" ? NicKind::Roce : NicKind::Ib;
+    link.speedMbps = pairSpeed(connector.ibSpeedMbps, acceptor.ibSpeedMbps);
+    link.linkClass = "verbs:" + fabric;
+    link.reason += fmt::format("; verbs on fabric '{}' ({})", fabric, describeSpeed(link.speedMbps));
     return link;
   }
   if (chooseOfiEndpoints(connector, acceptor, sameHost, sameProcess, link)) {

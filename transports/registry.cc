@@ -1,5 +1,6 @@
 // The one place that maps a transport kind to its implementation.
 // Adding a transport: a new folder plus one line here.
+#include "transports/ib/ib_transport.h"
 #include "transports/local/local_transport.h"
 #include "transports/net_plugin/net_plugin_transport.h"
 #include "transports/ofi/ofi_transport.h"
@@ -10,10 +11,11 @@
 namespace hcl {
 
 std::span<const TransportKind> allTransportKinds() {
-  // The net plugin after the TCP and libfabric transports, whose listen()
-  // fills the PeerInfo fields link selection weighs it against.
+  // Verbs and the net plugin after the TCP and libfabric transports, whose
+  // listen() fills the PeerInfo fields link selection weighs them against
+  // (and the addresses verbs' side connections use).
   static constexpr TransportKind kAll[] = {TransportKind::Local, TransportKind::Shm, TransportKind::Tcp,
-                                           TransportKind::Ofi, TransportKind::NetPlugin};
+                                           TransportKind::Ofi, TransportKind::NetPlugin, TransportKind::Ib};
   return kAll;
 }
 
@@ -24,6 +26,7 @@ const char* toString(TransportKind k) {
     case TransportKind::Tcp: return "tcp";
     case TransportKind::Ofi: return "ofi";
     case TransportKind::NetPlugin: return "net-plugin";
+    case TransportKind::Ib: return "ib";
   }
   return "unknown";
 }
@@ -35,6 +38,7 @@ std::unique_ptr<Transport> makeTransport(TransportKind kind) {
     case TransportKind::Tcp: return makeTcpTransport();
     case TransportKind::Ofi: return makeOfiTransport();
     case TransportKind::NetPlugin: return makeNetPluginTransport();
+    case TransportKind::Ib: return makeIbTransport();
   }
   return nullptr;
 }

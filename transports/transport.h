@@ -29,7 +29,7 @@ namespace hcl {
 
 struct Link;
 
-enum class TransportKind : uint8_t { Local = 0, Shm = 1, Tcp = 2, Ofi = 3, NetPlugin = 4 };
+enum class TransportKind : uint8_t { Local = 0, Shm = 1, Tcp = 2, Ofi = 3, NetPlugin = 4, Ib = 5 };
 const char* toString(TransportKind k);
 // Every kind, in the order transports are set up (transports/registry.cc).
 std::span<const TransportKind> allTransportKinds();

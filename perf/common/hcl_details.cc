@@ -39,7 +39,7 @@ std::vector<int> p2pPeers(const CollectiveTest& coll, int rank, int nranks) {
 }  // namespace
 
 const char* transportName(int kind) {
-  static const char* const names[kTransportKinds] = {"local", "shm", "tcp", "ofi", "net-plugin", "other"};
+  static const char* const names[kTransportKinds] = {"local", "shm", "tcp", "ofi", "net-plugin", "ib", "other"};
   return kind >= 0 && kind < kTransportKinds ? names[kind] : "other";
 }
 

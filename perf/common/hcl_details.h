@@ -17,7 +17,7 @@
 
 namespace hcl::perf {
 
-inline constexpr int kTransportKinds = 6;  // local, shm, tcp, ofi, net-plugin, other
+inline constexpr int kTransportKinds = 7;  // local, shm, tcp, ofi, net-plugin, ib, other
 const char* transportName(int kind);
 
 // kinds[peer] = transport kind of the link to peer; -1 for the rank itself.

@@ -28,6 +28,7 @@ struct Config {
   bool pinnedTwoPerCpu = false;  // ranks 0 and 3 on one CPU, 1 and 2 on another
   const char* ofiProvider = nullptr;  // every link over this libfabric provider
   const char* netPlugin = nullptr;    // every link over this test NCCL net plugin (tests/net_plugin)
+  bool verbs = false;                 // every link over HCL's verbs transport on the fake verbs library
 };
 
 // The first two CPUs this process may run on; fewer where it has fewer.
@@ -82,6 +83,14 @@ TEST_P(Collectives, EveryCollectiveEveryType) {
     env.push_back({"HCL_NET_PLUGIN", std::string(HCL_TEST_NET_PLUGIN_DIR) + "/" + c.netPlugin});
     env.push_back({"HCL_TEST_NET_STRICT_CLOSE", "1"});  // a link that finished leaves no request behind
   }
+  if (c.verbs) {
+#ifdef HCL_FAKE_VERBS_LIBRARY
+    env.push_back({"HCL_SHM_DISABLE", "1"});
+    env.push_back({"HCL_IBVERBS_LIBRARY", HCL_FAKE_VERBS_LIBRARY});
+#else
+    GTEST_SKIP() << "this build has no verbs transport (no infiniband/verbs.h at configure time)";
+#endif
+  }
   if (c.algo) env.push_back({"HCL_ALGO", c.algo});
   if (!c.mapPeers) env.push_back({"HCL_SHM_MAP", "0"});
   if (!c.staging) env.push_back({"HCL_WINDOW_STAGING", "0"});
@@ -117,9 +126,12 @@ INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
                                            Config{3, false, false, nullptr, true, true, false, nullptr,
                                                   "libnccl-net-hcltest.so"},
                                            Config{2, false, false, nullptr, true, true, false, nullptr,
-                                                  "libnccl-net-hcltest-v8.so"}),
+                                                  "libnccl-net-hcltest-v8.so"},
+                                           Config{3, false, false, nullptr, true, true, false, nullptr, nullptr,
+                                                  true}),
                          [](const auto& info) {
                            const Config& c = info.param;
+                           if (c.verbs) return std::to_string(c.nranks) + "ranks_ib";
                            if (c.netPlugin) {
                              return std::to_string(c.nranks) + "ranks_net_plugin" +
                                     (std::string(c.netPlugin).find("-v8") != std::string::npos ? "_v8" : "");

@@ -795,11 +795,15 @@ TEST(DeadPeer, SurvivorsShrinkTheCommunicatorWithoutIt) {
   EXPECT_FALSE(results[1].exited);
 }
 
-// Every link over shared memory, TCP, libfabric's tcp;ofi_rxm provider, or
-// the test NCCL net plugin (tests/net_plugin).
+// Every link over shared memory, TCP, libfabric's tcp;ofi_rxm provider, the
+// test NCCL net plugin (tests/net_plugin), or HCL's verbs transport on the
+// fake verbs library (tests/ib).
 class OverTransport : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
+#ifndef HCL_FAKE_VERBS_LIBRARY
+    if (std::string(GetParam()) == "ib") GTEST_SKIP() << "this build has no verbs transport (no infiniband/verbs.h)";
+#endif
     if (std::string(GetParam()) != "ofi") return;
     if (const std::string why = hcltest::ofiProviderMissing("tcp;ofi_rxm"); !why.empty()) GTEST_SKIP() << why;
   }
@@ -812,6 +816,9 @@ hcltest::EnvList transportEnv(const std::string& transport) {
   if (transport == "net_plugin") {
     env.push_back({"HCL_NET_PLUGIN", std::string(HCL_TEST_NET_PLUGIN_DIR) + "/libnccl-net-hcltest.so"});
   }
+#ifdef HCL_FAKE_VERBS_LIBRARY
+  if (transport == "ib") env.push_back({"HCL_IBVERBS_LIBRARY", HCL_FAKE_VERBS_LIBRARY});
+#endif
   return env;
 }
 
@@ -824,7 +831,8 @@ hcltest::EnvList transportEnv(const std::string& transport) {
 // the sum of both ranks' data, and the next one fails.
 TEST_P(OverTransport, LateRankFailsACallItsPeerAborted) {
   SKIP_UNDER_TSAN();
-  const bool mayComplete = std::string(GetParam()) == "ofi" || std::string(GetParam()) == "net_plugin";
+  const bool mayComplete =
+      std::string(GetParam()) == "ofi" || std::string(GetParam()) == "net_plugin" || std::string(GetParam()) == "ib";
   auto results = onRankProcesses(
       2, mayComplete ? "4000" : "20000",
       [&](int rank, hclComm_t comm) {
@@ -965,7 +973,7 @@ TEST_P(OverTransport, SurvivorsOfAKilledRankGetAnErrorNamingIt) {
   EXPECT_FALSE(results[2].exited);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, OverTransport, ::testing::Values("shm", "tcp", "ofi", "net_plugin"),
+INSTANTIATE_TEST_SUITE_P(Transports, OverTransport, ::testing::Values("shm", "tcp", "ofi", "net_plugin", "ib"),
                          [](const auto& info) { return std::string(info.param); });
 
 TEST(Bootstrap, StrangerWithWrongSecretChangesNothing) {

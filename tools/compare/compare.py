@@ -21,9 +21,9 @@ import builder  # noqa: E402
 import report  # noqa: E402
 import runners  # noqa: E402
 
-ALL_PEERS = ["hcl", "hcl-tcp", "hcl-ofi-tcp", "hcl-ofi-shm", "hcl-net-plugin", "ompi-vader", "ompi-tcp", "mpich", "gloo"]
+ALL_PEERS = ["hcl", "hcl-tcp", "hcl-ofi-tcp", "hcl-ofi-shm", "hcl-net-plugin", "hcl-ib-fake", "ompi-vader", "ompi-tcp", "mpich", "gloo"]
 # HCL over libfabric is asked for by name: it is HCL on another transport, not a peer.
-DEFAULT_PEERS = [p for p in ALL_PEERS if not p.startswith(("hcl-ofi", "hcl-net-plugin"))]
+DEFAULT_PEERS = [p for p in ALL_PEERS if not p.startswith(("hcl-ofi", "hcl-net-plugin", "hcl-ib-fake"))]
 ALL_COLLS = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"]
 PEER_PROGRAM = {"ompi-vader": "mpi_ompi", "ompi-tcp": "mpi_ompi", "mpich": "mpi_mpich", "gloo": "gloo_bench"}
 PEER_PACKAGES = {"ompi-vader": "ompi", "ompi-tcp": "ompi", "mpich": "mpich", "gloo": "gloo"}
@@ -51,7 +51,7 @@ def parse_args(argv):
     ap.add_argument("--runs", type=int, default=5, help="interleaved runs; figures are their medians (default 5)")
     ap.add_argument("--colls", default="allreduce", help=f"comma list of {','.join(ALL_COLLS)} (default allreduce)")
     ap.add_argument("--peers", default=",".join(DEFAULT_PEERS),
-                    help=f"comma list of {','.join(ALL_PEERS)} (default all but hcl-ofi-* and hcl-net-plugin)")
+                    help=f"comma list of {','.join(ALL_PEERS)} (default all but hcl-ofi-*, hcl-net-plugin and hcl-ib-fake)")
     ap.add_argument("--hcl-alloc", choices=["malloc", "memalloc"], default="malloc",
                     help="HCL buffers from malloc (default) or hclMemAlloc; memalloc uses hcl_bench")
     ap.add_argument("--hcl-runner", choices=["auto", "perf", "bench"], default="auto",

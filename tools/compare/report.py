@@ -7,7 +7,7 @@ import statistics
 import subprocess
 from datetime import datetime
 
-HCL_VARIANTS = ("hcl", "hcl-tcp", "hcl-ofi-tcp", "hcl-ofi-shm", "hcl-net-plugin")
+HCL_VARIANTS = ("hcl", "hcl-tcp", "hcl-ofi-tcp", "hcl-ofi-shm", "hcl-net-plugin", "hcl-ib-fake")
 # What each HCL variant is compared with: shared memory against everything
 # (and the bound), TCP against the TCP peers (and iperf3).
 RATIO_TARGETS = {
@@ -17,6 +17,7 @@ RATIO_TARGETS = {
     "hcl-ofi-tcp": ("hcl-tcp", "ompi-tcp"),
     "hcl-ofi-shm": ("hcl", "ompi-vader"),
     "hcl-net-plugin": ("hcl-tcp", "ompi-tcp"),
+    "hcl-ib-fake": ("hcl-tcp", "ompi-tcp"),
 }
 
 

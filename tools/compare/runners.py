@@ -207,8 +207,9 @@ def run_gloo(exe, plan):
         return _launch_sweep(cmds, plan, exe)
 
 
-# HCL over its own TCP, over libfabric's tcp;ofi_rxm or shm provider, or over
-# the test NCCL net plugin of the build (loopback TCP; {build} is the build folder).
+# HCL over its own TCP, over libfabric's tcp;ofi_rxm or shm provider, over
+# the test NCCL net plugin of the build (loopback TCP), or over verbs on the
+# fake verbs library ({build} is the build folder).
 HCL_VARIANT_ENV = {
     "hcl": {},
     "hcl-tcp": {"HCL_SHM_DISABLE": "1"},
@@ -216,6 +217,10 @@ HCL_VARIANT_ENV = {
     "hcl-ofi-shm": {"HCL_SHM_DISABLE": "1", "HCL_OFI_PROVIDER": "shm"},
     "hcl-net-plugin": {"HCL_SHM_DISABLE": "1",
                        "HCL_NET_PLUGIN": "{build}/tests/net_plugin/libnccl-net-hcltest.so"},
+    # HCL's verbs transport on the tests' fake verbs library (Unix sockets):
+    # what its setup and data path cost here, not an RDMA figure.
+    "hcl-ib-fake": {"HCL_SHM_DISABLE": "1",
+                    "HCL_IBVERBS_LIBRARY": "{build}/tests/ib/libhcl-fake-verbs.so"},
 }
 
 

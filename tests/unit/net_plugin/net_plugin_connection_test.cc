@@ -1,7 +1,8 @@
 // Two NetPluginConnections in one process over the test plugin (loopback
 // TCP, which refuses unregistered buffers, turns down every other send and
-// accepts once per listener): order, data, pieces, sizes, tags, and what a
-// peer that goes away leaves.
+// accepts once per listener) in each ABI version, and over HCL's own verbs
+// network on the fake verbs library (tests/ib): order, data, pieces, sizes,
+// tags, and what a peer that goes away leaves.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -9,9 +10,13 @@
 #include <cstdlib>
 #include <memory>
 #include <numeric>
+#include <ostream>
 #include <vector>
 
 #include "tests/unit/transfer_pump.h"
+#ifdef HCL_FAKE_VERBS_LIBRARY
+#include "transports/ib/ib_net.h"
+#endif
 #include "transports/net_plugin/net_plugin.h"
 #include "transports/net_plugin/net_plugin_abi.h"
 #include "transports/net_plugin/net_plugin_connection.h"
@@ -21,30 +26,61 @@ namespace {
 
 constexpr size_t kSlotBytes = 4096 + sizeof(PieceHeader);
 
-class NetPluginPair : public ::testing::TestWithParam<const char*> {
+struct Network {
+  const char* name;     // the test's name, and what failure texts name
+  const char* library;  // a test plugin, or the fake verbs library for "verbs"
+};
+
+bool isVerbs(const Network& n) { return std::string(n.name) == "verbs"; }
+void PrintTo(const Network& n, std::ostream* os) { *os << n.name; }
+
+class NetPluginPair : public ::testing::TestWithParam<Network> {
  protected:
   void SetUp() override {
     std::string why;
-    plugin_ = loadNetPlugin(std::string(HCL_TEST_NET_PLUGIN_DIR) + "/" + GetParam(), &why);
+    if (isVerbs(GetParam())) {
+#ifdef HCL_FAKE_VERBS_LIBRARY
+      ib::IbSettings settings;
+      settings.library = GetParam().library;
+      verbs_ = ib::IbNet::open(settings, &why);
+      plugin_ = verbs_.get();
+#endif
+    } else {
+      plugin_ = loadNetPlugin(std::string(HCL_TEST_NET_PLUGIN_DIR) + "/" + GetParam().library, &why);
+    }
     ASSERT_NE(plugin_, nullptr) << why;
+    int devices = 0;
+    ASSERT_TRUE(plugin_->devices(&devices).ok());
+    ASSERT_GT(devices, 0);
     // end[r] sends to 1-r over sendComm[r] and receives over recvComm[r].
     std::array<std::array<uint8_t, netabi::kHandleBytes>, 2> handle{};
     std::array<void*, 2> listenComm{}, sendComm{}, recvComm{};
-    for (int r = 0; r < 2; ++r) ASSERT_TRUE(plugin_->listen(r, handle[static_cast<size_t>(r)].data(), &listenComm[static_cast<size_t>(r)]).ok());
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_TRUE(plugin_->listen(r % devices, handle[static_cast<size_t>(r)].data(), &listenComm[static_cast<size_t>(r)]).ok());
+#ifdef HCL_FAKE_VERBS_LIBRARY
+      if (verbs_) {
+        ASSERT_TRUE(ib::setHandleAddress(handle[static_cast<size_t>(r)].data(), "127.0.0.1"));
+      }
+#endif
+    }
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!(sendComm[0] && sendComm[1] && recvComm[0] && recvComm[1])) {
       ASSERT_LT(std::chrono::steady_clock::now(), end) << "connections not up after 10 s";
       for (size_t r = 0; r < 2; ++r) {
         if (!sendComm[r]) {
-          ASSERT_TRUE(plugin_->connect(static_cast<int>(r), handle[1 - r].data(), &sendComm[r]).ok());
+          const Status s = plugin_->connect(static_cast<int>(r) % devices, handle[1 - r].data(), &sendComm[r]);
+          ASSERT_TRUE(s.ok()) << s.message();
         }
         if (!recvComm[r]) {
-          ASSERT_TRUE(plugin_->accept(listenComm[r], &recvComm[r]).ok());
+          const Status s = plugin_->accept(listenComm[r], &recvComm[r]);
+          ASSERT_TRUE(s.ok()) << s.message();
         }
       }
     }
-    void* again = nullptr;
-    EXPECT_FALSE(plugin_->accept(listenComm[0], &again).ok()) << "the test plugin accepts once per listener";
+    if (!isVerbs(GetParam())) {
+      void* again = nullptr;
+      EXPECT_FALSE(plugin_->accept(listenComm[0], &again).ok()) << "the test plugin accepts once per listener";
+    }
     for (size_t r = 0; r < 2; ++r) {
       ASSERT_TRUE(plugin_->closeListen(listenComm[r]).ok());
       end_[r] = std::make_unique<NetPluginConnection>(*plugin_, sendComm[r], recvComm[r], static_cast<int>(r),
@@ -84,8 +120,14 @@ class NetPluginPair : public ::testing::TestWithParam<const char*> {
     return v;
   }
 
+  std::unique_ptr<NetPlugin> verbs_;  // the verbs network is the test's own; plugins are the process's
   NetPlugin* plugin_ = nullptr;
   std::array<std::unique_ptr<NetPluginConnection>, 2> end_;
+
+  void TearDown() override {
+    end_[0].reset();
+    end_[1].reset();
+  }
 };
 
 TEST_P(NetPluginPair, MessagesArriveWholeAndInOrderBothWays) {
@@ -164,7 +206,7 @@ TEST_P(NetPluginPair, PeerGoneFailsAWaitingReceive) {
   end_[0].reset();  // closes rank 0's comms
   const Status s = pump({&recv});
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("hcltest"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(isVerbs(GetParam()) ? "verbs" : "hcltest"), std::string::npos) << s.message();
   EXPECT_TRUE(recv.failed());
   Transfer later;
   describe(later, true, got.data(), got.size(), 6);
@@ -241,14 +283,15 @@ TEST_P(NetPluginPair, AbortLeavesQueuedTransfersAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Abi, NetPluginPair,
-                         ::testing::Values("libnccl-net-hcltest.so", "libnccl-net-hcltest-v9.so",
-                                           "libnccl-net-hcltest-v8.so"),
-                         [](const auto& info) {
-                           const std::string f = info.param;
-                           return f.find("-v9") != std::string::npos   ? std::string("v9")
-                                  : f.find("-v8") != std::string::npos ? std::string("v8")
-                                                                       : std::string("v10");
-                         });
+                         ::testing::Values(Network{"v10", "libnccl-net-hcltest.so"},
+                                           Network{"v9", "libnccl-net-hcltest-v9.so"},
+                                           Network{"v8", "libnccl-net-hcltest-v8.so"}
+#ifdef HCL_FAKE_VERBS_LIBRARY
+                                           ,
+                                           Network{"verbs", HCL_FAKE_VERBS_LIBRARY}
+#endif
+                                           ),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace hcl::netplugin

@@ -1,0 +1,685 @@
+#include "transports/ib/ib_net.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "core/params.h"
+#include "transports/ib/ib_ports.h"
+#include "transports/ib/verbs_api.h"
+#include "transports/net_plugin/net_plugin_abi.h"
+
+namespace hcl::ib {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kHandleMagic = 0x48434c49;  // "HCLI"
+constexpr uint32_t kInfoMagic = 0x48434c51;    // "HCLQ"
+constexpr int kMaxRequests = 32;               // per comm; HCL's connections keep 4 in flight
+constexpr auto kPeerCheckEvery = std::chrono::milliseconds(1);
+
+// What a listen handle carries. The listener's address is written in by
+// the connecting rank (setHandleAddress); `pending` is the connecting
+// rank's own state between connect() calls, kept in its copy of the handle.
+struct Handle {
+  uint32_t magic = kHandleMagic;
+  uint16_t port = 0;  // the side listener's TCP port
+  uint8_t family = 0;
+  uint8_t pad = 0;
+  uint8_t ip[16] = {};
+  uint64_t nonce = 0;
+  void* pending = nullptr;
+};
+static_assert(sizeof(Handle) <= netabi::kHandleBytes);
+
+// What the two ends of a queue pair tell each other over the side connection.
+struct QpInfo {
+  uint32_t magic = kInfoMagic;
+  uint32_t qpn = 0;
+  uint32_t psn = 0;
+  uint16_t lid = 0;
+  uint8_t mtu = 0;
+  uint8_t ethernet = 0;
+  uint8_t gid[16] = {};
+  uint64_t nonce = 0;
+};
+
+struct Comm;
+
+struct Request {
+  Comm* comm = nullptr;
+  bool inUse = false;
+  bool done = false;
+  bool sending = false;
+  uint32_t tag = 0;
+  size_t bytes = 0;
+  Status error;
+};
+
+// One direction of a link: a queue pair that only sends or only receives.
+struct Comm {
+  const VerbsApi* verbs = nullptr;
+  const IbPort* port = nullptr;
+  bool sending = false;
+  int sideFd = -1;
+  ibv_cq* cq = nullptr;
+  ibv_qp* qp = nullptr;
+  std::array<Request, kMaxRequests> requests;
+  int inFlight = 0;
+  Status failure;
+  Clock::time_point nextPeerCheck{};
+
+  ~Comm() {
+    // The queue pair goes first: it flushes whatever is still posted.
+    if (qp) (void)verbs->destroyQp(qp);
+    if (cq) (void)verbs->destroyCq(cq);
+    if (sideFd >= 0) ::close(sideFd);
+  }
+  std::string where() const { return fmt::format("verbs {} ({})", sending ? "send" : "receive", port->summary.name); }
+};
+
+struct Listener {
+  const IbPort* port = nullptr;
+  int fd = -1;
+  uint64_t nonce = 0;
+  std::unique_ptr<struct Setup> accepting;
+  ~Listener();
+};
+
+// A queue pair being set up over its side connection.
+struct Setup {
+  std::unique_ptr<Comm> comm;
+  bool connected = false;  // the side connection is up
+  QpInfo mine;
+  std::vector<uint8_t> out;  // what is left to write
+  size_t written = 0;
+  std::array<uint8_t, sizeof(QpInfo)> in{};
+  size_t read = 0;
+  bool peerReady = false;  // its QpInfo arrived and the queue pair is ready to send
+};
+
+Listener::~Listener() {
+  accepting.reset();
+  if (fd >= 0) ::close(fd);
+}
+
+Status sysError(const std::string& what, int err) { return systemError(fmt::format("{}: {}", what, std::strerror(err))); }
+
+bool setNonBlocking(int fd) {
+  const int flags = fcntl(fd, F_GETFL, 0);
+  return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
+}
+
+uint64_t randomWord() {
+  thread_local std::mt19937_64 engine(std::random_device{}());
+  return engine();
+}
+
+ibv_mtu mtuFromCode(uint8_t code) {
+  return code >= IBV_MTU_256 && code <= IBV_MTU_4096 ? static_cast<ibv_mtu>(code) : IBV_MTU_1024;
+}
+
+class IbNetImpl final : public IbNet {
+ public:
+  IbNetImpl(const VerbsApi& verbs, IbSettings settings, std::vector<IbPort> ports)
+      : verbs_(verbs), settings_(std::move(settings)), ports_(std::move(ports)) {
+    for (const IbPort& p : ports_) summaries_.push_back(p.summary);
+  }
+  ~IbNetImpl() override {
+    // Connections that never finished (an init that failed midway).
+    pending_.clear();
+  }
+
+  const std::string& name() const override { return name_; }
+  int version() const override { return 0; }
+  const std::string& library() const override { return verbs_.library; }
+  const std::vector<IbPortSummary>& ports() const override { return summaries_; }
+
+  Status devices(int* count) override {
+    *count = static_cast<int>(ports_.size());
+    return {};
+  }
+
+  Status properties(int device, netplugin::DeviceProperties& out) override {
+    HCL_TRY(checkDevice(device));
+    const IbPort& p = ports_[static_cast<size_t>(device)];
+    out.name = p.summary.name;
+    out.ptrSupport = netabi::kPtrHost;
+    out.speedMbps = static_cast<int>(p.summary.speedMbps);
+    out.maxComms = 0;
+    out.maxMessageBytes = p.maxMessageBytes > 0 ? p.maxMessageBytes : size_t{1} << 30;
+    return {};
+  }
+
+  Status listen(int device, void* handleOut, void** listenComm) override {
+    HCL_TRY(checkDevice(device));
+    auto l = std::make_unique<Listener>();
+    l->port = &ports_[static_cast<size_t>(device)];
+    l->nonce = randomWord();
+    Handle h;
+    HCL_TRY(openListener(*l, h));
+    h.nonce = l->nonce;
+    std::memcpy(handleOut, &h, sizeof h);
+    *listenComm = l.release();
+    return {};
+  }
+
+  Status connect(int device, void* handleBytes, void** sendComm) override {
+    *sendComm = nullptr;
+    HCL_TRY(checkDevice(device));
+    Handle h;
+    std::memcpy(&h, handleBytes, sizeof h);
+    if (h.magic != kHandleMagic || h.family == 0) {
+      return internalError("verbs connect: the listen handle is malformed or names no address");
+    }
+    auto* setup = static_cast<Setup*>(h.pending);
+    if (!setup) {
+      auto fresh = std::make_unique<Setup>();
+      fresh->comm = makeComm(ports_[static_cast<size_t>(device)], true);
+      HCL_TRY(startConnect(h, *fresh));
+      HCL_TRY(createQp(*fresh->comm));
+      fresh->mine = describe(*fresh->comm, h.nonce);
+      const auto* bytes = reinterpret_cast<const uint8_t*>(&fresh->mine);
+      fresh->out.assign(bytes, bytes + sizeof(QpInfo));
+      setup = fresh.get();
+      pending_[setup] = std::move(fresh);
+      h.pending = setup;
+      std::memcpy(handleBytes, &h, sizeof h);
+    }
+    Status s = advanceConnect(*setup);
+    if (!s.ok() || setup->peerReady) {
+      h.pending = nullptr;
+      std::memcpy(handleBytes, &h, sizeof h);
+      auto owned = std::move(pending_.at(setup));
+      pending_.erase(setup);
+      if (!s.ok()) return s;
+      *sendComm = owned->comm.release();
+    }
+    return {};
+  }
+
+  Status accept(void* listenComm, void** recvComm) override {
+    *recvComm = nullptr;
+    auto& l = *static_cast<Listener*>(listenComm);
+    if (!l.accepting) {
+      const int fd = ::accept4(l.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return {};
+        return sysError(fmt::format("verbs accept on {}", l.port->summary.name), errno);
+      }
+      auto setup = std::make_unique<Setup>();
+      setup->comm = makeComm(*l.port, false);
+      setup->comm->sideFd = fd;
+      setup->connected = true;
+      l.accepting = std::move(setup);
+    }
+    Setup& s = *l.accepting;
+    Status st = advanceAccept(s, l.nonce);
+    if (!st.ok()) {
+      l.accepting.reset();
+      return st;
+    }
+    if (s.peerReady && s.written == s.out.size()) {
+      *recvComm = s.comm.release();
+      l.accepting.reset();
+    }
+    return {};
+  }
+
+  Status registerHost(void* commPtr, void* data, size_t bytes, void** mhandle) override {
+    auto& c = *static_cast<Comm*>(commPtr);
+    ibv_mr* mr = verbs_.regMr(c.port->pd, data, bytes, IBV_ACCESS_LOCAL_WRITE);
+    if (!mr) return sysError(fmt::format("{}: ibv_reg_mr of {} bytes", c.where(), bytes), errno);
+    *mhandle = mr;
+    return {};
+  }
+
+  Status deregister(void* commPtr, void* mhandle) override {
+    if (const int rc = verbs_.deregMr(static_cast<ibv_mr*>(mhandle)); rc != 0) {
+      return sysError(static_cast<Comm*>(commPtr)->where() + ": ibv_dereg_mr", rc);
+    }
+    return {};
+  }
+
+  Status isend(void* commPtr, void* data, size_t bytes, int tag, void* mhandle, void** request) override {
+    auto& c = *static_cast<Comm*>(commPtr);
+    *request = nullptr;
+    HCL_TRY(c.failure);
+    Request* r = takeRequest(c);
+    if (!r) return {};
+    ibv_sge sge{reinterpret_cast<uint64_t>(data), static_cast<uint32_t>(bytes), static_cast<ibv_mr*>(mhandle)->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = reinterpret_cast<uint64_t>(r);
+    wr.sg_list = bytes > 0 ? &sge : nullptr;
+    wr.num_sge = bytes > 0 ? 1 : 0;
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data = htonl(static_cast<uint32_t>(tag));
+    r->sending = true;
+    r->tag = static_cast<uint32_t>(tag);
+    r->bytes = bytes;
+    ibv_send_wr* bad = nullptr;
+    if (const int rc = VerbsApi::postSend(c.qp, &wr, &bad); rc != 0) {
+      dropRequest(c, *r);
+      return sysError(c.where() + ": ibv_post_send", rc);
+    }
+    *request = r;
+    return {};
+  }
+
+  Status irecv(void* commPtr, void* data, size_t bytes, int tag, void* mhandle, void** request) override {
+    auto& c = *static_cast<Comm*>(commPtr);
+    *request = nullptr;
+    HCL_TRY(c.failure);
+    Request* r = takeRequest(c);
+    if (!r) return {};
+    ibv_sge sge{reinterpret_cast<uint64_t>(data), static_cast<uint32_t>(bytes), static_cast<ibv_mr*>(mhandle)->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = reinterpret_cast<uint64_t>(r);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    r->sending = false;
+    r->tag = static_cast<uint32_t>(tag);
+    r->bytes = 0;
+    ibv_recv_wr* bad = nullptr;
+    if (const int rc = VerbsApi::postRecv(c.qp, &wr, &bad); rc != 0) {
+      dropRequest(c, *r);
+      return sysError(c.where() + ": ibv_post_recv", rc);
+    }
+    *request = r;
+    return {};
+  }
+
+  Status test(void* request, bool* done, size_t* bytes) override {
+    auto& r = *static_cast<Request*>(request);
+    Comm& c = *r.comm;
+    *done = false;
+    if (!r.done) poll(c);
+    if (!r.done && c.failure.ok() && peerGone(c)) {
+      poll(c);  // what arrived before the peer closed still counts
+      if (!r.done) c.failure = remoteError(c.where() + ": the peer closed its side of the link (process gone?)");
+    }
+    if (!r.done) return c.failure;
+    *done = true;
+    if (bytes) *bytes = r.bytes;
+    Status result = std::move(r.error);
+    dropRequest(c, r);
+    return result;
+  }
+
+  Status closeSend(void* comm) override {
+    std::unique_ptr<Comm> owned(static_cast<Comm*>(comm));
+    return {};
+  }
+  Status closeRecv(void* comm) override {
+    std::unique_ptr<Comm> owned(static_cast<Comm*>(comm));
+    return {};
+  }
+  Status closeListen(void* listenComm) override {
+    std::unique_ptr<Listener> owned(static_cast<Listener*>(listenComm));
+    return {};
+  }
+
+ private:
+  Status checkDevice(int device) const {
+    if (device >= 0 && static_cast<size_t>(device) < ports_.size()) return {};
+    return internalError(fmt::format("verbs: no device {} (this rank has {} ports)", device, ports_.size()));
+  }
+
+  std::unique_ptr<Comm> makeComm(const IbPort& port, bool sending) const {
+    auto c = std::make_unique<Comm>();
+    c->verbs = &verbs_;
+    c->port = &port;
+    c->sending = sending;
+    for (Request& r : c->requests) r.comm = c.get();
+    return c;
+  }
+
+  // Dual-stack where the host has IPv6, else IPv4; every address.
+  Status openListener(Listener& l, Handle& h) const {
+    int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+      const int no = 0;
+      (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no);
+      sockaddr_in6 a{};
+      a.sin6_family = AF_INET6;
+      a.sin6_addr = in6addr_any;
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        fd = -1;
+      }
+    }
+    if (fd < 0) {
+      fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) return sysError("verbs listen: socket", errno);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_ANY);
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        const int err = errno;
+        ::close(fd);
+        return sysError("verbs listen: bind", err);
+      }
+    }
+    l.fd = fd;
+    if (::listen(fd, 16) != 0 || !setNonBlocking(fd)) return sysError("verbs listen", errno);
+    sockaddr_storage bound{};
+    socklen_t len = sizeof bound;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) return sysError("verbs listen: getsockname", errno);
+    h.port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(bound).sin6_port
+                                               : reinterpret_cast<sockaddr_in&>(bound).sin_port);
+    return {};
+  }
+
+  Status startConnect(const Handle& h, Setup& s) const {
+    sockaddr_storage to{};
+    socklen_t len = 0;
+    if (h.family == 4) {
+      auto& a = reinterpret_cast<sockaddr_in&>(to);
+      a.sin_family = AF_INET;
+      a.sin_port = htons(h.port);
+      std::memcpy(&a.sin_addr, h.ip, 4);
+      len = sizeof a;
+    } else {
+      auto& a = reinterpret_cast<sockaddr_in6&>(to);
+      a.sin6_family = AF_INET6;
+      a.sin6_port = htons(h.port);
+      std::memcpy(&a.sin6_addr, h.ip, 16);
+      len = sizeof a;
+    }
+    const int fd = ::socket(to.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return sysError("verbs connect: socket", errno);
+    s.comm->sideFd = fd;
+    const int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (!setNonBlocking(fd)) return sysError("verbs connect: fcntl", errno);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&to), len) == 0) {
+      s.connected = true;
+    } else if (errno != EINPROGRESS) {
+      return sysError(fmt::format("verbs connect to port {}", h.port), errno);
+    }
+    return {};
+  }
+
+  Status createQp(Comm& c) const {
+    const IbPort& p = *c.port;
+    c.cq = verbs_.createCq(p.context, 2 * kMaxRequests, nullptr, nullptr, 0);
+    if (!c.cq) return sysError(c.where() + ": ibv_create_cq", errno);
+    ibv_qp_init_attr init{};
+    init.send_cq = c.cq;
+    init.recv_cq = c.cq;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = c.sending ? kMaxRequests : 1;
+    init.cap.max_recv_wr = c.sending ? 1 : kMaxRequests;
+    init.cap.max_send_sge = 1;
+    init.cap.max_recv_sge = 1;
+    c.qp = verbs_.createQp(p.pd, &init);
+    if (!c.qp) return sysError(c.where() + ": ibv_create_qp", errno);
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.pkey_index = 0;
+    a.port_num = p.port;
+    a.qp_access_flags = 0;
+    const int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+    if (const int rc = verbs_.modifyQp(c.qp, &a, mask); rc != 0) return sysError(c.where() + ": queue pair to INIT", rc);
+    return {};
+  }
+
+  QpInfo describe(const Comm& c, uint64_t nonce) const {
+    QpInfo info;
+    info.qpn = c.qp->qp_num;
+    info.psn = static_cast<uint32_t>(randomWord() & 0xffffff);
+    info.lid = c.port->lid;
+    info.mtu = static_cast<uint8_t>(c.port->mtu);
+    info.ethernet = c.port->summary.ethernet ? 1 : 0;
+    std::memcpy(info.gid, c.port->gid.raw, 16);
+    info.nonce = nonce;
+    return info;
+  }
+
+  // INIT -> RTR -> RTS towards the peer's queue pair.
+  Status connectQp(Comm& c, const QpInfo& mine, const QpInfo& peer) const {
+    const IbPort& p = *c.port;
+    if (peer.ethernet != (p.summary.ethernet ? 1 : 0)) {
+      return systemError(fmt::format("{}: the peer's port is {} and this one {}", c.where(),
+                                     peer.ethernet ? "RoCE" : "InfiniBand", p.summary.ethernet ? "RoCE" : "InfiniBand"));
+    }
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = std::min(p.mtu, mtuFromCode(peer.mtu));
+    a.dest_qp_num = peer.qpn;
+    a.rq_psn = peer.psn;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 1;  // 0.01 ms: a receive is posted as soon as HCL wants the piece
+    a.ah_attr.port_num = p.port;
+    a.ah_attr.sl = static_cast<uint8_t>(settings_.serviceLevel);
+    if (p.summary.ethernet) {
+      a.ah_attr.is_global = 1;
+      std::memcpy(a.ah_attr.grh.dgid.raw, peer.gid, 16);
+      a.ah_attr.grh.sgid_index = static_cast<uint8_t>(p.gidIndex);
+      a.ah_attr.grh.hop_limit = 255;
+      a.ah_attr.grh.traffic_class = static_cast<uint8_t>(settings_.trafficClass);
+    } else {
+      a.ah_attr.dlid = peer.lid;
+    }
+    int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+               IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+    if (const int rc = verbs_.modifyQp(c.qp, &a, mask); rc != 0) return sysError(c.where() + ": queue pair to RTR", rc);
+    ibv_qp_attr s{};
+    s.qp_state = IBV_QPS_RTS;
+    s.timeout = static_cast<uint8_t>(settings_.timeout);
+    s.retry_cnt = static_cast<uint8_t>(settings_.retryCount);
+    s.rnr_retry = 7;  // retry for ever while the peer has no receive posted
+    s.sq_psn = mine.psn;
+    s.max_rd_atomic = 1;
+    mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+    if (const int rc = verbs_.modifyQp(c.qp, &s, mask); rc != 0) return sysError(c.where() + ": queue pair to RTS", rc);
+    return {};
+  }
+
+  // Writes what is left of s.out; false with *err on a broken socket.
+  static Status flushOut(Setup& s) {
+    while (s.written < s.out.size()) {
+      const ssize_t n = ::send(s.comm->sideFd, s.out.data() + s.written, s.out.size() - s.written, MSG_NOSIGNAL);
+      if (n > 0) {
+        s.written += static_cast<size_t>(n);
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        return {};
+      } else {
+        return sysError(s.comm->where() + ": the peer's side connection broke during setup", n == 0 ? EPIPE : errno);
+      }
+    }
+    return {};
+  }
+
+  // Reads the peer's QpInfo; true once whole.
+  static Status readIn(Setup& s, bool* whole) {
+    *whole = false;
+    while (s.read < s.in.size()) {
+      const ssize_t n = ::recv(s.comm->sideFd, s.in.data() + s.read, s.in.size() - s.read, 0);
+      if (n > 0) {
+        s.read += static_cast<size_t>(n);
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        return {};
+      } else {
+        return sysError(s.comm->where() + ": the peer's side connection closed during setup",
+                        n == 0 ? ECONNRESET : errno);
+      }
+    }
+    *whole = true;
+    return {};
+  }
+
+  Status advanceConnect(Setup& s) const {
+    if (!s.connected) {
+      pollfd p{s.comm->sideFd, POLLOUT, 0};
+      if (::poll(&p, 1, 0) <= 0) return {};
+      int err = 0;
+      socklen_t len = sizeof err;
+      getsockopt(s.comm->sideFd, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH) {
+        return sysError(s.comm->where() + ": connecting the side connection", err);
+      }
+      if (err != 0) return sysError(s.comm->where() + ": connecting the side connection", err);
+      s.connected = true;
+    }
+    HCL_TRY(flushOut(s));
+    bool whole = false;
+    HCL_TRY(readIn(s, &whole));
+    if (!whole) return {};
+    QpInfo peer;
+    std::memcpy(&peer, s.in.data(), sizeof peer);
+    if (peer.magic != kInfoMagic || peer.nonce != s.mine.nonce) {
+      return systemError(s.comm->where() + ": the listener answered with a malformed or foreign queue pair");
+    }
+    HCL_TRY(connectQp(*s.comm, s.mine, peer));
+    s.peerReady = true;
+    return {};
+  }
+
+  // The listener's side: the connector's info first, then this end's queue
+  // pair is made ready to receive before it answers, so the connector
+  // never sends into a queue pair that cannot take it.
+  Status advanceAccept(Setup& s, uint64_t nonce) const {
+    if (!s.peerReady) {
+      bool whole = false;
+      HCL_TRY(readIn(s, &whole));
+      if (!whole) return {};
+      QpInfo peer;
+      std::memcpy(&peer, s.in.data(), sizeof peer);
+      if (peer.magic != kInfoMagic || peer.nonce != nonce) {
+        return systemError(s.comm->where() + ": a connection for another listener or another program arrived");
+      }
+      HCL_TRY(createQp(*s.comm));
+      s.mine = describe(*s.comm, nonce);
+      HCL_TRY(connectQp(*s.comm, s.mine, peer));
+      const auto* bytes = reinterpret_cast<const uint8_t*>(&s.mine);
+      s.out.assign(bytes, bytes + sizeof(QpInfo));
+      s.peerReady = true;
+    }
+    return flushOut(s);
+  }
+
+  static Request* takeRequest(Comm& c) {
+    if (c.inFlight >= kMaxRequests) return nullptr;
+    for (Request& r : c.requests) {
+      if (r.inUse) continue;
+      r.inUse = true;
+      r.done = false;
+      r.error = {};
+      ++c.inFlight;
+      return &r;
+    }
+    return nullptr;
+  }
+
+  static void dropRequest(Comm& c, Request& r) {
+    r.inUse = false;
+    --c.inFlight;
+  }
+
+  void poll(Comm& c) const {
+    ibv_wc wcs[16];
+    for (;;) {
+      const int n = VerbsApi::pollCq(c.cq, 16, wcs);
+      if (n < 0) {
+        if (c.failure.ok()) c.failure = systemError(c.where() + ": ibv_poll_cq failed");
+        return;
+      }
+      for (int i = 0; i < n; ++i) complete(c, wcs[i]);
+      if (n < 16) return;
+    }
+  }
+
+  void complete(Comm& c, const ibv_wc& wc) const {
+    auto* r = reinterpret_cast<Request*>(wc.wr_id);
+    if (!r || r->comm != &c || !r->inUse) return;
+    r->done = true;
+    if (wc.status != IBV_WC_SUCCESS) {
+      r->error = remoteError(fmt::format("{}: work request failed: {} ({})", c.where(),
+                                         verbs_.wcStatusText(wc.status), static_cast<int>(wc.status)));
+      if (c.failure.ok()) c.failure = r->error;
+      return;
+    }
+    if (r->sending) return;
+    r->bytes = wc.byte_len;
+    const uint32_t tag = (wc.wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc.imm_data) : ~r->tag;
+    if (tag != r->tag) {
+      r->error = internalError(fmt::format("{}: a message with tag {} arrived for a receive of tag {}", c.where(), tag,
+                                           r->tag));
+    }
+  }
+
+  // The side connection reads end-of-file or breaks once the peer's end of
+  // the link is gone. Looked at no more than once a millisecond.
+  static bool peerGone(Comm& c) {
+    const Clock::time_point now = Clock::now();
+    if (now < c.nextPeerCheck) return false;
+    c.nextPeerCheck = now + kPeerCheckEvery;
+    uint8_t byte = 0;
+    const ssize_t n = ::recv(c.sideFd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) return false;
+    return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  }
+
+  const VerbsApi& verbs_;
+  IbSettings settings_;
+  std::vector<IbPort> ports_;
+  std::vector<IbPortSummary> summaries_;
+  std::string name_ = "verbs";
+  std::map<Setup*, std::unique_ptr<Setup>> pending_;
+};
+
+}  // namespace
+
+IbSettings readIbSettings() {
+  IbSettings s;
+  if (const ParamValue lib = resolveParam("HCL_IBVERBS_LIBRARY"); !lib.text.empty()) s.library = lib.text;
+  s.hcaText = resolveParam("HCL_IB_HCA").text;
+  s.gidIndex = static_cast<int>(paramInt("HCL_IB_GID_INDEX"));
+  s.timeout = static_cast<int>(paramInt("HCL_IB_TIMEOUT"));
+  s.retryCount = static_cast<int>(paramInt("HCL_IB_RETRY_CNT"));
+  s.serviceLevel = static_cast<int>(paramInt("HCL_IB_SL"));
+  s.trafficClass = static_cast<int>(paramInt("HCL_IB_TC"));
+  return s;
+}
+
+std::unique_ptr<IbNet> IbNet::open(const IbSettings& settings, std::string* why) {
+  const VerbsApi* verbs = loadVerbs(settings.library, why);
+  if (!verbs) return nullptr;
+  std::vector<IbPort> ports;
+  if (Status s = findIbPorts(*verbs, settings, ports); !s.ok()) {
+    if (why) *why = s.message();
+    return nullptr;
+  }
+  return std::make_unique<IbNetImpl>(*verbs, settings, std::move(ports));
+}
+
+bool setHandleAddress(void* handleBytes, const std::string& ip) {
+  Handle h;
+  std::memcpy(&h, handleBytes, sizeof h);
+  if (h.magic != kHandleMagic) return false;
+  if (inet_pton(AF_INET, ip.c_str(), h.ip) == 1) {
+    h.family = 4;
+  } else if (inet_pton(AF_INET6, ip.c_str(), h.ip) == 1) {
+    h.family = 6;
+  } else {
+    return false;
+  }
+  std::memcpy(handleBytes, &h, sizeof h);
+  return true;
+}
+
+}  // namespace hcl::ib

@@ -1,0 +1,102 @@
+#include "transports/ib/ib_transport.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "core/log.h"
+#include "transports/ib/ib_mode.h"
+#include "transports/ib/ib_net.h"
+#include "transports/link.h"
+#include "transports/net_plugin/net_transport.h"
+
+namespace hcl {
+namespace {
+
+constexpr auto kNet = static_cast<log::Subsys>(log::Init | log::Net);
+
+using ib::IbMode;
+
+class IbSource final : public NetSource {
+ public:
+  TransportKind kind() const override { return TransportKind::Ib; }
+
+  Status open(const TransportContext& ctx, netplugin::NetPlugin** out) override {
+    *out = nullptr;
+    HCL_TRY(ib::readIbMode(mode_));
+    if (mode_ == IbMode::Off) return {};
+    const ib::IbSettings settings = ib::readIbSettings();
+    std::string why;
+    net_ = ib::IbNet::open(settings, &why);
+    if (!net_) return unusable(ctx, why);
+    *out = net_.get();
+    return {};
+  }
+
+  Status unusable(const TransportContext& ctx, const std::string& why) const override {
+    if (mode_ == IbMode::On) return systemError(fmt::format("rank {}: HCL_IB=on: {}", ctx.rank, why));
+    log::info(kNet, "rank {}: no verbs links: {}", ctx.rank, why);
+    return {};
+  }
+
+  void publish(const std::vector<NetDevice>& devices, PeerInfo& self) const override {
+    for (const NetDevice& d : devices) {
+      const ib::IbPortSummary& p = net_->ports()[static_cast<size_t>(d.index)];
+      if (std::find(self.ibFabrics.begin(), self.ibFabrics.end(), p.fabric) == self.ibFabrics.end()) {
+        self.ibFabrics.push_back(p.fabric);
+      }
+      if (p.speedMbps > 0) {
+        self.ibSpeedMbps = self.ibSpeedMbps == 0 ? p.speedMbps : std::min(self.ibSpeedMbps, p.speedMbps);
+      }
+    }
+    std::sort(self.ibFabrics.begin(), self.ibFabrics.end());
+  }
+
+  bool reaches(const NetDevice& device, const PeerInfo& peer) const override {
+    const std::string& fabric = net_->ports()[static_cast<size_t>(device.index)].fabric;
+    return std::find(peer.ibFabrics.begin(), peer.ibFabrics.end(), fabric) != peer.ibFabrics.end();
+  }
+
+  // The side connection goes to the peer's address on the network the
+  // link chose for TCP (the lower rank connects to the higher's listener).
+  Status prepareHandle(const TransportContext& ctx, int peer, void* handle) const override {
+    const PeerInfo& p = (*ctx.peers)[static_cast<size_t>(peer)];
+    const Link& link = (*ctx.links)[static_cast<size_t>(peer)];
+    const int index = peer > ctx.rank ? link.listenerAddress : link.connectorAddress;
+    std::string ip = p.rescueIp;
+    if (index >= 0 && static_cast<size_t>(index) < p.addresses.size()) ip = p.addresses[static_cast<size_t>(index)].ip;
+    if (ip.empty() && !p.addresses.empty()) ip = p.addresses.front().ip;
+    if (!ib::setHandleAddress(handle, ip)) {
+      return internalError(fmt::format("rank {}: no address to reach rank {}'s verbs listener ('{}')", ctx.rank, peer,
+                                       ip));
+    }
+    return {};
+  }
+
+  std::string label() const override { return "ib (verbs)"; }
+
+ private:
+  IbMode mode_ = IbMode::Auto;
+  std::unique_ptr<ib::IbNet> net_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> makeIbTransport() { return makeNetTransport(std::make_unique<IbSource>()); }
+
+std::string describeIbSupport() {
+  IbMode mode = IbMode::Auto;
+  if (Status s = ib::readIbMode(mode); !s.ok()) return "verbs: " + s.message();
+  if (mode == IbMode::Off) return "verbs: off (HCL_IB)";
+  std::string why;
+  const auto net = ib::IbNet::open(ib::readIbSettings(), &why);
+  if (!net) return "verbs: no usable port (" + why + ")";
+  std::vector<std::string> ports;
+  for (const ib::IbPortSummary& p : net->ports()) {
+    ports.push_back(fmt::format("{} ({}, {} Mbit/s)", p.name, p.fabric, p.speedMbps));
+  }
+  return fmt::format("verbs: {} from {}", fmt::join(ports, ", "), net->library());
+}
+
+}  // namespace hcl

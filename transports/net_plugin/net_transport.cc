@@ -1,0 +1,226 @@
+#include "transports/net_plugin/net_transport.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <thread>
+
+#include "core/deadline.h"
+#include "core/log.h"
+#include "core/wire.h"
+#include "transports/net_plugin/net_plugin_abi.h"
+#include "transports/net_plugin/net_plugin_connection.h"
+#include "transports/prepared_blobs.h"
+
+namespace hcl {
+namespace {
+
+using netplugin::NetPlugin;
+using netplugin::NetPluginConnection;
+using Handle = std::array<uint8_t, netabi::kHandleBytes>;
+
+constexpr auto kNet = static_cast<log::Subsys>(log::Init | log::Net);
+constexpr uint64_t kMaxPieceBytes = uint64_t{1} << 20;
+
+struct Listening {
+  void* comm = nullptr;
+  Handle handle{};
+};
+
+// A link being set up: the send comm to the peer and the receive comm from it.
+struct Opening {
+  Handle theirHandle{};
+  size_t slotBytes = 0;
+  void* sendComm = nullptr;
+  void* recvComm = nullptr;
+};
+
+class NetTransport final : public Transport {
+ public:
+  explicit NetTransport(std::unique_ptr<NetSource> source) : source_(std::move(source)) {}
+  ~NetTransport() override { closeLeftovers(); }
+
+  TransportKind kind() const override { return source_->kind(); }
+
+  Status listen(const TransportContext& ctx, PeerInfo& self) override {
+    HCL_TRY(source_->open(ctx, &net_));
+    if (!net_) return {};
+    std::vector<std::string> names;
+    if (Status s = listDevices(ctx, names); !s.ok()) {
+      net_ = nullptr;
+      devices_.clear();
+      return source_->unusable(ctx, s.message());
+    }
+    source_->publish(devices_, self);
+    log::info(kNet, "rank {}: {} from {}, devices: {}", ctx.rank, source_->label(), net_->library(),
+              fmt::join(names, ", "));
+    return {};
+  }
+
+  Status prepare(const TransportContext& ctx, const std::vector<int>& peers) override {
+    if (!net_) return internalError(fmt::format("rank {}: {} links without the network", ctx.rank, source_->label()));
+    const auto& all = *ctx.peers;
+    const PeerInfo& me = all[static_cast<size_t>(ctx.rank)];
+    HCL_TRY(chooseDevice(ctx, peers));
+    // Pieces of the chunk size, within 4 KiB-1 MiB (each link registers
+    // four each way) and the network's largest message.
+    slotBytes_ = std::min<size_t>(std::clamp<uint64_t>(me.chunkBytes, 4096, kMaxPieceBytes) + sizeof(netplugin::PieceHeader),
+                                  device_.properties.maxMessageBytes);
+    if (slotBytes_ <= sizeof(netplugin::PieceHeader)) {
+      return systemError(fmt::format("rank {}: {} device {} takes messages of {} bytes, too few for HCL's "
+                                     "{}-byte piece header",
+                                     ctx.rank, source_->label(), device_.index, device_.properties.maxMessageBytes,
+                                     sizeof(netplugin::PieceHeader)));
+    }
+    if (device_.properties.maxComms > 0 && peers.size() * 3 > static_cast<size_t>(device_.properties.maxComms)) {
+      return systemError(fmt::format("rank {}: {} device {} takes {} comms; links to {} peers need 3 each", ctx.rank,
+                                     source_->label(), device_.index, device_.properties.maxComms, peers.size()));
+    }
+    for (int peer : peers) {
+      Listening& l = listening_[peer];
+      HCL_TRY(net_->listen(device_.index, l.handle.data(), &l.comm));
+    }
+    return {};
+  }
+
+  // The peer's listener handle, and this end's piece size.
+  std::vector<uint8_t> preparedFor(int peer) const override {
+    const auto it = listening_.find(peer);
+    if (it == listening_.end()) return {};
+    WireWriter w;
+    w.put<uint64_t>(slotBytes_);
+    w.put(it->second.handle);
+    return w.take();
+  }
+
+  Status connect(const TransportContext& ctx, const std::vector<int>& peers,
+                 std::vector<std::unique_ptr<Connection>>& out) override {
+    for (int peer : peers) HCL_TRY(readHandle(ctx, peer, opening_[peer]));
+    const Deadline deadline(ctx.timeoutMs);
+    while (!opening_.empty()) {
+      bool moved = false;
+      for (auto it = opening_.begin(); it != opening_.end();) {
+        const int peer = it->first;
+        Opening& o = it->second;
+        if (!o.sendComm) {
+          HCL_TRY(net_->connect(device_.index, o.theirHandle.data(), &o.sendComm));
+          moved |= o.sendComm != nullptr;
+        }
+        Listening& l = listening_.at(peer);
+        if (!o.recvComm) {
+          HCL_TRY(net_->accept(l.comm, &o.recvComm));
+          moved |= o.recvComm != nullptr;
+        }
+        if (!o.sendComm || !o.recvComm) {
+          ++it;
+          continue;
+        }
+        (void)net_->closeListen(l.comm);
+        listening_.erase(peer);
+        auto connection = std::make_unique<NetPluginConnection>(
+            *net_, o.sendComm, o.recvComm, ctx.rank, peer, std::min(slotBytes_, o.slotBytes),
+            fmt::format("{} device {} ('{}')", source_->label(), device_.index, device_.properties.name));
+        it = opening_.erase(it);  // the connection owns the comms now
+        HCL_TRY(connection->open());
+        out[static_cast<size_t>(peer)] = std::move(connection);
+      }
+      if (moved || opening_.empty()) continue;
+      if (ctx.abortFlag && ctx.abortFlag->load(std::memory_order_acquire)) {
+        return systemError(fmt::format("rank {}: aborted while connecting over {}", ctx.rank, source_->label()));
+      }
+      if (deadline.expired()) {
+        std::vector<int> waiting;
+        for (const auto& [peer, o] : opening_) waiting.push_back(peer);
+        return systemError(fmt::format("rank {}: {} connected no link to rank(s) {} within {} ms", ctx.rank,
+                                       source_->label(), fmt::join(waiting, ","), ctx.timeoutMs));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    return {};
+  }
+
+  void finish() override { closeLeftovers(); }
+
+ private:
+  Status listDevices(const TransportContext& ctx, std::vector<std::string>& names) {
+    int count = 0;
+    HCL_TRY(net_->devices(&count));
+    for (int d = 0; d < count; ++d) {
+      netplugin::DeviceProperties p;
+      HCL_TRY(net_->properties(d, p));
+      names.push_back(p.name);
+      if (p.ptrSupport & netabi::kPtrHost) devices_.push_back({d, p});
+    }
+    if (devices_.empty()) {
+      return systemError(fmt::format("{} has {} devices, none taking host memory", source_->label(), count));
+    }
+    return {};
+  }
+
+  // Ranks of one host spread over the devices that reach every peer of
+  // theirs, as NCCL gives each GPU its own NIC.
+  Status chooseDevice(const TransportContext& ctx, const std::vector<int>& peers) {
+    const auto& all = *ctx.peers;
+    const PeerInfo& me = all[static_cast<size_t>(ctx.rank)];
+    std::vector<NetDevice> usable;
+    for (const NetDevice& d : devices_) {
+      if (std::all_of(peers.begin(), peers.end(),
+                      [&](int p) { return source_->reaches(d, all[static_cast<size_t>(p)]); })) {
+        usable.push_back(d);
+      }
+    }
+    if (usable.empty()) {
+      return systemError(fmt::format("rank {}: no {} device of this rank reaches all of rank(s) {}", ctx.rank,
+                                     source_->label(), fmt::join(peers, ",")));
+    }
+    const auto localIndex = std::count_if(all.begin(), all.begin() + ctx.rank,
+                                          [&](const PeerInfo& p) { return p.hostId == me.hostId; });
+    device_ = usable[static_cast<size_t>(localIndex) % usable.size()];
+    return {};
+  }
+
+  Status readHandle(const TransportContext& ctx, int peer, Opening& o) const {
+    const std::vector<uint8_t> blob = preparedBlobOf(ctx, peer, source_->kind());
+    WireReader r(blob.data(), blob.size());
+    uint64_t slotBytes = 0;
+    if (r.get(slotBytes) && r.get(o.theirHandle) && r.atEnd() && slotBytes > sizeof(netplugin::PieceHeader)) {
+      o.slotBytes = static_cast<size_t>(slotBytes);
+      return source_->prepareHandle(ctx, peer, o.theirHandle.data());
+    }
+    return internalError(fmt::format("rank {}: rank {} left no {} listen handle for it", ctx.rank, peer,
+                                     source_->label()));
+  }
+
+  // Comms of links that never finished (a failed init) and listeners left over.
+  void closeLeftovers() {
+    if (!net_) return;
+    for (auto& [peer, o] : opening_) {
+      if (o.sendComm) (void)net_->closeSend(o.sendComm);
+      if (o.recvComm) (void)net_->closeRecv(o.recvComm);
+    }
+    opening_.clear();
+    for (auto& [peer, l] : listening_) {
+      if (l.comm) (void)net_->closeListen(l.comm);
+    }
+    listening_.clear();
+  }
+
+  std::unique_ptr<NetSource> source_;
+  NetPlugin* net_ = nullptr;       // owned by the source
+  std::vector<NetDevice> devices_;  // those taking host memory
+  NetDevice device_;
+  size_t slotBytes_ = 0;
+  std::map<int, Listening> listening_;
+  std::map<int, Opening> opening_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> makeNetTransport(std::unique_ptr<NetSource> source) {
+  return std::make_unique<NetTransport>(std::move(source));
+}
+
+}  // namespace hcl
