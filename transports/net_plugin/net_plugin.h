@@ -44,6 +44,12 @@ class NetPlugin {
   virtual Status closeSend(void* sendComm) = 0;
   virtual Status closeRecv(void* recvComm) = 0;
   virtual Status closeListen(void* listenComm) = 0;
+  // Whether closing a comm cancels what is posted on it, so that nothing is
+  // written into its buffers afterwards (a verbs queue pair destroyed).
+  // Links over such a network keep receives posted at rest, and drop their
+  // registrations after closing (deregister then gets a null comm).
+  // External plugins promise nothing of the kind.
+  virtual bool closeCancelsRequests() const { return false; }
 };
 
 // The library names tried for a HCL_NET_PLUGIN value, in order: empty (the

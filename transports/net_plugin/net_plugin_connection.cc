@@ -15,7 +15,8 @@ NetPluginConnection::NetPluginConnection(NetPlugin& plugin, void* sendComm, void
       rank_(rank),
       peer_(peer),
       slotBytes_(slotBytes),
-      description_(std::move(description)) {}
+      description_(std::move(description)),
+      eagerReceives_(plugin.closeCancelsRequests()) {}
 
 NetPluginConnection::~NetPluginConnection() { release(); }
 
@@ -146,7 +147,7 @@ Status NetPluginConnection::progressReceives(bool* moved) {
 }
 
 void NetPluginConnection::postReceives() {
-  while (piecesPosted_ < piecesWanted_) {
+  while (eagerReceives_ || piecesPosted_ < piecesWanted_) {
     Slot& s = recv_.at(nextRecvPost_);
     if (s.state != Slot::State::Free) return;
     void* request = nullptr;
@@ -247,16 +248,19 @@ void keepForever(std::vector<uint8_t> buffer) {
 
 // Errors on the way down are not reported: the link is being dropped.
 void NetPluginConnection::release() {
-  for (auto [d, comm] : {std::pair{&send_, &sendComm_}, std::pair{&recv_, &recvComm_}}) {
-    if (!*comm) continue;
+  // Where a close cancels what is posted, the comms go first and no buffer
+  // needs keeping.
+  const bool cancels = plugin_.closeCancelsRequests();
+  if (cancels) closeComms();
+  for (auto [d, comm] : {std::pair{&send_, sendComm_}, std::pair{&recv_, recvComm_}}) {
     const bool inFlight = std::any_of(std::begin(d->slots), std::end(d->slots),
                                       [](const Slot& s) { return s.state == Slot::State::Posted; });
     // With a request posted the registration stays (some plugins refuse to
     // drop it then) and so does the memory behind it.
-    if (inFlight) {
+    if (inFlight && !cancels) {
       keepForever(std::move(d->buffer));
-    } else if (d->mhandle) {
-      (void)plugin_.deregister(*comm, d->mhandle);
+    } else if (d->mhandle && (comm || cancels)) {
+      (void)plugin_.deregister(comm, d->mhandle);
     }
     d->mhandle = nullptr;
     for (Slot& s : d->slots) {
@@ -265,6 +269,10 @@ void NetPluginConnection::release() {
       s.state = Slot::State::Free;
     }
   }
+  closeComms();
+}
+
+void NetPluginConnection::closeComms() {
   if (sendComm_) (void)plugin_.closeSend(sendComm_);
   if (recvComm_) (void)plugin_.closeRecv(recvComm_);
   sendComm_ = nullptr;

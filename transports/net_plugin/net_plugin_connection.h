@@ -70,6 +70,7 @@ class NetPluginConnection final : public Connection {
   Status broken(const Status& why) const;
   Status fail(Status why);
   void release();
+  void closeComms();
 
   NetPlugin& plugin_;
   void* sendComm_;
@@ -88,7 +89,10 @@ class NetPluginConnection final : public Connection {
   size_t nextRecvPost_ = 0, nextRecvDone_ = 0, nextDeliver_ = 0;
   // Receives are posted only for pieces that queued receives still need,
   // so an idle link has no request in the plugin (some plugins refuse to
-  // close a comm that has one).
+  // close a comm that has one); on networks whose close cancels them
+  // (verbs), every free slot keeps one posted, so a sender that runs ahead
+  // finds a receive waiting.
+  const bool eagerReceives_;
   uint64_t piecesWanted_ = 0;
   uint64_t piecesPosted_ = 0;
 
