@@ -188,7 +188,7 @@ Link selectLink(const PeerInfo& a, const PeerInfo& b) {
   // libfabric (whose verbs provider would reach the same ports).
   if (const std::string fabric = sharedIbFabric(connector, acceptor); !fabric.empty()) {
     link.kind = TransportKind::Ib;
-    link.nicKind = fabric == "roce" ? NicKind::Roce : NicKind::Ib;
+    link.nicKind = fabric.starts_with("roce") ? NicKind::Roce : NicKind::Ib;
     link.speedMbps = pairSpeed(connector.ibSpeedMbps, acceptor.ibSpeedMbps);
     link.linkClass = "verbs:" + fabric;
     link.reason += fmt::format("; verbs on fabric '{}' ({})", fabric, describeSpeed(link.speedMbps));

@@ -15,6 +15,7 @@
 #include <map>
 #include <random>
 
+#include "core/log.h"
 #include "core/params.h"
 #include "transports/ib/ib_ports.h"
 #include "transports/ib/verbs_api.h"
@@ -122,6 +123,16 @@ bool setNonBlocking(int fd) {
   return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
 }
 
+// A host that dies without closing its sockets, or a side connection an
+// idle firewall dropped, shows within about 20 s.
+void keepAlive(int fd) {
+  const int on = 1, idle = 10, interval = 2, count = 5;
+  (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+}
+
 uint64_t randomWord() {
   thread_local std::mt19937_64 engine(std::random_device{}());
   return engine();
@@ -185,6 +196,9 @@ class IbNetImpl final : public IbNet {
       return internalError("verbs connect: the listen handle is malformed or names no address");
     }
     auto* setup = static_cast<Setup*>(h.pending);
+    if (setup && !pending_.contains(setup)) {
+      return internalError("verbs connect: the handle names a connection this network is not setting up");
+    }
     if (!setup) {
       auto fresh = std::make_unique<Setup>();
       fresh->comm = makeComm(ports_[static_cast<size_t>(device)], true);
@@ -210,15 +224,21 @@ class IbNetImpl final : public IbNet {
     return {};
   }
 
+  // A connection that is not a peer's (a scanner, another job, a stale
+  // nonce) or that breaks during setup is dropped, and accepting goes on:
+  // the caller's deadline covers a peer that never comes.
   Status accept(void* listenComm, void** recvComm) override {
     *recvComm = nullptr;
     auto& l = *static_cast<Listener*>(listenComm);
     if (!l.accepting) {
       const int fd = ::accept4(l.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return {};
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED || errno == EPROTO) {
+          return {};
+        }
         return sysError(fmt::format("verbs accept on {}", l.port->summary.name), errno);
       }
+      keepAlive(fd);
       auto setup = std::make_unique<Setup>();
       setup->comm = makeComm(*l.port, false);
       setup->comm->sideFd = fd;
@@ -226,10 +246,10 @@ class IbNetImpl final : public IbNet {
       l.accepting = std::move(setup);
     }
     Setup& s = *l.accepting;
-    Status st = advanceAccept(s, l.nonce);
-    if (!st.ok()) {
+    if (Status st = advanceAccept(s, l.nonce); !st.ok()) {
+      log::warn(log::Net, "verbs listener on {}: dropped a connection: {}", l.port->summary.name, st.message());
       l.accepting.reset();
-      return st;
+      return {};
     }
     if (s.peerReady && s.written == s.out.size()) {
       *recvComm = s.comm.release();
@@ -322,20 +342,31 @@ class IbNetImpl final : public IbNet {
     return result;
   }
 
-  Status closeSend(void* comm) override {
-    std::unique_ptr<Comm> owned(static_cast<Comm*>(comm));
-    return {};
-  }
-  Status closeRecv(void* comm) override {
-    std::unique_ptr<Comm> owned(static_cast<Comm*>(comm));
-    return {};
-  }
+  // Fails where the queue pair could not be destroyed: the HCA may then
+  // still write into the comm's buffers, which the caller must keep.
+  Status closeSend(void* comm) override { return close(comm); }
+  Status closeRecv(void* comm) override { return close(comm); }
   Status closeListen(void* listenComm) override {
     std::unique_ptr<Listener> owned(static_cast<Listener*>(listenComm));
     return {};
   }
 
  private:
+  Status close(void* commPtr) const {
+    std::unique_ptr<Comm> c(static_cast<Comm*>(commPtr));
+    const std::string where = c->where();
+    if (c->qp) {
+      const int rc = verbs_.destroyQp(c->qp);
+      c->qp = nullptr;
+      if (rc != 0) {
+        // The completion queue stays too: the queue pair may still use it.
+        c->cq = nullptr;
+        return sysError(where + ": ibv_destroy_qp", rc);
+      }
+    }
+    return {};
+  }
+
   Status checkDevice(int device) const {
     if (device >= 0 && static_cast<size_t>(device) < ports_.size()) return {};
     return internalError(fmt::format("verbs: no device {} (this rank has {} ports)", device, ports_.size()));
@@ -355,11 +386,12 @@ class IbNetImpl final : public IbNet {
     int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd >= 0) {
       const int no = 0;
-      (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no);
       sockaddr_in6 a{};
       a.sin6_family = AF_INET6;
       a.sin6_addr = in6addr_any;
-      if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      // IPv4 peers too, or the IPv4 socket below.
+      if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no) != 0 ||
+          ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
         ::close(fd);
         fd = -1;
       }
@@ -407,6 +439,7 @@ class IbNetImpl final : public IbNet {
     s.comm->sideFd = fd;
     const int one = 1;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    keepAlive(fd);
     if (!setNonBlocking(fd)) return sysError("verbs connect: fcntl", errno);
     if (::connect(fd, reinterpret_cast<sockaddr*>(&to), len) == 0) {
       s.connected = true;
@@ -459,13 +492,19 @@ class IbNetImpl final : public IbNet {
       return systemError(fmt::format("{}: the peer's port is {} and this one {}", c.where(),
                                      peer.ethernet ? "RoCE" : "InfiniBand", p.summary.ethernet ? "RoCE" : "InfiniBand"));
     }
+    // InfiniBand routes by LID within one subnet only.
+    if (!p.summary.ethernet && std::memcmp(peer.gid, p.gid.raw, 8) != 0) {
+      return systemError(fmt::format("{}: the peer's port is on another InfiniBand subnet", c.where()));
+    }
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_RTR;
     a.path_mtu = std::min(p.mtu, mtuFromCode(peer.mtu));
     a.dest_qp_num = peer.qpn;
     a.rq_psn = peer.psn;
     a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 1;  // 0.01 ms: a receive is posted as soon as HCL wants the piece
+    // 0.64 ms (NCCL's value): links keep receives posted, so a sender meets
+    // a NAK only when it runs more than a few pieces ahead.
+    a.min_rnr_timer = 12;
     a.ah_attr.port_num = p.port;
     a.ah_attr.sl = static_cast<uint8_t>(settings_.serviceLevel);
     if (p.summary.ethernet) {
@@ -531,10 +570,7 @@ class IbNetImpl final : public IbNet {
       if (::poll(&p, 1, 0) <= 0) return {};
       int err = 0;
       socklen_t len = sizeof err;
-      getsockopt(s.comm->sideFd, SOL_SOCKET, SO_ERROR, &err, &len);
-      if (err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH) {
-        return sysError(s.comm->where() + ": connecting the side connection", err);
-      }
+      if (getsockopt(s.comm->sideFd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
       if (err != 0) return sysError(s.comm->where() + ": connecting the side connection", err);
       s.connected = true;
     }
@@ -668,6 +704,12 @@ std::unique_ptr<IbNet> IbNet::open(const IbSettings& settings, std::string* why)
     return nullptr;
   }
   return std::make_unique<IbNetImpl>(*verbs, settings, std::move(ports));
+}
+
+uint16_t handleSidePort(const void* handleBytes) {
+  Handle h;
+  std::memcpy(&h, handleBytes, sizeof h);
+  return h.magic == kHandleMagic ? h.port : 0;
 }
 
 bool setHandleAddress(void* handleBytes, const std::string& ip) {

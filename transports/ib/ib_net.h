@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/peer_info.h"
 #include "transports/ib/ib_device_filter.h"
 #include "transports/net_plugin/net_plugin.h"
 
@@ -35,8 +36,15 @@ struct IbPortSummary {
   std::string name;    // "mlx5_0:1"
   std::string fabric;  // "ib:fe80:0000:0000:0000" (the subnet) or "roce"
   bool ethernet = false;
+  std::string ipv4;    // RoCE: the address in the port's GID
   uint32_t speedMbps = 0;
 };
+
+// The fabric label a rank publishes for a port. RoCE ports reach each
+// other only where IP does, so theirs is the fabric of the interface that
+// holds the GID's address (one of the rank's published addresses), else
+// that address alone; InfiniBand ports keep their subnet's label.
+std::string publishedFabric(const IbPortSummary& port, const std::vector<NetAddress>& addresses);
 
 class IbNet : public netplugin::NetPlugin {
  public:
@@ -50,5 +58,7 @@ class IbNet : public netplugin::NetPlugin {
 // A listen handle names no address (the listener takes every one); the
 // connecting rank writes the peer's address into it before connect().
 bool setHandleAddress(void* handle, const std::string& ip);
+// The TCP port of the side listener a handle names (0: not a handle).
+uint16_t handleSidePort(const void* handle);
 
 }  // namespace hcl::ib

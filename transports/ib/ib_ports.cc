@@ -1,7 +1,10 @@
 #include "transports/ib/ib_ports.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -24,7 +27,9 @@ OpenedDevice& openedDevice(const VerbsApi& verbs, ibv_device* device, const std:
   static std::mutex mutex;
   static auto& opened = *std::make_unique<std::map<std::string, OpenedDevice>>().release();
   std::lock_guard lock(mutex);
-  auto [it, fresh] = opened.try_emplace(verbs.library + "\n" + name);
+  // Keyed by process too: a child forked after its parent opened a device
+  // may not use the parent's context.
+  auto [it, fresh] = opened.try_emplace(fmt::format("{}\n{}\n{}", getpid(), verbs.library, name));
   OpenedDevice& d = it->second;
   if (!fresh) return d;
   d.context = verbs.openDevice(device);
@@ -120,10 +125,24 @@ uint32_t portSpeedMbps(uint32_t activeSpeed, uint32_t activeWidth) {
 }
 
 std::string fabricOf(bool ethernet, const ibv_gid& gid) {
-  if (ethernet) return "roce";
   const uint8_t* s = gid.raw;
+  if (ethernet) {
+    if (isIpv4Mapped(gid)) return "roce";
+    // No IPv4 address to find the network by: this GID alone.
+    return fmt::format("roce:gid:{:02x}", fmt::join(s, s + 16, ""));
+  }
   return fmt::format("ib:{:02x}{:02x}:{:02x}{:02x}:{:02x}{:02x}:{:02x}{:02x}", s[0], s[1], s[2], s[3], s[4], s[5],
                      s[6], s[7]);
+}
+
+std::string publishedFabric(const IbPortSummary& port, const std::vector<NetAddress>& addresses) {
+  if (!port.ethernet) return port.fabric;
+  if (port.ipv4.empty()) return port.fabric;
+  for (const NetAddress& a : addresses) {
+    if (a.ip != port.ipv4) continue;
+    return "roce:" + (a.fabric.empty() ? fmt::format("{}/{}", a.ip, a.prefixLen) : a.fabric);
+  }
+  return "roce:" + port.ipv4 + "/32";
 }
 
 Status findIbPorts(const VerbsApi& verbs, const IbSettings& settings, std::vector<IbPort>& out) {
@@ -139,6 +158,11 @@ Status findIbPorts(const VerbsApi& verbs, const IbSettings& settings, std::vecto
   std::vector<std::string> seen;
   for (int d = 0; d < count; ++d) {
     const std::string name = verbs.getDeviceName(list[d]) ? verbs.getDeviceName(list[d]) : fmt::format("device{}", d);
+    // iWARP and EFA devices take no reliable-connected SEND with immediate data.
+    if (list[d]->transport_type != IBV_TRANSPORT_IB) {
+      seen.push_back(name + " is not an InfiniBand or RoCE device");
+      continue;
+    }
     OpenedDevice& device = openedDevice(verbs, list[d], name);
     if (!device.failure.empty()) {
       seen.push_back(device.failure);
@@ -160,6 +184,10 @@ Status findIbPorts(const VerbsApi& verbs, const IbSettings& settings, std::vecto
         seen.push_back(p.summary.name + " not active");
         continue;
       }
+      if (attr.link_layer != IBV_LINK_LAYER_INFINIBAND && attr.link_layer != IBV_LINK_LAYER_ETHERNET) {
+        seen.push_back(p.summary.name + " has a link layer other than InfiniBand or Ethernet");
+        continue;
+      }
       p.context = device.context;
       p.pd = device.pd;
       p.port = static_cast<uint8_t>(port);
@@ -174,6 +202,11 @@ Status findIbPorts(const VerbsApi& verbs, const IbSettings& settings, std::vecto
         continue;
       }
       p.summary.fabric = fabricOf(p.summary.ethernet, p.gid);
+      if (p.summary.ethernet && isIpv4Mapped(p.gid)) {
+        char text[INET_ADDRSTRLEN] = {};
+        inet_ntop(AF_INET, p.gid.raw + 12, text, sizeof text);
+        p.summary.ipv4 = text;
+      }
       out.push_back(std::move(p));
     }
   }

@@ -33,8 +33,9 @@ Status findIbPorts(const VerbsApi& verbs, const IbSettings& settings, std::vecto
 // Mbit/s from the port's speed and width codes; 0 for codes not known.
 uint32_t portSpeedMbps(uint32_t activeSpeed, uint32_t activeWidth);
 
-// The fabric label of a port: IB ports on one subnet share one, RoCE
-// ports one for all (IP routing joins them).
+// The fabric label of a port as verbs see it: IB ports on one subnet
+// share one; RoCE ports with an IPv4 GID "roce" (publishedFabric() narrows
+// it to their IP network), others one of their GID's own.
 std::string fabricOf(bool ethernet, const ibv_gid& gid);
 
 }  // namespace hcl::ib

@@ -40,11 +40,14 @@ class IbSource final : public NetSource {
     return {};
   }
 
-  void publish(const std::vector<NetDevice>& devices, PeerInfo& self) const override {
+  void publish(const std::vector<NetDevice>& devices, PeerInfo& self) override {
+    fabrics_.assign(net_->ports().size(), std::string());
     for (const NetDevice& d : devices) {
       const ib::IbPortSummary& p = net_->ports()[static_cast<size_t>(d.index)];
-      if (std::find(self.ibFabrics.begin(), self.ibFabrics.end(), p.fabric) == self.ibFabrics.end()) {
-        self.ibFabrics.push_back(p.fabric);
+      const std::string fabric = ib::publishedFabric(p, self.addresses);
+      fabrics_[static_cast<size_t>(d.index)] = fabric;
+      if (std::find(self.ibFabrics.begin(), self.ibFabrics.end(), fabric) == self.ibFabrics.end()) {
+        self.ibFabrics.push_back(fabric);
       }
       if (p.speedMbps > 0) {
         self.ibSpeedMbps = self.ibSpeedMbps == 0 ? p.speedMbps : std::min(self.ibSpeedMbps, p.speedMbps);
@@ -53,9 +56,9 @@ class IbSource final : public NetSource {
     std::sort(self.ibFabrics.begin(), self.ibFabrics.end());
   }
 
-  bool reaches(const NetDevice& device, const PeerInfo& peer) const override {
-    const std::string& fabric = net_->ports()[static_cast<size_t>(device.index)].fabric;
-    return std::find(peer.ibFabrics.begin(), peer.ibFabrics.end(), fabric) != peer.ibFabrics.end();
+  // Ports on the fabric the link chose (both ends pick the same one).
+  bool carries(const NetDevice& device, const Link& link) const override {
+    return link.kind == TransportKind::Ib && link.linkClass == "verbs:" + fabrics_[static_cast<size_t>(device.index)];
   }
 
   // The side connection goes to the peer's address on the network the
@@ -79,6 +82,7 @@ class IbSource final : public NetSource {
  private:
   IbMode mode_ = IbMode::Auto;
   std::unique_ptr<ib::IbNet> net_;
+  std::vector<std::string> fabrics_;  // published, per port
 };
 
 }  // namespace

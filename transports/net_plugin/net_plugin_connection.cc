@@ -29,7 +29,9 @@ Status NetPluginConnection::open() {
     for (size_t i = 0; i < kSlots; ++i) d->slots[i].bytes = d->buffer.data() + i * slotBytes_;
     HCL_TRY(plugin_.registerHost(comm, d->buffer.data(), d->buffer.size(), &d->mhandle));
   }
-  return {};
+  // Ready before the peer's first send, where receives stay posted.
+  if (eagerReceives_) postReceives();
+  return recv_.failure;
 }
 
 size_t NetPluginConnection::piecesOf(size_t bytes) const {
@@ -248,19 +250,20 @@ void keepForever(std::vector<uint8_t> buffer) {
 
 // Errors on the way down are not reported: the link is being dropped.
 void NetPluginConnection::release() {
-  // Where a close cancels what is posted, the comms go first and no buffer
-  // needs keeping.
+  // Where a close cancels what is posted, the comms go first, and a buffer
+  // is kept only if its comm would not close.
   const bool cancels = plugin_.closeCancelsRequests();
-  if (cancels) closeComms();
+  const bool cancelled = cancels && closeComms();
   for (auto [d, comm] : {std::pair{&send_, sendComm_}, std::pair{&recv_, recvComm_}}) {
     const bool inFlight = std::any_of(std::begin(d->slots), std::end(d->slots),
                                       [](const Slot& s) { return s.state == Slot::State::Posted; });
     // With a request posted the registration stays (some plugins refuse to
-    // drop it then) and so does the memory behind it.
-    if (inFlight && !cancels) {
+    // drop it then) and so does the memory behind it; so it does where the
+    // registration cannot be dropped.
+    if (d->mhandle && (cancelled || (!inFlight && !cancels && comm))) {
+      if (!plugin_.deregister(comm, d->mhandle).ok()) keepForever(std::move(d->buffer));
+    } else if (d->mhandle) {
       keepForever(std::move(d->buffer));
-    } else if (d->mhandle && (comm || cancels)) {
-      (void)plugin_.deregister(comm, d->mhandle);
     }
     d->mhandle = nullptr;
     for (Slot& s : d->slots) {
@@ -272,11 +275,14 @@ void NetPluginConnection::release() {
   closeComms();
 }
 
-void NetPluginConnection::closeComms() {
-  if (sendComm_) (void)plugin_.closeSend(sendComm_);
-  if (recvComm_) (void)plugin_.closeRecv(recvComm_);
+// True when both comms closed without an error (or were closed before).
+bool NetPluginConnection::closeComms() {
+  bool clean = true;
+  if (sendComm_) clean &= plugin_.closeSend(sendComm_).ok();
+  if (recvComm_) clean &= plugin_.closeRecv(recvComm_).ok();
   sendComm_ = nullptr;
   recvComm_ = nullptr;
+  return clean;
 }
 
 }  // namespace hcl::netplugin

@@ -70,7 +70,7 @@ class NetPluginConnection final : public Connection {
   Status broken(const Status& why) const;
   Status fail(Status why);
   void release();
-  void closeComms();
+  bool closeComms();
 
   NetPlugin& plugin_;
   void* sendComm_;

@@ -43,7 +43,7 @@ class PluginSource final : public NetSource {
     return {};
   }
 
-  void publish(const std::vector<NetDevice>& devices, PeerInfo& self) const override {
+  void publish(const std::vector<NetDevice>& devices, PeerInfo& self) override {
     self.netPlugin = plugin_->name();
     for (const NetDevice& d : devices) {
       if (d.properties.speedMbps <= 0) continue;

@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/wire.h"
 #include "transports/net_plugin/net_plugin_abi.h"
+#include "transports/link.h"
 #include "transports/net_plugin/net_plugin_connection.h"
 #include "transports/prepared_blobs.h"
 
@@ -25,7 +26,10 @@ using Handle = std::array<uint8_t, netabi::kHandleBytes>;
 constexpr auto kNet = static_cast<log::Subsys>(log::Init | log::Net);
 constexpr uint64_t kMaxPieceBytes = uint64_t{1} << 20;
 
+// This end of the link to one peer: its device, piece size and listener.
 struct Listening {
+  NetDevice device;
+  size_t slotBytes = 0;
   void* comm = nullptr;
   Handle handle{};
 };
@@ -62,26 +66,29 @@ class NetTransport final : public Transport {
 
   Status prepare(const TransportContext& ctx, const std::vector<int>& peers) override {
     if (!net_) return internalError(fmt::format("rank {}: {} links without the network", ctx.rank, source_->label()));
-    const auto& all = *ctx.peers;
-    const PeerInfo& me = all[static_cast<size_t>(ctx.rank)];
-    HCL_TRY(chooseDevice(ctx, peers));
-    // Pieces of the chunk size, within 4 KiB-1 MiB (each link registers
-    // four each way) and the network's largest message.
-    slotBytes_ = std::min<size_t>(std::clamp<uint64_t>(me.chunkBytes, 4096, kMaxPieceBytes) + sizeof(netplugin::PieceHeader),
-                                  device_.properties.maxMessageBytes);
-    if (slotBytes_ <= sizeof(netplugin::PieceHeader)) {
-      return systemError(fmt::format("rank {}: {} device {} takes messages of {} bytes, too few for HCL's "
-                                     "{}-byte piece header",
-                                     ctx.rank, source_->label(), device_.index, device_.properties.maxMessageBytes,
-                                     sizeof(netplugin::PieceHeader)));
-    }
-    if (device_.properties.maxComms > 0 && peers.size() * 3 > static_cast<size_t>(device_.properties.maxComms)) {
-      return systemError(fmt::format("rank {}: {} device {} takes {} comms; links to {} peers need 3 each", ctx.rank,
-                                     source_->label(), device_.index, device_.properties.maxComms, peers.size()));
-    }
+    const PeerInfo& me = (*ctx.peers)[static_cast<size_t>(ctx.rank)];
+    std::map<int, size_t> linksOn;  // per device index
     for (int peer : peers) {
+      HCL_TRY(chooseDevice(ctx, peer));
       Listening& l = listening_[peer];
-      HCL_TRY(net_->listen(device_.index, l.handle.data(), &l.comm));
+      const NetDevice& d = l.device;
+      // Pieces of the chunk size, within 4 KiB-1 MiB (each link registers
+      // four each way) and the device's largest message.
+      l.slotBytes = std::min<size_t>(
+          std::clamp<uint64_t>(me.chunkBytes, 4096, kMaxPieceBytes) + sizeof(netplugin::PieceHeader),
+          d.properties.maxMessageBytes);
+      if (l.slotBytes <= sizeof(netplugin::PieceHeader)) {
+        return systemError(fmt::format("rank {}: {} device {} takes messages of {} bytes, too few for HCL's "
+                                       "{}-byte piece header",
+                                       ctx.rank, source_->label(), d.index, d.properties.maxMessageBytes,
+                                       sizeof(netplugin::PieceHeader)));
+      }
+      const size_t links = ++linksOn[static_cast<size_t>(d.index)];
+      if (d.properties.maxComms > 0 && links * 3 > static_cast<size_t>(d.properties.maxComms)) {
+        return systemError(fmt::format("rank {}: {} device {} takes {} comms; links to {} peers need 3 each",
+                                       ctx.rank, source_->label(), d.index, d.properties.maxComms, links));
+      }
+      HCL_TRY(net_->listen(d.index, l.handle.data(), &l.comm));
     }
     return {};
   }
@@ -91,7 +98,7 @@ class NetTransport final : public Transport {
     const auto it = listening_.find(peer);
     if (it == listening_.end()) return {};
     WireWriter w;
-    w.put<uint64_t>(slotBytes_);
+    w.put<uint64_t>(it->second.slotBytes);
     w.put(it->second.handle);
     return w.take();
   }
@@ -105,11 +112,11 @@ class NetTransport final : public Transport {
       for (auto it = opening_.begin(); it != opening_.end();) {
         const int peer = it->first;
         Opening& o = it->second;
+        Listening& l = listening_.at(peer);
         if (!o.sendComm) {
-          HCL_TRY(net_->connect(device_.index, o.theirHandle.data(), &o.sendComm));
+          HCL_TRY(net_->connect(l.device.index, o.theirHandle.data(), &o.sendComm));
           moved |= o.sendComm != nullptr;
         }
-        Listening& l = listening_.at(peer);
         if (!o.recvComm) {
           HCL_TRY(net_->accept(l.comm, &o.recvComm));
           moved |= o.recvComm != nullptr;
@@ -119,10 +126,12 @@ class NetTransport final : public Transport {
           continue;
         }
         (void)net_->closeListen(l.comm);
+        const NetDevice device = l.device;
+        const size_t slotBytes = std::min(l.slotBytes, o.slotBytes);
         listening_.erase(peer);
         auto connection = std::make_unique<NetPluginConnection>(
-            *net_, o.sendComm, o.recvComm, ctx.rank, peer, std::min(slotBytes_, o.slotBytes),
-            fmt::format("{} device {} ('{}')", source_->label(), device_.index, device_.properties.name));
+            *net_, o.sendComm, o.recvComm, ctx.rank, peer, slotBytes,
+            fmt::format("{} device {} ('{}')", source_->label(), device.index, device.properties.name));
         it = opening_.erase(it);  // the connection owns the comms now
         HCL_TRY(connection->open());
         out[static_cast<size_t>(peer)] = std::move(connection);
@@ -160,25 +169,23 @@ class NetTransport final : public Transport {
     return {};
   }
 
-  // Ranks of one host spread over the devices that reach every peer of
-  // theirs, as NCCL gives each GPU its own NIC.
-  Status chooseDevice(const TransportContext& ctx, const std::vector<int>& peers) {
+  // The device for the link to `peer`: ranks of one host spread over the
+  // devices that carry it, as NCCL gives each GPU its own NIC.
+  Status chooseDevice(const TransportContext& ctx, int peer) {
     const auto& all = *ctx.peers;
     const PeerInfo& me = all[static_cast<size_t>(ctx.rank)];
+    const Link& link = (*ctx.links)[static_cast<size_t>(peer)];
     std::vector<NetDevice> usable;
     for (const NetDevice& d : devices_) {
-      if (std::all_of(peers.begin(), peers.end(),
-                      [&](int p) { return source_->reaches(d, all[static_cast<size_t>(p)]); })) {
-        usable.push_back(d);
-      }
+      if (source_->carries(d, link)) usable.push_back(d);
     }
     if (usable.empty()) {
-      return systemError(fmt::format("rank {}: no {} device of this rank reaches all of rank(s) {}", ctx.rank,
-                                     source_->label(), fmt::join(peers, ",")));
+      return systemError(fmt::format("rank {}: no {} device of this rank carries the link to rank {} ({})", ctx.rank,
+                                     source_->label(), peer, link.linkClass));
     }
     const auto localIndex = std::count_if(all.begin(), all.begin() + ctx.rank,
                                           [&](const PeerInfo& p) { return p.hostId == me.hostId; });
-    device_ = usable[static_cast<size_t>(localIndex) % usable.size()];
+    listening_[peer].device = usable[static_cast<size_t>(localIndex) % usable.size()];
     return {};
   }
 
@@ -211,8 +218,6 @@ class NetTransport final : public Transport {
   std::unique_ptr<NetSource> source_;
   NetPlugin* net_ = nullptr;       // owned by the source
   std::vector<NetDevice> devices_;  // those taking host memory
-  NetDevice device_;
-  size_t slotBytes_ = 0;
   std::map<int, Listening> listening_;
   std::map<int, Opening> opening_;
 };

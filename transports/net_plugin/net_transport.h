@@ -15,6 +15,8 @@
 
 namespace hcl {
 
+struct Link;
+
 struct NetDevice {
   int index = 0;
   netplugin::DeviceProperties properties;
@@ -32,9 +34,10 @@ class NetSource {
   virtual Status unusable(const TransportContext& ctx, const std::string& why) const = 0;
   // What link selection reads of this rank, from the devices that take
   // host memory.
-  virtual void publish(const std::vector<NetDevice>& devices, PeerInfo& self) const = 0;
-  // Whether a device can reach `peer` (say, both on one subnet).
-  virtual bool reaches(const NetDevice& /*device*/, const PeerInfo& /*peer*/) const { return true; }
+  virtual void publish(const std::vector<NetDevice>& devices, PeerInfo& self) = 0;
+  // Whether a device carries the link to a peer (say, it is on the fabric
+  // the link chose); both ends must answer alike for their own devices.
+  virtual bool carries(const NetDevice& /*device*/, const Link& /*link*/) const { return true; }
   // Before the first connect() to `peer` with its handle.
   virtual Status prepareHandle(const TransportContext& /*ctx*/, int /*peer*/, void* /*handle*/) const { return {}; }
   // "net plugin 'aws-ofi'", "verbs": how messages name the network.

@@ -3,6 +3,13 @@
 // verbs library (tests/ib), which emulates devices and queue pairs.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -13,6 +20,7 @@
 #ifdef HCL_FAKE_VERBS_LIBRARY
 #include "transports/ib/ib_net.h"
 #include "transports/ib/ib_ports.h"
+#include "transports/net_plugin/net_plugin_abi.h"
 #endif
 
 namespace hcl::ib {
@@ -102,7 +110,10 @@ TEST(IbLinks, BothOnOneFabricGoOverVerbs) {
 }
 
 TEST(IbLinks, RoceAndOtherSubnets) {
-  EXPECT_EQ(selectLink(peer(0, "a", {"roce"}), peer(1, "b", {"roce"})).nicKind, NicKind::Roce);
+  EXPECT_EQ(selectLink(peer(0, "a", {"roce:10.1.0.0/16"}), peer(1, "b", {"roce:10.1.0.0/16"})).nicKind, NicKind::Roce);
+  EXPECT_EQ(selectLink(peer(0, "a", {"roce:10.1.0.0/16"}), peer(1, "b", {"roce:10.2.0.0/16"})).kind,
+            TransportKind::Tcp)
+      << "RoCE on other IP networks";
   EXPECT_EQ(selectLink(peer(0, "a", {"ib:fe80:0000:0000:0000"}), peer(1, "b", {"ib:fe80:0000:0000:0001"})).kind,
             TransportKind::Tcp)
       << "subnets apart";
@@ -141,7 +152,26 @@ TEST(IbPorts, SpeedsAndFabrics) {
   gid.raw[1] = 0x80;
   gid.raw[7] = 0x01;
   EXPECT_EQ(fabricOf(false, gid), "ib:fe80:0000:0000:0001");
-  EXPECT_EQ(fabricOf(true, gid), "roce");
+  EXPECT_EQ(fabricOf(true, gid), "roce:gid:fe800000000000010000000000000000") << "no IPv4 address: its own";
+  ibv_gid v4{};
+  v4.raw[10] = v4.raw[11] = 0xff;
+  v4.raw[12] = 10;
+  v4.raw[15] = 7;
+  EXPECT_EQ(fabricOf(true, v4), "roce");
+}
+
+TEST(IbPorts, RoceIsPublishedByTheIpNetworkOfItsGid) {
+  NetAddress eth;
+  eth.ip = "10.1.0.7";
+  eth.prefixLen = 16;
+  eth.fabric = "10.1.0.0/16";
+  IbPortSummary roce{"mlx5_0:1", "roce", true, "10.1.0.7", 100000};
+  EXPECT_EQ(publishedFabric(roce, {eth}), "roce:10.1.0.0/16");
+  eth.fabric.clear();
+  EXPECT_EQ(publishedFabric(roce, {eth}), "roce:10.1.0.7/16");
+  EXPECT_EQ(publishedFabric(roce, {}), "roce:10.1.0.7/32") << "an address no interface holds: alone";
+  IbPortSummary ib{"mlx5_1:1", "ib:fe80:0000:0000:0000", false, "", 200000};
+  EXPECT_EQ(publishedFabric(ib, {eth}), "ib:fe80:0000:0000:0000") << "InfiniBand keeps its subnet";
 }
 
 TEST(IbPorts, MissingLibraryIsNamed) {
@@ -165,7 +195,7 @@ class FakeVerbs : public ::testing::Test {
     return IbNet::open(s, why);
   }
   [[noreturn]] static void finish(bool ok, const std::string& why) {
-    if (!ok) std::fprintf(stderr, "%s\n", why.c_str());
+    if (!ok) std::fprintf(stderr, "check failed: %s\n", why.c_str());
     std::exit(ok ? 0 : 1);
   }
 };
@@ -202,14 +232,57 @@ TEST_F(FakeVerbs, ActivePortsTheFilterAdmits) {
   EXPECT_EXIT(check(), ::testing::ExitedWithCode(0), "");
 }
 
+// A connection that is not a peer's reaches a listener first: it is
+// dropped, and the peer's connection after it is set up all the same.
+TEST_F(FakeVerbs, StrayConnectionToAListenerIsDropped) {
+  const auto check = [] {
+    std::string why;
+    auto net = open("", &why);
+    if (!net) finish(false, why);
+    std::array<uint8_t, netabi::kHandleBytes> handle{};
+    void* listenComm = nullptr;
+    if (!net->listen(0, handle.data(), &listenComm).ok()) finish(false, "listen");
+    if (!setHandleAddress(handle.data(), "127.0.0.1")) finish(false, "setHandleAddress");
+    const int stray = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(handleSidePort(handle.data()));
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(stray, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) finish(false, "stray connect");
+    std::array<uint8_t, 64> junk{};
+    junk.fill(0x5a);
+    if (::send(stray, junk.data(), junk.size(), 0) != static_cast<ssize_t>(junk.size())) finish(false, "stray send");
+    void* sendComm = nullptr;
+    void* recvComm = nullptr;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!sendComm || !recvComm) {
+      if (std::chrono::steady_clock::now() > end) finish(false, "no connection within 10 s");
+      if (!recvComm) {
+        if (Status s = net->accept(listenComm, &recvComm); !s.ok()) finish(false, "accept failed: " + s.message());
+      }
+      if (!sendComm) {
+        if (Status s = net->connect(0, handle.data(), &sendComm); !s.ok()) finish(false, "connect: " + s.message());
+      }
+    }
+    char byte = 0;
+    if (::recv(stray, &byte, 1, 0) > 0) finish(false, "the stray connection was answered");  // closed or reset
+    ::close(stray);
+    const bool closed = net->closeSend(sendComm).ok() && net->closeRecv(recvComm).ok() &&
+                        net->closeListen(listenComm).ok();
+    finish(closed, "close");
+  };
+  EXPECT_EXIT(check(), ::testing::ExitedWithCode(0), "");
+}
+
 TEST_F(FakeVerbs, RoceTakesAnIpv4Gid) {
   const auto check = [] {
     setenv("HCL_FAKE_VERBS_LINK_LAYER", "eth", 1);
     std::string why;
     auto net = open("", &why);
     if (!net) finish(false, why);
-    if (net->ports().empty() || !net->ports()[0].ethernet || net->ports()[0].fabric != "roce") {
-      finish(false, "expected a RoCE port on fabric 'roce'");
+    if (net->ports().empty() || !net->ports()[0].ethernet || net->ports()[0].fabric != "roce" ||
+        net->ports()[0].ipv4.rfind("127.0.", 0) != 0) {
+      finish(false, "expected a RoCE port with the fake's IPv4 GID (127.0.x.y)");
     }
     finish(true, "");
   };
