@@ -25,7 +25,10 @@ Status NetPluginConnection::open() {
     return internalError(fmt::format("{}: pieces of {} bytes cannot hold a header", description_, slotBytes_));
   }
   for (auto [d, comm] : {std::pair{&send_, sendComm_}, std::pair{&recv_, recvComm_}}) {
-    d->buffer.resize(kSlots * slotBytes_);
+    d->buffer = PageBuffer(kSlots * slotBytes_);
+    if (!d->buffer.data()) {
+      return systemError(fmt::format("{}: no memory for {} bytes of piece buffers", description_, kSlots * slotBytes_));
+    }
     for (size_t i = 0; i < kSlots; ++i) d->slots[i].bytes = d->buffer.data() + i * slotBytes_;
     HCL_TRY(plugin_.registerHost(comm, d->buffer.data(), d->buffer.size(), &d->mhandle));
   }
@@ -239,9 +242,9 @@ namespace {
 // Buffers a plugin may still write into: a comm closed (or refused to
 // close) with requests posted, after an abort or a failure. Kept for the
 // process's lifetime, as the plugins themselves are.
-void keepForever(std::vector<uint8_t> buffer) {
+void keepForever(PageBuffer buffer) {
   static std::mutex mutex;
-  static auto& kept = *std::make_unique<std::vector<std::vector<uint8_t>>>().release();
+  static auto& kept = *std::make_unique<std::vector<PageBuffer>>().release();
   std::lock_guard lock(mutex);
   kept.push_back(std::move(buffer));
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "transports/net_plugin/net_plugin.h"
+#include "transports/net_plugin/page_buffer.h"
 #include "transports/transport.h"
 
 namespace hcl::netplugin {
@@ -52,7 +53,7 @@ class NetPluginConnection final : public Connection {
   };
   // One registered buffer per direction, cut into kSlots pieces.
   struct Direction {
-    std::vector<uint8_t> buffer;
+    PageBuffer buffer;
     void* mhandle = nullptr;
     Slot slots[kSlots];
     Slot& at(size_t index) { return slots[index % kSlots]; }
