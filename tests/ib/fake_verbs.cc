@@ -13,6 +13,27 @@
 //  - A message is a FrameHeader then the payload. There are no threads:
 //    every QP of the process makes progress inside post_send, post_recv and
 //    poll_cq, under one global mutex.
+//  - A send completes as on a real RC HCA: only once the responder has
+//    acknowledged it, i.e. matched the message to a receive it posted and
+//    written it there. A message with no receive posted stays in the socket
+//    (RNR retry forever) and its send stays incomplete, however long it
+//    waits. The responder acknowledges on the reverse direction of the same
+//    connection (its accepted incoming stream, read by the requester from its
+//    outgoing stream), with AckFrames that count the messages consumed. Acks
+//    so never queue behind the responder's own messages, which may be
+//    waiting for receives (as on real HCAs, where ACKs are not subject to
+//    RNR), and a QP acknowledges in RTR as well as in RTS. A message too
+//    long for its receive is NAKed: IBV_WC_LOC_LEN_ERR at the responder,
+//    IBV_WC_REM_INV_REQ_ERR at the requester, both QPs to ERR. A QP in ERR,
+//    destroyed or reset still writes the acks it owes before closing.
+//    Sends complete in posting order; every send, unsignaled ones included,
+//    holds its slot (max_send_wr) until it completes and then until a
+//    completion of it or of a later send of the QP is polled.
+//  - When the peer goes away (its streams reach EOF or reset: QP destroyed,
+//    moved to ERR or RESET, process gone) the oldest incomplete send, unsent
+//    or unacknowledged, fails with IBV_WC_RETRY_EXC_ERR and the rest with
+//    IBV_WC_WR_FLUSH_ERR. Messages the local QP had fully received before
+//    the EOF are delivered first; receives then flush.
 //
 // It is strict like a real HCA and kernel: misuse fails with an errno and
 // one "fake verbs: <call>: ..." line on stderr.
@@ -20,8 +41,10 @@
 
 #include <endian.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -70,6 +93,14 @@ constexpr uint32_t kMax24Bit = (1u << 24) - 1;
 
 constexpr uint32_t kHelloMagic = 0x46564831;  // "FVH1"
 constexpr uint32_t kFrameMagic = 0x46564d31;  // "FVM1"
+constexpr uint32_t kAckMagic = 0x46564131;    // "FVA1"
+
+// Room a responder keeps free in its acknowledgement direction, so that the
+// last AckFrame it owes always fits when its QP closes (a small frame costs
+// the kernel well under 1 KiB of send buffer).
+constexpr int kAckReserve = 8192;
+// Send buffer asked for in the acknowledgement direction (the kernel caps it).
+constexpr int kAckSendBuffer = 4 << 20;
 
 // First bytes a QP writes on its outgoing stream.
 struct Hello {
@@ -84,6 +115,17 @@ struct FrameHeader {
   uint32_t has_imm;
   uint32_t imm;  // passed through as given (network order is the caller's business)
   uint32_t length;
+};
+
+// What a responder writes back on its incoming stream (the reverse direction
+// of the requester's outgoing stream): `count` more messages landed in
+// receives, then, if `nak`, the next one was refused (too long for its
+// receive).
+struct AckFrame {
+  uint32_t magic;
+  uint32_t count;
+  uint32_t nak;
+  uint32_t reserved;
 };
 
 // ---------------------------------------------------------------- objects
@@ -169,6 +211,12 @@ struct Inbound {
   FrameHeader header{};
   size_t header_got = 0;
   uint64_t payload_got = 0;
+  // Acknowledgements owed to the requester, not yet written back.
+  uint32_t acks_owed = 0;
+  bool nak_owed = false;
+  AckFrame ack_out{};  // a frame being written, if ack_out_left
+  size_t ack_out_left = 0;
+  int send_buffer = 0;  // SO_SNDBUF of fd
 };
 
 struct Qp {
@@ -193,11 +241,15 @@ struct Qp {
   uint32_t sq_psn = 0;
 
   // Set where an error is found; settle() then moves the QP to ERR, and the
-  // first unsent send completes with this status.
+  // oldest incomplete (unsent or unacknowledged) send completes with this status.
   std::optional<ibv_wc_status> fault;
 
+  // Sends move from sq_pending to sq_unacked to sq_done, in posting order.
   std::deque<SendWr> sq_pending;  // not yet fully written
-  std::deque<SendWr> sq_done;     // written or flushed, not yet retired by a poll
+  std::deque<SendWr> sq_unacked;  // written, the responder has not acknowledged them
+  std::deque<SendWr> sq_done;     // completed (or unsignaled), not yet retired by a poll
+  AckFrame ack_in{};              // acknowledgement being read from out_fd
+  size_t ack_in_got = 0;
   uint64_t next_seq = 0;
   std::deque<RecvWr> rq;
   int rq_unpolled = 0;  // receive completions in the CQ, still holding a slot
@@ -484,23 +536,59 @@ void retire(Cqe& e) {
   }
 }
 
+// Writes the acknowledgements the QP owes on its incoming stream, coalesced
+// into one AckFrame. Unless `last` (the stream is closing), it keeps
+// kAckReserve of the send buffer free, so that the last frame always fits: a
+// responder that went to ERR or away still acknowledges what it consumed.
+void flush_acks(Qp* qp, bool last) {
+  Inbound& in = qp->in;
+  if (in.fd < 0) return;
+  for (;;) {
+    if (in.ack_out_left == 0) {
+      if (in.acks_owed == 0 && !in.nak_owed) return;
+      int queued = 0;
+      if (!last && in.send_buffer > 0 && ioctl(in.fd, SIOCOUTQ, &queued) == 0 &&
+          queued + kAckReserve > in.send_buffer)
+        return;  // the requester is behind reading; the count grows meanwhile
+      in.ack_out = AckFrame{kAckMagic, in.acks_owed, in.nak_owed ? 1u : 0u, 0};
+      in.ack_out_left = sizeof in.ack_out;
+      in.acks_owed = 0;
+      in.nak_owed = false;
+    }
+    const char* from = reinterpret_cast<const char*>(&in.ack_out) + sizeof in.ack_out - in.ack_out_left;
+    const ssize_t n = send(in.fd, from, in.ack_out_left, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) in.ack_out_left = 0;  // the requester went away
+      return;
+    }
+    in.ack_out_left -= static_cast<size_t>(n);
+  }
+}
+
+// The acks owed go first: the peer, seeing either stream end, finds them.
 void close_streams(Qp* qp) {
+  flush_acks(qp, true);
   close_fd(&qp->listen_fd);
   close_fd(&qp->out_fd);
   close_fd(&qp->in.fd);
   qp->in = Inbound{};
+  qp->ack_in_got = 0;
 }
 
-// Moves a QP to ERR: streams close (the peer sees EOF) and all work flushes.
+// Moves a QP to ERR: streams close (the peer sees EOF) and all work flushes;
+// the oldest incomplete send (unacknowledged or unsent) gets head_send_status.
 void enter_error(Qp* qp, ibv_wc_status head_send_status) {
   qp->pub.state = IBV_QPS_ERR;
   close_streams(qp);
   ibv_wc_status status = head_send_status;
-  while (!qp->sq_pending.empty()) {
-    SendWr w = std::move(qp->sq_pending.front());
-    qp->sq_pending.pop_front();
-    complete_send(qp, std::move(w), status);
-    status = IBV_WC_WR_FLUSH_ERR;
+  for (auto* queue : {&qp->sq_unacked, &qp->sq_pending}) {
+    while (!queue->empty()) {
+      SendWr w = std::move(queue->front());
+      queue->pop_front();
+      complete_send(qp, std::move(w), status);
+      status = IBV_WC_WR_FLUSH_ERR;
+    }
   }
   while (!qp->rq.empty()) {
     RecvWr r = std::move(qp->rq.front());
@@ -534,7 +622,7 @@ void drop_cqes_of(Cq* cq, Qp* qp) {
 // Forgets all work and connections, as a move to RESET or destroy does.
 void discard_work(Qp* qp) {
   close_streams(qp);
-  for (auto* queue : {&qp->sq_pending, &qp->sq_done}) {
+  for (auto* queue : {&qp->sq_pending, &qp->sq_unacked, &qp->sq_done}) {
     for (SendWr& w : *queue) release(w.mrs);
     queue->clear();
   }
@@ -553,6 +641,15 @@ void discard_work(Qp* qp) {
 // ---------------------------------------------------------------- progress
 
 void peer_gone(Qp* qp) { set_fault(qp, IBV_WC_RETRY_EXC_ERR); }
+
+void read_acks(Qp* qp);
+
+// The incoming stream ended: the peer QP went away. What it acknowledged (or
+// refused) before going is waiting on the outgoing stream; take that first.
+void incoming_gone(Qp* qp) {
+  read_acks(qp);
+  peer_gone(qp);
+}
 
 void reject_incoming(Qp* qp) {
   close_fd(&qp->in.fd);
@@ -586,6 +683,7 @@ void message_too_long(Qp* qp) {
   fail(0, "QP 0x%x: a %u-byte message arrived for a receive of %llu bytes: IBV_WC_LOC_LEN_ERR, QP to error",
        qp->pub.qp_num, qp->in.header.length, static_cast<unsigned long long>(r.capacity));
   complete_recv(qp, std::move(r), IBV_WC_LOC_LEN_ERR, &qp->in.header);
+  qp->in.nak_owed = true;  // the requester's send fails with IBV_WC_REM_INV_REQ_ERR
   set_fault(qp, IBV_WC_WR_FLUSH_ERR);
 }
 
@@ -613,20 +711,21 @@ Io read_payload(Qp* qp, const RecvWr& r) {
   return Io::Done;
 }
 
-// Reads incoming messages into posted receives, in order. A message with no
-// receive posted stays in the socket (RNR retry forever).
+// Reads incoming messages into posted receives, in order, and owes the
+// requester an acknowledgement for each. A message with no receive posted
+// stays in the socket (RNR retry forever) and its send stays incomplete.
 void read_incoming(Qp* qp) {
   Inbound& in = qp->in;
   if (!in.hello_done && !read_hello(qp)) return;
   while (!qp->fault) {
     if (in.header_got < sizeof in.header) {
       if (qp->rq.empty()) {
-        if (in.header_got == 0 && peer_closed(in.fd)) peer_gone(qp);
+        if (in.header_got == 0 && peer_closed(in.fd)) incoming_gone(qp);
         return;
       }
       const Io io = read_into(in.fd, &in.header, sizeof in.header, &in.header_got);
       if (io == Io::Again) return;
-      if (io != Io::Done) return peer_gone(qp);
+      if (io != Io::Done) return incoming_gone(qp);
       if (in.header.magic != kFrameMagic) {
         fail(0, "QP 0x%x: garbage on the incoming stream", qp->pub.qp_num);
         return set_fault(qp, IBV_WC_WR_FLUSH_ERR);
@@ -636,12 +735,18 @@ void read_incoming(Qp* qp) {
     }
     const Io io = read_payload(qp, qp->rq.front());
     if (io == Io::Again) return;
-    if (io != Io::Done) return peer_gone(qp);
+    if (io != Io::Done) return incoming_gone(qp);
     RecvWr r = std::move(qp->rq.front());
     qp->rq.pop_front();
     complete_recv(qp, std::move(r), IBV_WC_SUCCESS, &in.header);
     in.header_got = 0;
+    ++in.acks_owed;
   }
+}
+
+void serve_incoming(Qp* qp) {
+  read_incoming(qp);
+  flush_acks(qp, false);
 }
 
 // Accepts the incoming stream. Further connections are refused (closed): an
@@ -658,7 +763,64 @@ void accept_incoming(Qp* qp) {
   }
   qp->in = Inbound{};
   qp->in.fd = fd;
-  read_incoming(qp);
+  int size = kAckSendBuffer;
+  socklen_t len = sizeof size;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);  // best effort
+  if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &len) == 0) qp->in.send_buffer = size;
+  serve_incoming(qp);
+}
+
+// Completes the oldest incomplete send with a responder's NAK. The responder
+// refuses a message on its header, so the send may still be partly unwritten.
+void nak_received(Qp* qp) {
+  std::deque<SendWr>* queue = &qp->sq_unacked;
+  if (queue->empty() && !qp->sq_pending.empty() && qp->sq_pending.front().written > 0) queue = &qp->sq_pending;
+  if (queue->empty()) {
+    fail(0, "QP 0x%x: a NAK arrived with no send outstanding", qp->pub.qp_num);
+    return set_fault(qp, IBV_WC_WR_FLUSH_ERR);
+  }
+  SendWr w = std::move(queue->front());
+  queue->pop_front();
+  fail(0, "QP 0x%x: the responder refused send wr_id %llu (%u bytes, too long for its receive): "
+       "IBV_WC_REM_INV_REQ_ERR, QP to error",
+       qp->pub.qp_num, static_cast<unsigned long long>(w.wr_id), w.length);
+  complete_send(qp, std::move(w), IBV_WC_REM_INV_REQ_ERR);
+  set_fault(qp, IBV_WC_WR_FLUSH_ERR);
+}
+
+void ack_received(Qp* qp, const AckFrame& ack) {
+  if (ack.magic != kAckMagic || ack.count > qp->sq_unacked.size()) {
+    fail(0, "QP 0x%x: garbage on the acknowledgement stream (%u acks for %zu unacknowledged sends)",
+         qp->pub.qp_num, ack.count, qp->sq_unacked.size());
+    return set_fault(qp, IBV_WC_WR_FLUSH_ERR);
+  }
+  for (uint32_t i = 0; i < ack.count; ++i) {
+    SendWr w = std::move(qp->sq_unacked.front());
+    qp->sq_unacked.pop_front();
+    complete_send(qp, std::move(w), IBV_WC_SUCCESS);
+  }
+  if (ack.nak) nak_received(qp);
+}
+
+// The responder closed our outgoing stream (QP destroyed, in ERR, or its
+// process gone). Messages it sent before going may still be in our incoming
+// stream, so with nothing outstanding we wait for the EOF there.
+void outgoing_closed(Qp* qp) {
+  close_fd(&qp->out_fd);
+  qp->out_closed = true;
+  if (!qp->sq_pending.empty() || !qp->sq_unacked.empty() || qp->in.fd < 0) peer_gone(qp);
+}
+
+// Reads the acknowledgements the responder wrote back on our outgoing stream;
+// they arrive before its EOF.
+void read_acks(Qp* qp) {
+  while (!qp->fault && qp->out_fd >= 0) {
+    const Io io = read_into(qp->out_fd, &qp->ack_in, sizeof qp->ack_in, &qp->ack_in_got);
+    if (io == Io::Again) return;
+    if (io != Io::Done) return outgoing_closed(qp);
+    qp->ack_in_got = 0;
+    ack_received(qp, qp->ack_in);
+  }
 }
 
 void write_outgoing(Qp* qp) {
@@ -668,24 +830,17 @@ void write_outgoing(Qp* qp) {
         send(qp->out_fd, w.frame.data() + w.written, w.frame.size() - w.written, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
-      return peer_gone(qp);
+      read_acks(qp);  // what the responder acknowledged (or refused) before it went
+      if (!qp->fault) peer_gone(qp);
+      return;
     }
     w.written += static_cast<size_t>(n);
     if (w.written < w.frame.size()) continue;
-    SendWr done = std::move(w);
+    SendWr sent = std::move(w);
     qp->sq_pending.pop_front();
-    complete_send(qp, std::move(done), IBV_WC_SUCCESS);
+    std::vector<uint8_t>().swap(sent.frame);
+    qp->sq_unacked.push_back(std::move(sent));  // completes when the responder acknowledges it
   }
-}
-
-// The peer never writes on our outgoing stream; readable means it closed.
-// Messages it sent before going may still be in our incoming stream, so with
-// nothing to send we wait for the EOF there.
-void check_outgoing(Qp* qp) {
-  if (!peer_closed(qp->out_fd)) return;
-  close_fd(&qp->out_fd);
-  qp->out_closed = true;
-  if (!qp->sq_pending.empty() || qp->in.fd < 0) peer_gone(qp);
 }
 
 enum class Role { Listen, In, Out };
@@ -696,16 +851,17 @@ void dispatch(Qp* qp, Role role, short revents) {
     case Role::Listen:
       return accept_incoming(qp);
     case Role::In:
-      return read_incoming(qp);
+      if (qp->in.fd >= 0) serve_incoming(qp);
+      return;
     case Role::Out:
-      if (revents & POLLOUT) write_outgoing(qp);
-      if (!qp->fault && qp->out_fd >= 0 && (revents & (POLLIN | POLLHUP | POLLERR))) check_outgoing(qp);
+      if (qp->out_fd >= 0 && (revents & (POLLIN | POLLHUP | POLLERR))) read_acks(qp);
+      if (!qp->fault && qp->out_fd >= 0 && (revents & POLLOUT)) write_outgoing(qp);
       return;
   }
 }
 
 bool sends_stuck(const Qp* qp) {
-  return qp->unreachable || (qp->out_closed && !qp->sq_pending.empty());
+  return qp->unreachable || (qp->out_closed && (!qp->sq_pending.empty() || !qp->sq_unacked.empty()));
 }
 
 // One step for every connected QP of this process (a real HCA needs no
@@ -727,7 +883,8 @@ void progress() {
       continue;
     }
     if (qp->listen_fd >= 0) watch(qp, qp->listen_fd, POLLIN, Role::Listen);
-    if (qp->in.fd >= 0) watch(qp, qp->in.fd, POLLIN, Role::In);
+    const bool acks_owed = qp->in.acks_owed || qp->in.nak_owed || qp->in.ack_out_left;
+    if (qp->in.fd >= 0) watch(qp, qp->in.fd, POLLIN | (acks_owed ? POLLOUT : 0), Role::In);
     if (qp->out_fd >= 0) watch(qp, qp->out_fd, POLLIN | (qp->sq_pending.empty() ? 0 : POLLOUT), Role::Out);
   }
   if (!fds.empty() && poll(fds.data(), fds.size(), 0) > 0) {
@@ -1316,7 +1473,7 @@ std::vector<uint8_t> make_frame(const ibv_send_wr& wr, uint32_t length) {
 }
 
 int post_one_send(Qp* qp, const ibv_send_wr& wr) {
-  const size_t outstanding = qp->sq_pending.size() + qp->sq_done.size();
+  const size_t outstanding = qp->sq_pending.size() + qp->sq_unacked.size() + qp->sq_done.size();
   if (outstanding >= qp->cap.max_send_wr)
     return fail(ENOMEM, "QP 0x%x: %zu sends outstanding (max_send_wr %u; unsignaled ones count until a later "
                         "signaled completion is polled)",

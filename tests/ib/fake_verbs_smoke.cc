@@ -2,7 +2,9 @@
 // given as argv[1] with dlopen, as HCL does, and drives it through dlsym'd
 // pointers and the inline data-path wrappers of verbs.h. It runs every check
 // with the InfiniBand link layer, then re-executes itself with
-// HCL_FAKE_VERBS_LINK_LAYER=eth for RoCE addressing. The "fake verbs: ..."
+// HCL_FAKE_VERBS_LINK_LAYER=eth for RoCE addressing. Sends complete only
+// once the peer has matched them to a posted receive, as on a real HCA. The
+// "fake verbs: ..."
 // lines the library prints on the way come from misuse the test commits on
 // purpose.
 #include <infiniband/verbs.h>
@@ -159,7 +161,7 @@ void open_endpoint(Endpoint* ep, uint32_t max_wr = 16, int send_cqe = 64) {
 }
 
 void close_endpoint(Endpoint* ep) {
-  CHECK(V.destroy_qp(ep->qp) == 0, "ibv_destroy_qp");
+  CHECK(!ep->qp || V.destroy_qp(ep->qp) == 0, "ibv_destroy_qp");
   CHECK(V.destroy_cq(ep->scq) == 0 && V.destroy_cq(ep->rcq) == 0, "ibv_destroy_cq");
   CHECK(V.dereg_mr(ep->smr) == 0 && V.dereg_mr(ep->rmr) == 0, "ibv_dereg_mr");
   CHECK(V.dealloc_pd(ep->pd) == 0, "ibv_dealloc_pd");
@@ -228,12 +230,17 @@ ibv_qp_attr rts_attr(const Endpoint& ep) {
   return a;
 }
 
-void connect_qp(Endpoint* ep, const Address& remote, int gid_index) {
+// Up to RTR only: the QP receives (and acknowledges) but cannot send.
+void connect_qp_rtr(Endpoint* ep, const Address& remote, int gid_index) {
   ibv_qp_attr a = init_attr();
   CHECK(V.modify_qp(ep->qp, &a, kInitMask) == 0, "RESET->INIT");
   a = rtr_attr(remote, gid_index);
   CHECK(V.modify_qp(ep->qp, &a, kRtrMask) == 0, "INIT->RTR");
-  a = rts_attr(*ep);
+}
+
+void connect_qp(Endpoint* ep, const Address& remote, int gid_index) {
+  connect_qp_rtr(ep, remote, gid_index);
+  ibv_qp_attr a = rts_attr(*ep);
   CHECK(V.modify_qp(ep->qp, &a, kRtsMask) == 0, "RTR->RTS");
 }
 
@@ -288,6 +295,18 @@ void wait_for(const Pump& pump, const std::function<bool()>& done, double second
       poll_into(ep->rcq, &ep->received);
     }
   }
+}
+
+// Polls all CQs of the pump for a while (the fake progresses inside polls).
+void pump_for(const Pump& pump, int ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  wait_for(pump, [&] { return std::chrono::steady_clock::now() > until; }, 5 + ms / 1000.0, "a pause");
+}
+
+void check_send_wc(const ibv_wc& wc, uint64_t wr_id, ibv_wc_status status) {
+  CHECK(wc.wr_id == wr_id && wc.status == status && (status != IBV_WC_SUCCESS || wc.opcode == IBV_WC_SEND),
+        "send completion: wr_id %llu (want %llu), %s (want %s), opcode %d", (unsigned long long)wc.wr_id,
+        (unsigned long long)wr_id, V.wc_status_str(wc.status), V.wc_status_str(status), wc.opcode);
 }
 
 char pattern(size_t j, int seed) { return static_cast<char>((j ^ (j >> 9)) * 7 + seed * 13); }
@@ -450,21 +469,84 @@ void check_messages_both_ways(Endpoint* a, Endpoint* b) {
   check_sends(b, pump, kMessages, 200);
 }
 
+// A send completes only once the peer has a receive for it (RNR otherwise),
+// message by message, zero-length ones too.
 void check_send_before_receive(Endpoint* a, Endpoint* b) {
   const Pump pump{a, b};
   memset(a->sbuf.data(), 0x5a, 100);
   CHECK(post_send(a, 0, 100, 300, 7) == 0, "post_send");
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-  wait_for(pump, [&] { return std::chrono::steady_clock::now() > until; }, 5, "100 ms");
+  CHECK(post_send(a, 0, 0, 302, 8) == 0, "post_send of 0 bytes");
+  pump_for(pump, 100);
   CHECK(b->received.empty(), "a message arrived with no receive posted");
+  CHECK(a->sent.empty(), "a send completed (%s, wr_id %llu) before the peer posted a receive",
+        V.wc_status_str(a->sent[0].status), (unsigned long long)a->sent[0].wr_id);
   CHECK(post_recv(b, 0, 4096, 301) == 0, "post_recv");
-  wait_for(pump, [&] { return !b->received.empty(); }, 5, "the early message");
+  wait_for(pump, [&] { return !b->received.empty() && !a->sent.empty(); }, 5, "the early message and its send");
   const ibv_wc wc = b->received[0];
   CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 301 && wc.byte_len == 100 && ntohl(wc.imm_data) == 7 &&
             b->rbuf[0] == 0x5a && b->rbuf[99] == 0x5a,
         "early message: %s, %u bytes", V.wc_status_str(wc.status), wc.byte_len);
   b->received.clear();
   check_sends(a, pump, 1, 300);
+  pump_for(pump, 50);
+  CHECK(a->sent.empty() && b->received.empty(), "the zero-length send completed with no receive for it");
+  CHECK(post_recv(b, 4096, 64, 303) == 0, "post_recv");
+  wait_for(pump, [&] { return !b->received.empty(); }, 5, "the zero-length message");
+  CHECK(b->received[0].status == IBV_WC_SUCCESS && b->received[0].wr_id == 303 && b->received[0].byte_len == 0,
+        "zero-length message: %s, %u bytes", V.wc_status_str(b->received[0].status), b->received[0].byte_len);
+  b->received.clear();
+  check_sends(a, pump, 1, 302);
+}
+
+// Acknowledgements do not wait behind the peer's own messages that have no
+// receive posted (RNR applies to messages, not to ACKs).
+void check_acks_not_blocked_by_rnr(Endpoint* a, Endpoint* b) {
+  const Pump pump{a, b};
+  CHECK(post_send(b, 0, 64, 1100, 0) == 0, "post_send b->a (a has no receive)");
+  CHECK(post_recv(b, 0, 64, 1101) == 0, "post_recv");
+  CHECK(post_send(a, 0, 64, 1102, 0) == 0, "post_send a->b");
+  wait_for(pump, [&] { return !a->sent.empty() && !b->received.empty(); }, 5, "a's send and its message");
+  check_send_wc(a->sent[0], 1102, IBV_WC_SUCCESS);
+  CHECK(b->received[0].status == IBV_WC_SUCCESS && b->received[0].wr_id == 1101, "got %s",
+        V.wc_status_str(b->received[0].status));
+  a->sent.clear();
+  b->received.clear();
+  CHECK(b->sent.empty(), "b's send completed with no receive posted at a");
+  CHECK(post_recv(a, 0, 64, 1103) == 0, "post_recv");
+  wait_for(pump, [&] { return !b->sent.empty() && !a->received.empty(); }, 5, "b's send and its message");
+  check_send_wc(b->sent[0], 1100, IBV_WC_SUCCESS);
+  CHECK(a->received[0].status == IBV_WC_SUCCESS && a->received[0].wr_id == 1103, "got %s",
+        V.wc_status_str(a->received[0].status));
+  b->sent.clear();
+  a->received.clear();
+}
+
+// A responder QP only in RTR acknowledges; when it is destroyed, the sends
+// it never took fail: the first with RETRY_EXC_ERR, the rest flushed.
+void check_rtr_responder(Endpoint* r, Endpoint* s) {
+  const Pump pump{r, s};
+  CHECK(post_send(s, 0, 64, 1200, 0) == 0, "post_send");
+  pump_for(pump, 100);
+  CHECK(s->sent.empty(), "a send to an RTR QP completed before it posted a receive");
+  CHECK(post_recv(r, 0, 64, 1201) == 0, "post_recv in RTR");
+  wait_for(pump, [&] { return !s->sent.empty() && !r->received.empty(); }, 5, "the send to the RTR QP");
+  check_send_wc(s->sent[0], 1200, IBV_WC_SUCCESS);
+  CHECK(r->received[0].status == IBV_WC_SUCCESS && r->received[0].wr_id == 1201, "got %s",
+        V.wc_status_str(r->received[0].status));
+  s->sent.clear();
+  r->received.clear();
+
+  CHECK(post_send(s, 0, 64, 1210, 0) == 0, "post_send");
+  CHECK(post_send(s, 0, 64, 1211, 0, false) == 0, "post_send unsignaled");
+  pump_for(pump, 50);
+  CHECK(s->sent.empty(), "sends completed with no receive posted");
+  CHECK(V.destroy_qp(r->qp) == 0, "ibv_destroy_qp");
+  r->qp = nullptr;
+  const Pump sender{s};
+  wait_for(sender, [&] { return s->sent.size() >= 2; }, 5, "the failed sends");
+  check_send_wc(s->sent[0], 1210, IBV_WC_RETRY_EXC_ERR);
+  check_send_wc(s->sent[1], 1211, IBV_WC_WR_FLUSH_ERR);
+  s->sent.clear();
 }
 
 // A QP aimed at a QP that is connected to another one fails its sends.
@@ -491,12 +573,16 @@ void check_outstanding_dereg(Endpoint* b) {
 }
 
 // Unsignaled sends hold their slots until a later signaled one is polled.
+// Unacknowledged sends, unsignaled ones too, hold their slots.
 void check_unsignaled_slots(Endpoint* a, Endpoint* b) {
   const Pump pump{a, b};
-  for (int i = 0; i < 8; ++i) CHECK(post_recv(b, i * 64, 64, 500 + i) == 0, "post_recv");
   for (int i = 0; i < 3; ++i) CHECK(post_send(a, 0, 8, 600 + i, 0, false) == 0, "unsignaled send %d", i);
   CHECK(post_send(a, 0, 8, 603, 0, true) == 0, "signaled send");
   CHECK(post_send(a, 0, 8, 604, 0, true) == ENOMEM, "a fifth send with max_send_wr 4");
+  pump_for(pump, 100);
+  CHECK(a->sent.empty(), "a send completed before the peer posted receives");
+  CHECK(post_send(a, 0, 8, 604, 0, true) == ENOMEM, "a fifth send with 4 unacknowledged");
+  for (int i = 0; i < 8; ++i) CHECK(post_recv(b, i * 64, 64, 500 + i) == 0, "post_recv");
   check_sends(a, pump, 1, 603);
   for (int i = 0; i < 4; ++i) CHECK(post_send(a, 0, 8, 605 + i, 0, i == 3) == 0, "send after the slots freed");
   check_sends(a, pump, 1, 608);
@@ -509,9 +595,10 @@ void check_too_small_receive(Endpoint* a, Endpoint* b) {
   const Pump pump{a, b};
   CHECK(post_recv(b, 0, 100, 700) == 0, "post_recv");
   CHECK(post_send(a, 0, 200, 701, 0) == 0, "post_send");
-  wait_for(pump, [&] { return !b->received.empty(); }, 5, "the too-long message");
+  wait_for(pump, [&] { return !b->received.empty() && !a->sent.empty(); }, 5, "the too-long message");
   CHECK(b->received[0].status == IBV_WC_LOC_LEN_ERR && b->received[0].wr_id == 700, "got %s",
         V.wc_status_str(b->received[0].status));
+  check_send_wc(a->sent[0], 701, IBV_WC_REM_INV_REQ_ERR);
   CHECK(post_recv(b, 0, 100, 702) == 0, "post_recv in ERR");
   wait_for(pump, [&] { return b->received.size() >= 2; }, 5, "a flushed receive");
   CHECK(b->received[1].status == IBV_WC_WR_FLUSH_ERR && b->received[1].wr_id == 702, "got %s",
@@ -519,12 +606,18 @@ void check_too_small_receive(Endpoint* a, Endpoint* b) {
   // The receiver went to ERR and dropped its streams: the sender's next send fails.
   CHECK(post_send(a, 0, 8, 703, 0) == 0, "post_send");
   wait_for(pump, [&] { return a->sent.size() >= 2 && a->sent.back().wr_id == 703; }, 5, "a failed send");
-  CHECK(a->sent.back().status != IBV_WC_SUCCESS, "a send to a QP in ERR succeeded");
+  CHECK(a->sent.size() == 2, "%zu send completions", a->sent.size());
+  check_send_wc(a->sent[1], 703, IBV_WC_WR_FLUSH_ERR);  // the NAK moved the sender to ERR too
+  a->sent.clear();
 }
 
 void check_cq_overflow(Endpoint* a, Endpoint* b) {
   for (int i = 0; i < 3; ++i) CHECK(post_recv(b, i * 64, 64, 800 + i) == 0, "post_recv");
   for (int i = 0; i < 3; ++i) CHECK(post_send(a, 0, 8, 810 + i, 0) == 0, "post_send %d", i);
+  // Let the three sends be acknowledged while only the receiver's CQ is polled.
+  const Pump receiver{b};
+  wait_for(receiver, [&] { return b->received.size() >= 3; }, 5, "3 messages");
+  pump_for(receiver, 50);
   int polled = 0, rc = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (rc >= 0 && std::chrono::steady_clock::now() < deadline) {
@@ -546,6 +639,7 @@ void run_in_process_checks() {
   check_busy(&a);
   check_messages_both_ways(&a, &b);
   check_send_before_receive(&a, &b);
+  check_acks_not_blocked_by_rnr(&a, &b);
   check_wrong_destination(&b);
   check_outstanding_dereg(&b);
   close_endpoint(&a);
@@ -569,6 +663,15 @@ void run_in_process_checks() {
   check_cq_overflow(&e, &f);
   close_endpoint(&e);
   close_endpoint(&f);
+
+  Endpoint r, s;
+  open_endpoint(&r);
+  open_endpoint(&s);
+  connect_qp_rtr(&r, address_of(s), 0);
+  connect_qp(&s, address_of(r), 1);
+  check_rtr_responder(&r, &s);
+  close_endpoint(&r);
+  close_endpoint(&s);
 }
 
 // ---------------------------------------------------------------- across fork
@@ -615,18 +718,43 @@ void run_fork_checks() {
     Endpoint ep;
     connected_pair_side(&ep, sv[1], false);
     char go;
+    read_all(sv[1], &go, 1);  // the parent's send is waiting for this receive
+    CHECK(post_recv(&ep, 0, 64, 910) == 0, "post_recv");
+    wait_for({&ep}, [&] { return !ep.received.empty(); }, 5, "the parent's late message");
+    CHECK(ep.received[0].status == IBV_WC_SUCCESS && ep.received[0].wr_id == 910 && ep.received[0].byte_len == 32,
+          "late message: %s", V.wc_status_str(ep.received[0].status));
+    write_all(sv[1], "r", 1);
     read_all(sv[1], &go, 1);
     _exit(0);  // without cleanup: the parent must see the QP go away
   }
   close(sv[1]);
   Endpoint ep;
   connected_pair_side(&ep, sv[0], true);
+  // The child has no receive posted: the send waits for it.
+  CHECK(post_send(&ep, 0, 32, 911, 0) == 0, "post_send");
+  pump_for({&ep}, 100);
+  CHECK(ep.sent.empty(), "a send completed before the other process posted a receive");
+  write_all(sv[0], "p", 1);
+  char received;
+  read_all(sv[0], &received, 1);
+  wait_for({&ep}, [&] { return !ep.sent.empty(); }, 5, "the send after the child posted its receive");
+  check_send_wc(ep.sent[0], 911, IBV_WC_SUCCESS);
+  ep.sent.clear();
+
+  // Sends the child never takes fail when it exits; then receives flush.
+  CHECK(post_send(&ep, 0, 32, 920, 0) == 0, "post_send");
+  CHECK(post_send(&ep, 0, 32, 921, 0, false) == 0, "post_send unsignaled");
   CHECK(post_recv(&ep, 0, 64, 900) == 0, "post_recv");
+  pump_for({&ep}, 20);
+  CHECK(ep.sent.empty(), "a send completed with no receive posted in the other process");
   write_all(sv[0], "x", 1);
   int status = 0;
   CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
         "the child process failed");
-  wait_for({&ep}, [&] { return !ep.received.empty(); }, 1.0, "the flush after the peer exited");
+  wait_for({&ep}, [&] { return !ep.received.empty() && ep.sent.size() >= 2; }, 1.0,
+           "the failures after the peer exited");
+  check_send_wc(ep.sent[0], 920, IBV_WC_RETRY_EXC_ERR);
+  check_send_wc(ep.sent[1], 921, IBV_WC_WR_FLUSH_ERR);
   CHECK(ep.received[0].status == IBV_WC_WR_FLUSH_ERR && ep.received[0].wr_id == 900, "got %s",
         V.wc_status_str(ep.received[0].status));
   close(sv[0]);
