@@ -1,12 +1,7 @@
 #include "transports/ib/ib_net.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
@@ -18,6 +13,8 @@
 #include "core/log.h"
 #include "core/params.h"
 #include "transports/ib/ib_ports.h"
+#include "transports/ib/ib_queue_pair.h"
+#include "transports/ib/ib_side_socket.h"
 #include "transports/ib/verbs_api.h"
 #include "transports/net_plugin/net_plugin_abi.h"
 
@@ -27,7 +24,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kHandleMagic = 0x48434c49;  // "HCLI"
-constexpr uint32_t kInfoMagic = 0x48434c51;    // "HCLQ"
 constexpr int kMaxRequests = 32;               // per comm; HCL's connections keep 4 in flight
 constexpr auto kPeerCheckEvery = std::chrono::milliseconds(1);
 
@@ -44,18 +40,6 @@ struct Handle {
   void* pending = nullptr;
 };
 static_assert(sizeof(Handle) <= netabi::kHandleBytes);
-
-// What the two ends of a queue pair tell each other over the side connection.
-struct QpInfo {
-  uint32_t magic = kInfoMagic;
-  uint32_t qpn = 0;
-  uint32_t psn = 0;
-  uint16_t lid = 0;
-  uint8_t mtu = 0;
-  uint8_t ethernet = 0;
-  uint8_t gid[16] = {};
-  uint64_t nonce = 0;
-};
 
 struct Comm;
 
@@ -118,28 +102,9 @@ Listener::~Listener() {
 
 Status sysError(const std::string& what, int err) { return systemError(fmt::format("{}: {}", what, std::strerror(err))); }
 
-bool setNonBlocking(int fd) {
-  const int flags = fcntl(fd, F_GETFL, 0);
-  return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
-}
-
-// A host that dies without closing its sockets, or a side connection an
-// idle firewall dropped, shows within about 20 s.
-void keepAlive(int fd) {
-  const int on = 1, idle = 10, interval = 2, count = 5;
-  (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
-  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
-  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
-}
-
 uint64_t randomWord() {
   thread_local std::mt19937_64 engine(std::random_device{}());
   return engine();
-}
-
-ibv_mtu mtuFromCode(uint8_t code) {
-  return code >= IBV_MTU_256 && code <= IBV_MTU_4096 ? static_cast<ibv_mtu>(code) : IBV_MTU_1024;
 }
 
 class IbNetImpl final : public IbNet {
@@ -180,7 +145,7 @@ class IbNetImpl final : public IbNet {
     l->port = &ports_[static_cast<size_t>(device)];
     l->nonce = randomWord();
     Handle h;
-    HCL_TRY(openListener(*l, h));
+    HCL_TRY(openSideListener(&l->fd, &h.port));
     h.nonce = l->nonce;
     std::memcpy(handleOut, &h, sizeof h);
     *listenComm = l.release();
@@ -202,9 +167,10 @@ class IbNetImpl final : public IbNet {
     if (!setup) {
       auto fresh = std::make_unique<Setup>();
       fresh->comm = makeComm(ports_[static_cast<size_t>(device)], true);
-      HCL_TRY(startConnect(h, *fresh));
-      HCL_TRY(createQp(*fresh->comm));
-      fresh->mine = describe(*fresh->comm, h.nonce);
+      Comm& c = *fresh->comm;
+      HCL_TRY(startSideConnect(h.family, h.ip, h.port, c.where(), &c.sideFd, &fresh->connected));
+      HCL_TRY(createQueuePair(verbs_, *c.port, true, kMaxRequests, c.where(), &c.cq, &c.qp));
+      fresh->mine = describeQueuePair(*c.qp, *c.port, h.nonce);
       const auto* bytes = reinterpret_cast<const uint8_t*>(&fresh->mine);
       fresh->out.assign(bytes, bytes + sizeof(QpInfo));
       setup = fresh.get();
@@ -231,14 +197,9 @@ class IbNetImpl final : public IbNet {
     *recvComm = nullptr;
     auto& l = *static_cast<Listener*>(listenComm);
     if (!l.accepting) {
-      const int fd = ::accept4(l.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED || errno == EPROTO) {
-          return {};
-        }
-        return sysError(fmt::format("verbs accept on {}", l.port->summary.name), errno);
-      }
-      keepAlive(fd);
+      int fd = -1;
+      HCL_TRY(acceptSide(l.fd, fmt::format("verbs listener on {}", l.port->summary.name), &fd));
+      if (fd < 0) return {};
       auto setup = std::make_unique<Setup>();
       setup->comm = makeComm(*l.port, false);
       setup->comm->sideFd = fd;
@@ -381,209 +342,19 @@ class IbNetImpl final : public IbNet {
     return c;
   }
 
-  // Dual-stack where the host has IPv6, else IPv4; every address.
-  Status openListener(Listener& l, Handle& h) const {
-    int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0) {
-      const int no = 0;
-      sockaddr_in6 a{};
-      a.sin6_family = AF_INET6;
-      a.sin6_addr = in6addr_any;
-      // IPv4 peers too, or the IPv4 socket below.
-      if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no) != 0 ||
-          ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        ::close(fd);
-        fd = -1;
-      }
-    }
-    if (fd < 0) {
-      fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      if (fd < 0) return sysError("verbs listen: socket", errno);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_addr.s_addr = htonl(INADDR_ANY);
-      if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        const int err = errno;
-        ::close(fd);
-        return sysError("verbs listen: bind", err);
-      }
-    }
-    l.fd = fd;
-    if (::listen(fd, 16) != 0 || !setNonBlocking(fd)) return sysError("verbs listen", errno);
-    sockaddr_storage bound{};
-    socklen_t len = sizeof bound;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) return sysError("verbs listen: getsockname", errno);
-    h.port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(bound).sin6_port
-                                               : reinterpret_cast<sockaddr_in&>(bound).sin_port);
-    return {};
-  }
-
-  Status startConnect(const Handle& h, Setup& s) const {
-    sockaddr_storage to{};
-    socklen_t len = 0;
-    if (h.family == 4) {
-      auto& a = reinterpret_cast<sockaddr_in&>(to);
-      a.sin_family = AF_INET;
-      a.sin_port = htons(h.port);
-      std::memcpy(&a.sin_addr, h.ip, 4);
-      len = sizeof a;
-    } else {
-      auto& a = reinterpret_cast<sockaddr_in6&>(to);
-      a.sin6_family = AF_INET6;
-      a.sin6_port = htons(h.port);
-      std::memcpy(&a.sin6_addr, h.ip, 16);
-      len = sizeof a;
-    }
-    const int fd = ::socket(to.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return sysError("verbs connect: socket", errno);
-    s.comm->sideFd = fd;
-    const int one = 1;
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    keepAlive(fd);
-    if (!setNonBlocking(fd)) return sysError("verbs connect: fcntl", errno);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&to), len) == 0) {
-      s.connected = true;
-    } else if (errno != EINPROGRESS) {
-      return sysError(fmt::format("verbs connect to port {}", h.port), errno);
-    }
-    return {};
-  }
-
-  Status createQp(Comm& c) const {
-    const IbPort& p = *c.port;
-    c.cq = verbs_.createCq(p.context, 2 * kMaxRequests, nullptr, nullptr, 0);
-    if (!c.cq) return sysError(c.where() + ": ibv_create_cq", errno);
-    ibv_qp_init_attr init{};
-    init.send_cq = c.cq;
-    init.recv_cq = c.cq;
-    init.qp_type = IBV_QPT_RC;
-    init.cap.max_send_wr = c.sending ? kMaxRequests : 1;
-    init.cap.max_recv_wr = c.sending ? 1 : kMaxRequests;
-    init.cap.max_send_sge = 1;
-    init.cap.max_recv_sge = 1;
-    c.qp = verbs_.createQp(p.pd, &init);
-    if (!c.qp) return sysError(c.where() + ": ibv_create_qp", errno);
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.pkey_index = 0;
-    a.port_num = p.port;
-    a.qp_access_flags = 0;
-    const int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-    if (const int rc = verbs_.modifyQp(c.qp, &a, mask); rc != 0) return sysError(c.where() + ": queue pair to INIT", rc);
-    return {};
-  }
-
-  QpInfo describe(const Comm& c, uint64_t nonce) const {
-    QpInfo info;
-    info.qpn = c.qp->qp_num;
-    info.psn = static_cast<uint32_t>(randomWord() & 0xffffff);
-    info.lid = c.port->lid;
-    info.mtu = static_cast<uint8_t>(c.port->mtu);
-    info.ethernet = c.port->summary.ethernet ? 1 : 0;
-    std::memcpy(info.gid, c.port->gid.raw, 16);
-    info.nonce = nonce;
-    return info;
-  }
-
-  // INIT -> RTR -> RTS towards the peer's queue pair.
-  Status connectQp(Comm& c, const QpInfo& mine, const QpInfo& peer) const {
-    const IbPort& p = *c.port;
-    if (peer.ethernet != (p.summary.ethernet ? 1 : 0)) {
-      return systemError(fmt::format("{}: the peer's port is {} and this one {}", c.where(),
-                                     peer.ethernet ? "RoCE" : "InfiniBand", p.summary.ethernet ? "RoCE" : "InfiniBand"));
-    }
-    // InfiniBand routes by LID within one subnet only.
-    if (!p.summary.ethernet && std::memcmp(peer.gid, p.gid.raw, 8) != 0) {
-      return systemError(fmt::format("{}: the peer's port is on another InfiniBand subnet", c.where()));
-    }
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = std::min(p.mtu, mtuFromCode(peer.mtu));
-    a.dest_qp_num = peer.qpn;
-    a.rq_psn = peer.psn;
-    a.max_dest_rd_atomic = 1;
-    // 0.64 ms (NCCL's value): links keep receives posted, so a sender meets
-    // a NAK only when it runs more than a few pieces ahead.
-    a.min_rnr_timer = 12;
-    a.ah_attr.port_num = p.port;
-    a.ah_attr.sl = static_cast<uint8_t>(settings_.serviceLevel);
-    if (p.summary.ethernet) {
-      a.ah_attr.is_global = 1;
-      std::memcpy(a.ah_attr.grh.dgid.raw, peer.gid, 16);
-      a.ah_attr.grh.sgid_index = static_cast<uint8_t>(p.gidIndex);
-      a.ah_attr.grh.hop_limit = 255;
-      a.ah_attr.grh.traffic_class = static_cast<uint8_t>(settings_.trafficClass);
-    } else {
-      a.ah_attr.dlid = peer.lid;
-    }
-    int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-               IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-    if (const int rc = verbs_.modifyQp(c.qp, &a, mask); rc != 0) return sysError(c.where() + ": queue pair to RTR", rc);
-    ibv_qp_attr s{};
-    s.qp_state = IBV_QPS_RTS;
-    s.timeout = static_cast<uint8_t>(settings_.timeout);
-    s.retry_cnt = static_cast<uint8_t>(settings_.retryCount);
-    s.rnr_retry = 7;  // retry for ever while the peer has no receive posted
-    s.sq_psn = mine.psn;
-    s.max_rd_atomic = 1;
-    mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
-    if (const int rc = verbs_.modifyQp(c.qp, &s, mask); rc != 0) return sysError(c.where() + ": queue pair to RTS", rc);
-    return {};
-  }
-
-  // Writes what is left of s.out; false with *err on a broken socket.
-  static Status flushOut(Setup& s) {
-    while (s.written < s.out.size()) {
-      const ssize_t n = ::send(s.comm->sideFd, s.out.data() + s.written, s.out.size() - s.written, MSG_NOSIGNAL);
-      if (n > 0) {
-        s.written += static_cast<size_t>(n);
-      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        return {};
-      } else {
-        return sysError(s.comm->where() + ": the peer's side connection broke during setup", n == 0 ? EPIPE : errno);
-      }
-    }
-    return {};
-  }
-
-  // Reads the peer's QpInfo; true once whole.
-  static Status readIn(Setup& s, bool* whole) {
-    *whole = false;
-    while (s.read < s.in.size()) {
-      const ssize_t n = ::recv(s.comm->sideFd, s.in.data() + s.read, s.in.size() - s.read, 0);
-      if (n > 0) {
-        s.read += static_cast<size_t>(n);
-      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        return {};
-      } else {
-        return sysError(s.comm->where() + ": the peer's side connection closed during setup",
-                        n == 0 ? ECONNRESET : errno);
-      }
-    }
-    *whole = true;
-    return {};
-  }
-
   Status advanceConnect(Setup& s) const {
-    if (!s.connected) {
-      pollfd p{s.comm->sideFd, POLLOUT, 0};
-      if (::poll(&p, 1, 0) <= 0) return {};
-      int err = 0;
-      socklen_t len = sizeof err;
-      if (getsockopt(s.comm->sideFd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-      if (err != 0) return sysError(s.comm->where() + ": connecting the side connection", err);
-      s.connected = true;
-    }
-    HCL_TRY(flushOut(s));
-    bool whole = false;
-    HCL_TRY(readIn(s, &whole));
-    if (!whole) return {};
+    Comm& c = *s.comm;
+    if (!s.connected) HCL_TRY(checkSideConnect(c.sideFd, c.where(), &s.connected));
+    if (!s.connected) return {};
+    HCL_TRY(sendSome(c.sideFd, s.out.data(), s.out.size(), &s.written, c.where()));
+    HCL_TRY(receiveSome(c.sideFd, s.in.data(), s.in.size(), &s.read, c.where()));
+    if (s.read < s.in.size()) return {};
     QpInfo peer;
     std::memcpy(&peer, s.in.data(), sizeof peer);
-    if (peer.magic != kInfoMagic || peer.nonce != s.mine.nonce) {
-      return systemError(s.comm->where() + ": the listener answered with a malformed or foreign queue pair");
+    if (peer.magic != kQpInfoMagic || peer.nonce != s.mine.nonce) {
+      return systemError(c.where() + ": the listener answered with a malformed or foreign queue pair");
     }
-    HCL_TRY(connectQp(*s.comm, s.mine, peer));
+    HCL_TRY(connectQueuePair(verbs_, c.qp, *c.port, settings_, s.mine, peer, c.where()));
     s.peerReady = true;
     return {};
   }
@@ -592,23 +363,23 @@ class IbNetImpl final : public IbNet {
   // pair is made ready to receive before it answers, so the connector
   // never sends into a queue pair that cannot take it.
   Status advanceAccept(Setup& s, uint64_t nonce) const {
+    Comm& c = *s.comm;
     if (!s.peerReady) {
-      bool whole = false;
-      HCL_TRY(readIn(s, &whole));
-      if (!whole) return {};
+      HCL_TRY(receiveSome(c.sideFd, s.in.data(), s.in.size(), &s.read, c.where()));
+      if (s.read < s.in.size()) return {};
       QpInfo peer;
       std::memcpy(&peer, s.in.data(), sizeof peer);
-      if (peer.magic != kInfoMagic || peer.nonce != nonce) {
-        return systemError(s.comm->where() + ": a connection for another listener or another program arrived");
+      if (peer.magic != kQpInfoMagic || peer.nonce != nonce) {
+        return systemError(c.where() + ": a connection for another listener or another program arrived");
       }
-      HCL_TRY(createQp(*s.comm));
-      s.mine = describe(*s.comm, nonce);
-      HCL_TRY(connectQp(*s.comm, s.mine, peer));
+      HCL_TRY(createQueuePair(verbs_, *c.port, false, kMaxRequests, c.where(), &c.cq, &c.qp));
+      s.mine = describeQueuePair(*c.qp, *c.port, nonce);
+      HCL_TRY(connectQueuePair(verbs_, c.qp, *c.port, settings_, s.mine, peer, c.where()));
       const auto* bytes = reinterpret_cast<const uint8_t*>(&s.mine);
       s.out.assign(bytes, bytes + sizeof(QpInfo));
       s.peerReady = true;
     }
-    return flushOut(s);
+    return sendSome(c.sideFd, s.out.data(), s.out.size(), &s.written, c.where());
   }
 
   static Request* takeRequest(Comm& c) {
@@ -667,10 +438,7 @@ class IbNetImpl final : public IbNet {
     const Clock::time_point now = Clock::now();
     if (now < c.nextPeerCheck) return false;
     c.nextPeerCheck = now + kPeerCheckEvery;
-    uint8_t byte = 0;
-    const ssize_t n = ::recv(c.sideFd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0) return false;
-    return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    return sideClosed(c.sideFd);
   }
 
   const VerbsApi& verbs_;

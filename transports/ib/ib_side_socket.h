@@ -1,0 +1,31 @@
+// The TCP side connection verbs links are set up over and watched by:
+// non-blocking, close-on-exec sockets with keepalive. `where` names the
+// link in error texts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+
+namespace hcl::ib {
+
+// A listener on every address (dual-stack where the host has IPv6).
+Status openSideListener(int* fd, uint16_t* port);
+// A connection that is not there yet leaves *fd >= 0 and *connected false.
+// family: 4 or 6; ip: 4 or 16 bytes.
+Status startSideConnect(int family, const uint8_t* ip, uint16_t port, const std::string& where, int* fd,
+                        bool* connected);
+// Whether a connection started above is up yet; an error if it failed.
+Status checkSideConnect(int fd, const std::string& where, bool* connected);
+// The next connection waiting, or -1 (none yet, or one that broke before
+// it was taken).
+Status acceptSide(int listenFd, const std::string& where, int* fd);
+// Moves bytes [*done, size) without blocking; an error once the peer is gone.
+Status sendSome(int fd, const uint8_t* data, size_t size, size_t* done, const std::string& where);
+Status receiveSome(int fd, uint8_t* data, size_t size, size_t* done, const std::string& where);
+// True once the peer closed its end or the connection broke.
+bool sideClosed(int fd);
+
+}  // namespace hcl::ib
