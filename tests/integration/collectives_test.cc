@@ -127,14 +127,19 @@ INSTANTIATE_TEST_SUITE_P(Processes, Collectives,
                                                   "libnccl-net-hcltest.so"},
                                            Config{2, false, false, nullptr, true, true, false, nullptr,
                                                   "libnccl-net-hcltest-v8.so"},
+                                           Config{2, false, false, nullptr, true, true, false, nullptr,
+                                                  "libnccl-net-hcltest-v11.so"},
                                            Config{3, false, false, nullptr, true, true, false, nullptr, nullptr,
                                                   true}),
                          [](const auto& info) {
                            const Config& c = info.param;
                            if (c.verbs) return std::to_string(c.nranks) + "ranks_ib";
                            if (c.netPlugin) {
-                             return std::to_string(c.nranks) + "ranks_net_plugin" +
-                                    (std::string(c.netPlugin).find("-v8") != std::string::npos ? "_v8" : "");
+                             const std::string file = c.netPlugin;
+                             const std::string version = file.find("-v8") != std::string::npos    ? "_v8"
+                                                         : file.find("-v11") != std::string::npos ? "_v11"
+                                                                                                  : "";
+                             return std::to_string(c.nranks) + "ranks_net_plugin" + version;
                            }
                            if (c.ofiProvider) {
                              return std::to_string(c.nranks) + "ranks_ofi_" +

@@ -1,5 +1,5 @@
 // A test-only NCCL network plugin ("hcltest") over loopback TCP, built once
-// per ABI version (HCL_TEST_NET_VERSION = 8, 9 or 10); each build exports one
+// per ABI version (HCL_TEST_NET_VERSION = 8, 9, 10 or 11); each build exports one
 // table, ncclNetPlugin_vN. It is strict where real plugins are strict and
 // adds quirks that make a caller's retry paths run:
 //  - connect() returns success with no comm on its first call for a handle;
@@ -31,7 +31,7 @@
 #include <unordered_set>
 
 #ifndef HCL_TEST_NET_VERSION
-#error "define HCL_TEST_NET_VERSION as 8, 9 or 10"
+#error "define HCL_TEST_NET_VERSION as 8, 9, 10 or 11"
 #endif
 
 #define HCLTEST_EXPORT __attribute__((visibility("default")))
@@ -267,12 +267,13 @@ Result doGetProperties(int dev, P* p) {
   p->maxRecvs = 1;
   p->netDeviceType = 0;
   p->netDeviceVersion = 0;
-  if constexpr (std::is_same_v<P, Properties_v9>) {
+  if constexpr (!std::is_same_v<P, Properties_v8>) {
     p->forceFlush = 0;
     p->vProps.ndevs = 1;
     p->vProps.devs[0] = dev;
     p->maxP2pBytes = p->maxCollBytes = maxBytes();
   }
+  if constexpr (std::is_same_v<P, Properties_v11>) p->maxMultiRequestSize = 1;
   return kSuccess;
 }
 
@@ -467,7 +468,9 @@ Result devices(int* n) {
     return kSuccess;
   });
 }
+#if HCL_TEST_NET_VERSION < 11
 Result listenEntry(int dev, void* h, void** l) { return guarded([&] { return doListen(dev, h, l); }); }
+#endif
 Result acceptEntry(void* l, void** c, DeviceHandle** d) { return guarded([&] { return doAccept(l, c, d); }); }
 Result regMr(void* c, void* p, size_t n, int t, void** m) { return guarded([&] { return doRegMr(c, p, n, t, m); }); }
 Result deregMr(void* c, void* m) { return guarded([&] { return doDeregMr(c, m); }); }
@@ -599,6 +602,62 @@ Net_v10 ncclNetPlugin_v10 = {
     .makeVDevice = nullptr,
 };
 
+#elif HCL_TEST_NET_VERSION == 11
+
+namespace {
+// The context init hands out; listen and connect refuse any other.
+int gContext = 0;
+
+Result init11(void** ctx, uint64_t, CommConfig_v10*, DebugLogger l, ProfilerCallback) {
+  return guarded([&] {
+    if (!ctx) return kInvalidArgument;
+    *ctx = &gContext;
+    return doInit(l);
+  });
+}
+Result props11(int dev, Properties_v11* p) { return guarded([&] { return doGetProperties(dev, p); }); }
+Result listen11(void* ctx, int dev, void* h, void** l) {
+  return guarded([&] { return ctx == &gContext ? doListen(dev, h, l) : fail(kInvalidArgument, "listen: unknown context"); });
+}
+Result connect11(void* ctx, int dev, void* h, void** c, DeviceHandle** d) {
+  return guarded(
+      [&] { return ctx == &gContext ? doConnect(dev, h, c, d) : fail(kInvalidArgument, "connect: unknown context"); });
+}
+Result isend11(void* c, void* p, size_t n, int, void* m, void*, void** r) {
+  return guarded([&] { return doIsend(c, p, n, m, r); });
+}
+Result irecv11(void* c, int n, void** p, size_t* sizes, int*, void** m, void**, void** r) {
+  return guarded([&] { return sizes ? doIrecv(c, n, p, sizes[0], m, r) : kInvalidArgument; });
+}
+Result finalize11(void*) { return kSuccess; }
+}  // namespace
+
+extern "C" HCLTEST_EXPORT Net_v11 ncclNetPlugin_v11;
+Net_v11 ncclNetPlugin_v11 = {
+    .name = "hcltest",
+    .init = init11,
+    .devices = devices,
+    .getProperties = props11,
+    .listen = listen11,
+    .connect = connect11,
+    .accept = acceptEntry,
+    .regMr = regMr,
+    .regMrDmaBuf = nullptr,
+    .deregMr = deregMr,
+    .isend = isend11,
+    .irecv = irecv11,
+    .iflush = nullptr,
+    .test = test,
+    .closeSend = closeSend,
+    .closeRecv = closeRecv,
+    .closeListen = closeListen,
+    .getDeviceMr = nullptr,
+    .irecvConsumed = nullptr,
+    .makeVDevice = nullptr,
+    .finalize = finalize11,
+    .setNetAttr = nullptr,
+};
+
 #else
-#error "HCL_TEST_NET_VERSION must be 8, 9 or 10"
+#error "HCL_TEST_NET_VERSION must be 8, 9, 10 or 11"
 #endif

@@ -55,7 +55,8 @@ template <typename Table>
 constexpr int tableVersion() {
   if constexpr (std::is_same_v<Table, netabi::Net_v8>) return 8;
   if constexpr (std::is_same_v<Table, netabi::Net_v9>) return 9;
-  return 10;
+  if constexpr (std::is_same_v<Table, netabi::Net_v10>) return 10;
+  return 11;
 }
 
 // One adapter for every version: the tables differ in a few signatures.
@@ -71,8 +72,13 @@ class VersionedPlugin final : public NetPlugin {
   int version() const override { return kVersion; }
   const std::string& library() const override { return library_; }
 
+  // A v11 plugin's context is made once, for the process: HCL opens each
+  // plugin once and keeps it, and passes no communicator to it.
   Status init() {
-    if constexpr (kVersion >= 10) {
+    if constexpr (kVersion >= 11) {
+      netabi::CommConfig_v10 config{-1};
+      return check("init", table_->init(&context_, 0, &config, forwardLog, ignoreProfilerEvent));
+    } else if constexpr (kVersion >= 10) {
       return check("init", table_->init(forwardLog, ignoreProfilerEvent));
     } else {
       return check("init", table_->init(forwardLog));
@@ -82,7 +88,9 @@ class VersionedPlugin final : public NetPlugin {
   Status devices(int* count) override { return check("devices", table_->devices(count)); }
 
   Status properties(int device, DeviceProperties& out) override {
-    std::conditional_t<kVersion == 8, netabi::Properties_v8, netabi::Properties_v9> p{};
+    using Properties = std::conditional_t<kVersion == 8, netabi::Properties_v8,
+                                          std::conditional_t<kVersion == 11, netabi::Properties_v11, netabi::Properties_v9>>;
+    Properties p{};
     HCL_TRY(check("getProperties", table_->getProperties(device, &p)));
     out.name = p.name ? p.name : fmt::format("device {}", device);
     out.ptrSupport = p.ptrSupport;
@@ -96,12 +104,18 @@ class VersionedPlugin final : public NetPlugin {
   }
 
   Status listen(int device, void* handle, void** listenComm) override {
-    return check("listen", table_->listen(device, handle, listenComm));
+    if constexpr (kVersion >= 11) {
+      return check("listen", table_->listen(context_, device, handle, listenComm));
+    } else {
+      return check("listen", table_->listen(device, handle, listenComm));
+    }
   }
 
   Status connect(int device, void* handle, void** sendComm) override {
     netabi::DeviceHandle* noOffload = nullptr;
-    if constexpr (kVersion >= 10) {
+    if constexpr (kVersion >= 11) {
+      return check("connect", table_->connect(context_, device, handle, sendComm, &noOffload));
+    } else if constexpr (kVersion >= 10) {
       netabi::CommConfig_v10 config{-1};
       return check("connect", table_->connect(device, &config, handle, sendComm, &noOffload));
     } else {
@@ -168,6 +182,7 @@ class VersionedPlugin final : public NetPlugin {
   }
 
   const Table* table_;
+  void* context_ = nullptr;  // v11's
   std::string name_;
   std::string library_;
 };
@@ -219,7 +234,8 @@ Opened open(Plugins& all, const std::string& spec) {
       return o;
     }
     std::string failure;
-    std::unique_ptr<NetPlugin> plugin = adopt<netabi::Net_v10>(library, "ncclNetPlugin_v10", path, failure);
+    std::unique_ptr<NetPlugin> plugin = adopt<netabi::Net_v11>(library, "ncclNetPlugin_v11", path, failure);
+    if (!plugin && failure.empty()) plugin = adopt<netabi::Net_v10>(library, "ncclNetPlugin_v10", path, failure);
     if (!plugin && failure.empty()) plugin = adopt<netabi::Net_v9>(library, "ncclNetPlugin_v9", path, failure);
     if (!plugin && failure.empty()) plugin = adopt<netabi::Net_v8>(library, "ncclNetPlugin_v8", path, failure);
     if (plugin) {
@@ -228,7 +244,7 @@ Opened open(Plugins& all, const std::string& spec) {
       return o;
     }
     // Kept open: a plugin that failed its init may have started threads.
-    tried.push_back(failure.empty() ? fmt::format("{}: exports no ncclNetPlugin_v10, _v9 or _v8", path) : failure);
+    tried.push_back(failure.empty() ? fmt::format("{}: exports no ncclNetPlugin_v11, _v10, _v9 or _v8", path) : failure);
   }
   o.failure = fmt::format("no NCCL net plugin could be used ({})", fmt::join(tried, "; "));
   return o;

@@ -58,7 +58,7 @@ class NetPlugin {
 std::vector<std::string> libraryCandidates(const std::string& spec);
 
 // Opens the first candidate library that loads and exports a table HCL
-// knows (ncclNetPlugin_v10, _v9, _v8, newest first), and initialises the
+// knows (ncclNetPlugin_v11, _v10, _v9, _v8, newest first), and initialises the
 // plugin. Each library is opened once per process and kept, as plugins
 // hold threads and state. Null, with *why, when none can be used.
 NetPlugin* loadNetPlugin(const std::string& spec, std::string* why);

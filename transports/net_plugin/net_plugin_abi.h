@@ -1,5 +1,5 @@
 // The binary interface of NCCL network plugins (libnccl-net*.so), versions 8
-// to 10: the tables of entry points a plugin exports as ncclNetPlugin_vN.
+// to 11: the tables of entry points a plugin exports as ncclNetPlugin_vN.
 // Layouts follow NCCL's ext-net documentation; only what HCL calls is typed
 // precisely, the rest is kept as opaque pointers of the right size.
 #pragma once
@@ -135,6 +135,42 @@ struct Net_v10 {
   void* getDeviceMr;
   void* irecvConsumed;
   void* makeVDevice;
+};
+
+// v11 (NCCL 2.28): v9's properties and the largest multi-request, laid
+// out after them.
+struct Properties_v11 : Properties_v9 {
+  int maxMultiRequestSize;
+};
+static_assert(sizeof(Properties_v11) == sizeof(Properties_v9) + 8);
+
+// v11 gives each initialisation a context (NCCL makes one per
+// communicator), which listen and connect take; the comm config moved
+// from connect to init.
+struct Net_v11 {
+  const char* name;
+  Result (*init)(void** ctx, uint64_t commId, CommConfig_v10* config, DebugLogger logger, ProfilerCallback profiler);
+  Result (*devices)(int* ndev);
+  Result (*getProperties)(int dev, Properties_v11* props);
+  Result (*listen)(void* ctx, int dev, void* handle, void** listenComm);
+  Result (*connect)(void* ctx, int dev, void* handle, void** sendComm, DeviceHandle** sendDevComm);
+  Result (*accept)(void* listenComm, void** recvComm, DeviceHandle** recvDevComm);
+  Result (*regMr)(void* comm, void* data, size_t size, int type, void** mhandle);
+  void* regMrDmaBuf;
+  Result (*deregMr)(void* comm, void* mhandle);
+  Result (*isend)(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request);
+  Result (*irecv)(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles,
+                  void** request);
+  void* iflush;
+  Result (*test)(void* request, int* done, int* sizes);
+  Result (*closeSend)(void* sendComm);
+  Result (*closeRecv)(void* recvComm);
+  Result (*closeListen)(void* listenComm);
+  void* getDeviceMr;
+  void* irecvConsumed;
+  void* makeVDevice;
+  Result (*finalize)(void* ctx);
+  void* setNetAttr;
 };
 
 }  // namespace hcl::netabi

@@ -283,7 +283,8 @@ TEST_P(NetPluginPair, AbortLeavesQueuedTransfersAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Abi, NetPluginPair,
-                         ::testing::Values(Network{"v10", "libnccl-net-hcltest.so"},
+                         ::testing::Values(Network{"v11", "libnccl-net-hcltest-v11.so"},
+                                           Network{"v10", "libnccl-net-hcltest.so"},
                                            Network{"v9", "libnccl-net-hcltest-v9.so"},
                                            Network{"v8", "libnccl-net-hcltest-v8.so"}
 #ifdef HCL_FAKE_VERBS_LIBRARY

@@ -48,7 +48,7 @@ TEST(NetPluginLoad, MissingLibrarySaysWhatWasTried) {
 TEST(NetPluginLoad, LibraryWithoutATableIsRefused) {
   std::string why;
   EXPECT_EQ(loadNetPlugin("libm.so.6", &why), nullptr);
-  EXPECT_NE(why.find("exports no ncclNetPlugin_v10, _v9 or _v8"), std::string::npos) << why;
+  EXPECT_NE(why.find("exports no ncclNetPlugin_v11, _v10, _v9 or _v8"), std::string::npos) << why;
 }
 
 struct VersionCase {
@@ -81,7 +81,8 @@ TEST_P(NetPluginVersions, LoadsAndDescribesItsDevices) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Abi, NetPluginVersions,
-                         ::testing::Values(VersionCase{"libnccl-net-hcltest.so", 10},
+                         ::testing::Values(VersionCase{"libnccl-net-hcltest-v11.so", 11},
+                                           VersionCase{"libnccl-net-hcltest.so", 10},
                                            VersionCase{"libnccl-net-hcltest-v9.so", 9},
                                            VersionCase{"libnccl-net-hcltest-v8.so", 8}),
                          [](const auto& info) { return "v" + std::to_string(info.param.version); });
