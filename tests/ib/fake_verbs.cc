@@ -83,7 +83,7 @@ constexpr int kMaxCqe = 4096;
 constexpr int kMaxInline = 256;
 constexpr int kMaxRdAtomic = 16;
 constexpr int kMaxDevices = 64;
-constexpr int kGidTableLen = 2;
+constexpr int kGidTableLen = 3;
 constexpr uint8_t kPort = 1;
 constexpr uint32_t kMaxMsgSize = 1u << 30;
 constexpr uint64_t kMaxMrSize = 1ull << 40;
@@ -358,12 +358,14 @@ void release(std::vector<Mr*>& mrs) {
 
 uint64_t device_guid(int index) { return 0x02fa4efffe000000ull | static_cast<uint64_t>(index + 1); }
 
-// GID 0: fe80::/64 with an interface id holding the context id. GID 1: on
-// Ethernet the IPv4-mapped ::ffff:127.0.<id>>8>.<id&255>; on InfiniBand the
-// same interface id under fec0::/64.
+// GID 0: fe80::/64 with an interface id holding the context id. GIDs 1
+// and 2: on Ethernet the IPv4-mapped ::ffff:127.0.<id>>8>.<id&255>, as
+// RoCE v1 and as RoCE v2 (as an mlx5 lists each address twice; only
+// _ibv_query_gid_ex tells them apart); on InfiniBand the same interface id
+// under fec0::/64.
 ibv_gid make_gid(uint8_t link_layer, uint16_t id, int index) {
   ibv_gid g{};
-  if (index == 1 && link_layer == IBV_LINK_LAYER_ETHERNET) {
+  if (index >= 1 && link_layer == IBV_LINK_LAYER_ETHERNET) {
     g.raw[10] = 0xff;
     g.raw[11] = 0xff;
     g.raw[12] = 127;
@@ -1634,6 +1636,26 @@ FV_EXPORT int ibv_query_gid(ibv_context* context, uint8_t port, int index, ibv_g
   if (port != kPort || index < 0 || index >= kGidTableLen || !gid)
     return fail(EINVAL, "port %u / gid index %d does not exist (gid_tbl_len %d)", port, index, kGidTableLen);
   *gid = make_gid(ctx->link_layer, ctx->id, index);
+  return 0;
+}
+
+// The GID entry with its type: RoCE v1 for GIDs 0 and 1 on Ethernet, v2 for
+// GID 2; InfiniBand's are all of type IB.
+FV_EXPORT int _ibv_query_gid_ex(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* out,
+                                uint32_t flags, size_t entry_size) {
+  Entry entry("_ibv_query_gid_ex");
+  Context* ctx = lookup(state().contexts, context, "context");
+  if (!ctx) return EINVAL;
+  if (port != kPort || index >= static_cast<uint32_t>(kGidTableLen) || !out || flags != 0 ||
+      entry_size < sizeof(ibv_gid_entry))
+    return fail(EINVAL, "port %u / gid index %u / flags %u / entry size %zu refused", port, index, flags, entry_size);
+  *out = ibv_gid_entry{};
+  out->gid = make_gid(ctx->link_layer, ctx->id, static_cast<int>(index));
+  out->gid_index = index;
+  out->port_num = port;
+  out->gid_type = ctx->link_layer != IBV_LINK_LAYER_ETHERNET ? IBV_GID_TYPE_IB
+                  : index == 2                               ? IBV_GID_TYPE_ROCE_V2
+                                                             : IBV_GID_TYPE_ROCE_V1;
   return 0;
 }
 

@@ -374,7 +374,7 @@ void check_devices() {
   CHECK(V.query_port(ctx, 1, &port) == 0, "ibv_query_port");
   const uint8_t ll = is_eth() ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
   CHECK(port.state == IBV_PORT_ACTIVE && port.active_mtu == IBV_MTU_4096 && port.max_mtu == IBV_MTU_4096 &&
-            port.active_speed == 32 && port.active_width == 2 && port.gid_tbl_len == 2 && port.pkey_tbl_len == 1 &&
+            port.active_speed == 32 && port.active_width == 2 && port.gid_tbl_len == 3 && port.pkey_tbl_len == 1 &&
             port.max_msg_sz == (1u << 30) && port.link_layer == ll,
         "port attrs");
   CHECK(is_eth() ? port.lid == 0 : port.lid >= 1 && port.lid <= 0xBFFF, "lid %u", port.lid);
@@ -387,7 +387,7 @@ void check_devices() {
     CHECK(gid[1].raw[10] == 0xff && gid[1].raw[11] == 0xff && gid[1].raw[12] == 127, "gid 1 is ::ffff:127.0.x.y");
   else
     CHECK(gid[1].raw[0] == 0xfe && gid[1].raw[1] == 0xc0, "gid 1 is fec0::");
-  CHECK(V.query_gid(ctx, 1, 2, &gid[0]) == EINVAL, "gid index 2 must be refused");
+  CHECK(V.query_gid(ctx, 1, 3, &gid[0]) == EINVAL, "gid index 3 must be refused");
 
   ibv_context* down = V.open_device(list[1]);
   CHECK(down && V.query_port(down, 1, &port) == 0 && port.state == IBV_PORT_DOWN, "fakeib1 is down");
@@ -417,8 +417,8 @@ void check_bad_modify(Endpoint* ep, const Address& remote) {
     a.ah_attr.is_global = 0;
     CHECK(V.modify_qp(ep->qp, &a, kRtrMask) == EINVAL, "RoCE without is_global");
     a = rtr_attr(remote, 1);
-    a.ah_attr.grh.sgid_index = 2;
-    CHECK(V.modify_qp(ep->qp, &a, kRtrMask) == EINVAL, "sgid_index 2");
+    a.ah_attr.grh.sgid_index = 3;
+    CHECK(V.modify_qp(ep->qp, &a, kRtrMask) == EINVAL, "sgid_index 3");
     a = rtr_attr(remote, 1);
     a.ah_attr.grh.dgid.raw[3] ^= 1;
     CHECK(V.modify_qp(ep->qp, &a, kRtrMask) == EINVAL, "foreign dgid");

@@ -38,6 +38,7 @@ struct IbPortSummary {
   bool ethernet = false;
   std::string ipv4;    // RoCE: the address in the port's GID
   uint32_t speedMbps = 0;
+  int gidIndex = 0;
 };
 
 // The fabric label a rank publishes for a port. RoCE ports reach each

@@ -51,8 +51,16 @@ bool isIpv4Mapped(const ibv_gid& gid) {
   return std::memcmp(gid.raw, prefix, sizeof prefix) == 0;
 }
 
-// "RoCE v2" or "IB/RoCE v1" from sysfs, where the kernel has it.
-std::string gidType(const std::string& device, int port, int index) {
+// "RoCE v2" or "IB/RoCE v1": from the library where it can say, else from
+// sysfs where the kernel has it; empty when neither knows.
+std::string gidType(const VerbsApi& verbs, ibv_context* context, const std::string& device, int port, int index) {
+  if (verbs.queryGidEx) {
+    ibv_gid_entry entry{};
+    if (verbs.queryGidEx(context, static_cast<uint32_t>(port), static_cast<uint32_t>(index), &entry, 0,
+                         sizeof entry) == 0) {
+      return entry.gid_type == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" : "IB/RoCE v1";
+    }
+  }
   std::ifstream in(fmt::format("/sys/class/infiniband/{}/ports/{}/gid_attrs/types/{}", device, port, index));
   std::string type;
   std::getline(in, type);
@@ -78,7 +86,7 @@ Status chooseGid(const VerbsApi& verbs, const IbSettings& settings, const std::s
   for (int i = 0; i < std::min(tableLength, 64); ++i) {
     ibv_gid gid{};
     if (query(i, gid) != 0 || !isIpv4Mapped(gid)) continue;
-    const std::string type = gidType(device, p.port, i);
+    const std::string type = gidType(verbs, p.context, device, p.port, i);
     if (type == "RoCE v2") {
       p.gidIndex = i;
       p.gid = gid;
@@ -202,6 +210,7 @@ Status findIbPorts(const VerbsApi& verbs, const IbSettings& settings, std::vecto
         continue;
       }
       p.summary.fabric = fabricOf(p.summary.ethernet, p.gid);
+      p.summary.gidIndex = p.gidIndex;
       if (p.summary.ethernet && isIpv4Mapped(p.gid)) {
         char text[INET_ADDRSTRLEN] = {};
         inet_ntop(AF_INET, p.gid.raw + 12, text, sizeof text);

@@ -98,7 +98,7 @@ std::string describeIbSupport() {
   if (!net) return "verbs: no usable port (" + why + ")";
   std::vector<std::string> ports;
   for (const ib::IbPortSummary& p : net->ports()) {
-    ports.push_back(fmt::format("{} ({}, {} Mbit/s)", p.name, p.fabric, p.speedMbps));
+    ports.push_back(fmt::format("{} ({}, GID {}, {} Mbit/s)", p.name, p.fabric, p.gidIndex, p.speedMbps));
   }
   return fmt::format("verbs: {} from {}", fmt::join(ports, ", "), net->library());
 }

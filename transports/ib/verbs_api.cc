@@ -51,6 +51,7 @@ Loaded open(const std::string& path) {
   bind(library, "ibv_modify_qp", api->modifyQp, missing);
   bind(library, "ibv_destroy_qp", api->destroyQp, missing);
   bind(library, "ibv_wc_status_str", api->wcStatusText, missing);
+  api->queryGidEx = reinterpret_cast<decltype(api->queryGidEx)>(dlsym(library, "_ibv_query_gid_ex"));
   if (!missing.empty()) {
     // Kept open: a library that loaded may have started threads.
     l.failure = fmt::format("{} lacks {}", path, missing);

@@ -31,6 +31,10 @@ struct VerbsApi {
   int (*modifyQp)(ibv_qp* qp, ibv_qp_attr* attr, int mask) = nullptr;
   int (*destroyQp)(ibv_qp* qp) = nullptr;
   const char* (*wcStatusText)(ibv_wc_status status) = nullptr;
+  // Optional (rdma-core 32 and later): a GID with its type, where sysfs
+  // may be missing (containers). Null where the library lacks it.
+  int (*queryGidEx)(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry, uint32_t flags,
+                    size_t entrySize) = nullptr;
 
   static int postSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) { return qp->context->ops.post_send(qp, wr, bad); }
   static int postRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) { return qp->context->ops.post_recv(qp, wr, bad); }

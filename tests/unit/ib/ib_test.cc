@@ -284,6 +284,9 @@ TEST_F(FakeVerbs, RoceTakesAnIpv4Gid) {
         net->ports()[0].ipv4.rfind("127.0.", 0) != 0) {
       finish(false, "expected a RoCE port with the fake's IPv4 GID (127.0.x.y)");
     }
+    // GIDs 1 and 2 hold one address, as RoCE v1 and v2; the library's
+    // typed query tells them apart.
+    if (net->ports()[0].gidIndex != 2) finish(false, "expected RoCE v2's GID 2");
     finish(true, "");
   };
   EXPECT_EXIT(check(), ::testing::ExitedWithCode(0), "");
