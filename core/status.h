@@ -1,6 +1,7 @@
 // A result code plus a human-readable message; the currency of every internal call.
 #pragma once
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -56,6 +57,10 @@ inline Status invalidUsage(std::string msg) { return {hclInvalidUsage, std::move
 inline Status systemError(std::string msg) { return {hclSystemError, std::move(msg)}; }
 inline Status remoteError(std::string msg) { return {hclRemoteError, std::move(msg)}; }
 inline Status internalError(std::string msg) { return {hclInternalError, std::move(msg)}; }
+// A failed system call: "<what>: <strerror(err)>".
+inline Status errnoError(const std::string& what, int err) {
+  return {hclSystemError, what + ": " + std::strerror(err)};
+}
 
 }  // namespace hcl
 

@@ -62,7 +62,6 @@ struct Comm {
   ibv_cq* cq = nullptr;
   ibv_qp* qp = nullptr;
   std::array<Request, kMaxRequests> requests;
-  int inFlight = 0;
   Status failure;
   Clock::time_point nextPeerCheck{};
 
@@ -88,8 +87,7 @@ struct Setup {
   std::unique_ptr<Comm> comm;
   bool connected = false;  // the side connection is up
   QpInfo mine;
-  std::vector<uint8_t> out;  // what is left to write
-  size_t written = 0;
+  size_t written = 0;  // of `mine`, to the peer
   std::array<uint8_t, sizeof(QpInfo)> in{};
   size_t read = 0;
   bool peerReady = false;  // its QpInfo arrived and the queue pair is ready to send
@@ -99,8 +97,6 @@ Listener::~Listener() {
   accepting.reset();
   if (fd >= 0) ::close(fd);
 }
-
-Status sysError(const std::string& what, int err) { return systemError(fmt::format("{}: {}", what, std::strerror(err))); }
 
 uint64_t randomWord() {
   thread_local std::mt19937_64 engine(std::random_device{}());
@@ -112,10 +108,6 @@ class IbNetImpl final : public IbNet {
   IbNetImpl(const VerbsApi& verbs, IbSettings settings, std::vector<IbPort> ports)
       : verbs_(verbs), settings_(std::move(settings)), ports_(std::move(ports)) {
     for (const IbPort& p : ports_) summaries_.push_back(p.summary);
-  }
-  ~IbNetImpl() override {
-    // Connections that never finished (an init that failed midway).
-    pending_.clear();
   }
 
   const std::string& name() const override { return name_; }
@@ -171,8 +163,6 @@ class IbNetImpl final : public IbNet {
       HCL_TRY(startSideConnect(h.family, h.ip, h.port, c.where(), &c.sideFd, &fresh->connected));
       HCL_TRY(createQueuePair(verbs_, *c.port, true, kMaxRequests, c.where(), &c.cq, &c.qp));
       fresh->mine = describeQueuePair(*c.qp, *c.port, h.nonce);
-      const auto* bytes = reinterpret_cast<const uint8_t*>(&fresh->mine);
-      fresh->out.assign(bytes, bytes + sizeof(QpInfo));
       setup = fresh.get();
       pending_[setup] = std::move(fresh);
       h.pending = setup;
@@ -212,7 +202,7 @@ class IbNetImpl final : public IbNet {
       l.accepting.reset();
       return {};
     }
-    if (s.peerReady && s.written == s.out.size()) {
+    if (s.peerReady && s.written == sizeof s.mine) {
       *recvComm = s.comm.release();
       l.accepting.reset();
     }
@@ -222,14 +212,14 @@ class IbNetImpl final : public IbNet {
   Status registerHost(void* commPtr, void* data, size_t bytes, void** mhandle) override {
     auto& c = *static_cast<Comm*>(commPtr);
     ibv_mr* mr = verbs_.regMr(c.port->pd, data, bytes, IBV_ACCESS_LOCAL_WRITE);
-    if (!mr) return sysError(fmt::format("{}: ibv_reg_mr of {} bytes", c.where(), bytes), errno);
+    if (!mr) return errnoError(fmt::format("{}: ibv_reg_mr of {} bytes", c.where(), bytes), errno);
     *mhandle = mr;
     return {};
   }
 
   // After the comm closed too (closeCancelsRequests): the comm is not read.
   Status deregister(void* /*comm*/, void* mhandle) override {
-    if (const int rc = verbs_.deregMr(static_cast<ibv_mr*>(mhandle)); rc != 0) return sysError("verbs: ibv_dereg_mr", rc);
+    if (const int rc = verbs_.deregMr(static_cast<ibv_mr*>(mhandle)); rc != 0) return errnoError("verbs: ibv_dereg_mr", rc);
     return {};
   }
 
@@ -256,8 +246,8 @@ class IbNetImpl final : public IbNet {
     r->bytes = bytes;
     ibv_send_wr* bad = nullptr;
     if (const int rc = VerbsApi::postSend(c.qp, &wr, &bad); rc != 0) {
-      dropRequest(c, *r);
-      return sysError(c.where() + ": ibv_post_send", rc);
+      dropRequest(*r);
+      return errnoError(c.where() + ": ibv_post_send", rc);
     }
     *request = r;
     return {};
@@ -279,8 +269,8 @@ class IbNetImpl final : public IbNet {
     r->bytes = 0;
     ibv_recv_wr* bad = nullptr;
     if (const int rc = VerbsApi::postRecv(c.qp, &wr, &bad); rc != 0) {
-      dropRequest(c, *r);
-      return sysError(c.where() + ": ibv_post_recv", rc);
+      dropRequest(*r);
+      return errnoError(c.where() + ": ibv_post_recv", rc);
     }
     *request = r;
     return {};
@@ -299,7 +289,7 @@ class IbNetImpl final : public IbNet {
     *done = true;
     if (bytes) *bytes = r.bytes;
     Status result = std::move(r.error);
-    dropRequest(c, r);
+    dropRequest(r);
     return result;
   }
 
@@ -322,7 +312,7 @@ class IbNetImpl final : public IbNet {
       if (rc != 0) {
         // The completion queue stays too: the queue pair may still use it.
         c->cq = nullptr;
-        return sysError(where + ": ibv_destroy_qp", rc);
+        return errnoError(where + ": ibv_destroy_qp", rc);
       }
     }
     return {};
@@ -346,7 +336,7 @@ class IbNetImpl final : public IbNet {
     Comm& c = *s.comm;
     if (!s.connected) HCL_TRY(checkSideConnect(c.sideFd, c.where(), &s.connected));
     if (!s.connected) return {};
-    HCL_TRY(sendSome(c.sideFd, s.out.data(), s.out.size(), &s.written, c.where()));
+    HCL_TRY(sendMine(s));
     HCL_TRY(receiveSome(c.sideFd, s.in.data(), s.in.size(), &s.read, c.where()));
     if (s.read < s.in.size()) return {};
     QpInfo peer;
@@ -375,30 +365,30 @@ class IbNetImpl final : public IbNet {
       HCL_TRY(createQueuePair(verbs_, *c.port, false, kMaxRequests, c.where(), &c.cq, &c.qp));
       s.mine = describeQueuePair(*c.qp, *c.port, nonce);
       HCL_TRY(connectQueuePair(verbs_, c.qp, *c.port, settings_, s.mine, peer, c.where()));
-      const auto* bytes = reinterpret_cast<const uint8_t*>(&s.mine);
-      s.out.assign(bytes, bytes + sizeof(QpInfo));
       s.peerReady = true;
     }
-    return sendSome(c.sideFd, s.out.data(), s.out.size(), &s.written, c.where());
+    return sendMine(s);
   }
 
+  // What is left of this end's QpInfo to the peer.
+  static Status sendMine(Setup& s) {
+    return sendSome(s.comm->sideFd, reinterpret_cast<const uint8_t*>(&s.mine), sizeof s.mine, &s.written,
+                    s.comm->where());
+  }
+
+  // A free request of the comm, or null when all are in flight.
   static Request* takeRequest(Comm& c) {
-    if (c.inFlight >= kMaxRequests) return nullptr;
     for (Request& r : c.requests) {
       if (r.inUse) continue;
       r.inUse = true;
       r.done = false;
       r.error = {};
-      ++c.inFlight;
       return &r;
     }
     return nullptr;
   }
 
-  static void dropRequest(Comm& c, Request& r) {
-    r.inUse = false;
-    --c.inFlight;
-  }
+  static void dropRequest(Request& r) { r.inUse = false; }
 
   void poll(Comm& c) const {
     ibv_wc wcs[16];
@@ -446,7 +436,7 @@ class IbNetImpl final : public IbNet {
   std::vector<IbPort> ports_;
   std::vector<IbPortSummary> summaries_;
   std::string name_ = "verbs";
-  std::map<Setup*, std::unique_ptr<Setup>> pending_;
+  std::map<Setup*, std::unique_ptr<Setup>> pending_;  // connects under way; dropped with the network
 };
 
 }  // namespace

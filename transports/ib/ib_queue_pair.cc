@@ -9,10 +9,6 @@
 namespace hcl::ib {
 namespace {
 
-Status verbsError(const std::string& what, int err) {
-  return systemError(fmt::format("{}: {}", what, std::strerror(err)));
-}
-
 ibv_mtu mtuFromCode(uint8_t code) {
   return code >= IBV_MTU_256 && code <= IBV_MTU_4096 ? static_cast<ibv_mtu>(code) : IBV_MTU_1024;
 }
@@ -27,7 +23,7 @@ uint32_t randomPsn() {
 Status createQueuePair(const VerbsApi& verbs, const IbPort& p, bool sending, int depth, const std::string& where,
                        ibv_cq** cq, ibv_qp** qp) {
   *cq = verbs.createCq(p.context, 2 * depth, nullptr, nullptr, 0);
-  if (!*cq) return verbsError(where + ": ibv_create_cq", errno);
+  if (!*cq) return errnoError(where + ": ibv_create_cq", errno);
   ibv_qp_init_attr init{};
   init.send_cq = *cq;
   init.recv_cq = *cq;
@@ -37,14 +33,14 @@ Status createQueuePair(const VerbsApi& verbs, const IbPort& p, bool sending, int
   init.cap.max_send_sge = 1;
   init.cap.max_recv_sge = 1;
   *qp = verbs.createQp(p.pd, &init);
-  if (!*qp) return verbsError(where + ": ibv_create_qp", errno);
+  if (!*qp) return errnoError(where + ": ibv_create_qp", errno);
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.pkey_index = 0;
   a.port_num = p.port;
   a.qp_access_flags = 0;
   const int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-  if (const int rc = verbs.modifyQp(*qp, &a, mask); rc != 0) return verbsError(where + ": queue pair to INIT", rc);
+  if (const int rc = verbs.modifyQp(*qp, &a, mask); rc != 0) return errnoError(where + ": queue pair to INIT", rc);
   return {};
 }
 
@@ -92,7 +88,7 @@ Status connectQueuePair(const VerbsApi& verbs, ibv_qp* qp, const IbPort& p, cons
   }
   int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-  if (const int rc = verbs.modifyQp(qp, &a, mask); rc != 0) return verbsError(where + ": queue pair to RTR", rc);
+  if (const int rc = verbs.modifyQp(qp, &a, mask); rc != 0) return errnoError(where + ": queue pair to RTR", rc);
   ibv_qp_attr s{};
   s.qp_state = IBV_QPS_RTS;
   s.timeout = static_cast<uint8_t>(settings.timeout);
@@ -101,7 +97,7 @@ Status connectQueuePair(const VerbsApi& verbs, ibv_qp* qp, const IbPort& p, cons
   s.sq_psn = mine.psn;
   s.max_rd_atomic = 1;
   mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
-  if (const int rc = verbs.modifyQp(qp, &s, mask); rc != 0) return verbsError(where + ": queue pair to RTS", rc);
+  if (const int rc = verbs.modifyQp(qp, &s, mask); rc != 0) return errnoError(where + ": queue pair to RTS", rc);
   return {};
 }
 

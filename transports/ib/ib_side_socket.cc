@@ -15,10 +15,6 @@
 namespace hcl::ib {
 namespace {
 
-Status socketError(const std::string& what, int err) {
-  return systemError(fmt::format("{}: {}", what, std::strerror(err)));
-}
-
 bool setNonBlocking(int fd) {
   const int flags = fcntl(fd, F_GETFL, 0);
   return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
@@ -66,12 +62,12 @@ int bindAnyAddress() {
 
 Status openSideListener(int* fd, uint16_t* port) {
   *fd = bindAnyAddress();
-  if (*fd < 0) return socketError("verbs listen: socket", errno);
-  if (::listen(*fd, 16) != 0 || !setNonBlocking(*fd)) return socketError("verbs listen", errno);
+  if (*fd < 0) return errnoError("verbs listen: socket", errno);
+  if (::listen(*fd, 16) != 0 || !setNonBlocking(*fd)) return errnoError("verbs listen", errno);
   sockaddr_storage bound{};
   socklen_t len = sizeof bound;
   if (getsockname(*fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
-    return socketError("verbs listen: getsockname", errno);
+    return errnoError("verbs listen: getsockname", errno);
   }
   *port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(bound).sin6_port
                                             : reinterpret_cast<sockaddr_in&>(bound).sin_port);
@@ -97,15 +93,15 @@ Status startSideConnect(int family, const uint8_t* ip, uint16_t port, const std:
   }
   *connected = false;
   *fd = ::socket(to.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (*fd < 0) return socketError(where + ": socket", errno);
+  if (*fd < 0) return errnoError(where + ": socket", errno);
   const int one = 1;
   (void)setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   keepAlive(*fd);
-  if (!setNonBlocking(*fd)) return socketError(where + ": fcntl", errno);
+  if (!setNonBlocking(*fd)) return errnoError(where + ": fcntl", errno);
   if (::connect(*fd, reinterpret_cast<sockaddr*>(&to), len) == 0) {
     *connected = true;
   } else if (errno != EINPROGRESS) {
-    return socketError(fmt::format("{}: connecting to port {}", where, port), errno);
+    return errnoError(fmt::format("{}: connecting to port {}", where, port), errno);
   }
   return {};
 }
@@ -117,7 +113,7 @@ Status checkSideConnect(int fd, const std::string& where, bool* connected) {
   int err = 0;
   socklen_t len = sizeof err;
   if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-  if (err != 0) return socketError(where + ": connecting the side connection", err);
+  if (err != 0) return errnoError(where + ": connecting the side connection", err);
   *connected = true;
   return {};
 }
@@ -129,7 +125,7 @@ Status acceptSide(int listenFd, const std::string& where, int* fd) {
     return {};
   }
   if (wouldBlock(errno) || errno == ECONNABORTED || errno == EPROTO) return {};
-  return socketError(where + ": accept", errno);
+  return errnoError(where + ": accept", errno);
 }
 
 Status sendSome(int fd, const uint8_t* data, size_t size, size_t* done, const std::string& where) {
@@ -140,7 +136,7 @@ Status sendSome(int fd, const uint8_t* data, size_t size, size_t* done, const st
     } else if (n < 0 && wouldBlock(errno)) {
       return {};
     } else {
-      return socketError(where + ": the peer's side connection broke during setup", n == 0 ? EPIPE : errno);
+      return errnoError(where + ": the peer's side connection broke during setup", n == 0 ? EPIPE : errno);
     }
   }
   return {};
@@ -154,7 +150,7 @@ Status receiveSome(int fd, uint8_t* data, size_t size, size_t* done, const std::
     } else if (n < 0 && wouldBlock(errno)) {
       return {};
     } else {
-      return socketError(where + ": the peer's side connection closed during setup", n == 0 ? ECONNRESET : errno);
+      return errnoError(where + ": the peer's side connection closed during setup", n == 0 ? ECONNRESET : errno);
     }
   }
   return {};

@@ -263,11 +263,8 @@ void NetPluginConnection::release() {
     // With a request posted the registration stays (some plugins refuse to
     // drop it then) and so does the memory behind it; so it does where the
     // registration cannot be dropped.
-    if (d->mhandle && (cancelled || (!inFlight && !cancels && comm))) {
-      if (!plugin_.deregister(comm, d->mhandle).ok()) keepForever(std::move(d->buffer));
-    } else if (d->mhandle) {
-      keepForever(std::move(d->buffer));
-    }
+    const bool untouched = cancels ? cancelled : !inFlight;
+    if (d->mhandle && !(untouched && plugin_.deregister(comm, d->mhandle).ok())) keepForever(std::move(d->buffer));
     d->mhandle = nullptr;
     for (Slot& s : d->slots) {
       s.request = nullptr;

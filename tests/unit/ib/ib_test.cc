@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/unit/peer_examples.h"
 #include "transports/ib/ib_device_filter.h"
 #include "transports/ib/ib_mode.h"
 #include "transports/link.h"
@@ -81,18 +82,8 @@ TEST(IbMode, ReadFromTheEnvironment) {
 }
 
 PeerInfo peer(int rank, const std::string& host, std::vector<std::string> ibFabrics, uint32_t ibMbps = 0) {
-  PeerInfo p;
-  p.rank = rank;
-  p.hostId = host;
-  p.pid = 100 + rank;
-  NetAddress a;
-  a.ifname = "eth0";
-  a.ip = "10.0.0." + std::to_string(rank + 1);
-  a.port = 4000;
-  a.prefixLen = 24;
-  a.fabric = "eth";
-  a.speedMbps = 25000;
-  p.addresses.push_back(a);
+  PeerInfo p = hcl::testing::peerOnEthernet(rank, host);
+  p.addresses[0].speedMbps = 25000;
   p.ibFabrics = std::move(ibFabrics);
   p.ibSpeedMbps = ibMbps;
   return p;

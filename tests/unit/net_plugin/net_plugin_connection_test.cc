@@ -174,6 +174,29 @@ TEST_P(NetPluginPair, ProgressOnlyEverRaisesTheFlag) {
   EXPECT_FALSE(moved) << "an idle link moves nothing";
 }
 
+// Over a network whose close cancels what is posted (verbs), a link keeps
+// receives posted from open on: a message lands before its receive is
+// queued, so its send completes (on an HCA, as on the fake, only a posted
+// receive acknowledges it), and the receive queued later takes it whole.
+TEST_P(NetPluginPair, ReceivesStayPostedWhereACloseCancelsThem) {
+  if (!plugin_->closeCancelsRequests()) {
+    GTEST_SKIP() << GetParam().name << " posts receives on demand (a plugin may refuse to close a comm with one)";
+  }
+  auto sent = pattern(3000, 5);
+  std::vector<uint8_t> got(sent.size(), 0xee);
+  Transfer send, recv;
+  describe(send, true, sent.data(), sent.size(), 21);
+  ASSERT_TRUE(end_[0]->post(send).ok());
+  const Status s = pump({&send});  // rank 1 has queued no receive
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_FALSE(send.failed());
+  describe(recv, false, got.data(), got.size(), 21);
+  ASSERT_TRUE(end_[1]->post(recv).ok());
+  ASSERT_TRUE(pump({&recv}).ok());
+  EXPECT_FALSE(recv.failed());
+  EXPECT_EQ(got, sent);
+}
+
 TEST_P(NetPluginPair, AnotherTagFailsNamingBoth) {
   auto sent = pattern(100, 1);
   std::vector<uint8_t> got(100);

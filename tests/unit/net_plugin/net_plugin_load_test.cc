@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/peer_info.h"
+#include "tests/unit/peer_examples.h"
 #include "transports/link.h"
 #include "transports/net_plugin/net_plugin.h"
 #include "transports/net_plugin/net_plugin_abi.h"
@@ -88,18 +89,8 @@ INSTANTIATE_TEST_SUITE_P(Abi, NetPluginVersions,
                          [](const auto& info) { return "v" + std::to_string(info.param.version); });
 
 PeerInfo peer(int rank, const std::string& host, const std::string& plugin) {
-  PeerInfo p;
-  p.rank = rank;
-  p.hostId = host;
-  p.pid = 100 + rank;
+  PeerInfo p = hcl::testing::peerOnEthernet(rank, host);
   p.netPlugin = plugin;
-  NetAddress a;
-  a.ifname = "eth0";
-  a.ip = "10.0.0." + std::to_string(rank + 1);
-  a.port = 4000;
-  a.prefixLen = 24;
-  a.fabric = "eth";
-  p.addresses.push_back(a);
   return p;
 }
 
