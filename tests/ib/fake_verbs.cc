@@ -26,6 +26,10 @@
 //    long for its receive is NAKed: IBV_WC_LOC_LEN_ERR at the responder,
 //    IBV_WC_REM_INV_REQ_ERR at the requester, both QPs to ERR. A QP in ERR,
 //    destroyed or reset still writes the acks it owes before closing.
+//    With HCL_FAKE_VERBS_LOSE_ACKS=1 (read at each write) the network loses
+//    every ack, as if each went missing and the responder was gone before
+//    the requester retried: sends then never complete successfully, and
+//    fail once the responder's streams end. NAKs still arrive.
 //    Sends complete in posting order; every send, unsignaled ones included,
 //    holds its slot (max_send_wr) until it completes and then until a
 //    completion of it or of a later send of the QP is polled.
@@ -545,6 +549,7 @@ void retire(Cqe& e) {
 void flush_acks(Qp* qp, bool last) {
   Inbound& in = qp->in;
   if (in.fd < 0) return;
+  if (const char* lose = getenv("HCL_FAKE_VERBS_LOSE_ACKS"); lose && strcmp(lose, "1") == 0) in.acks_owed = 0;
   for (;;) {
     if (in.ack_out_left == 0) {
       if (in.acks_owed == 0 && !in.nak_owed) return;

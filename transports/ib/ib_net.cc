@@ -1,6 +1,7 @@
 #include "transports/ib/ib_net.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -50,6 +51,7 @@ struct Request {
   bool sending = false;
   uint32_t tag = 0;
   size_t bytes = 0;
+  uint64_t sequence = 0;  // of a send, counted from 0 on its comm
   Status error;
 };
 
@@ -64,6 +66,12 @@ struct Comm {
   std::array<Request, kMaxRequests> requests;
   Status failure;
   Clock::time_point nextPeerCheck{};
+  uint64_t sendsPosted = 0;       // a send comm's
+  uint64_t receivesDelivered = 0;  // a receive comm's: messages placed into its receives
+  // What the peer's receive comm wrote on closing: how many messages it got.
+  std::array<uint8_t, sizeof(uint64_t)> closingRecord{};
+  size_t closingRecordRead = 0;
+  bool peerClosed = false;
 
   ~Comm() {
     // The queue pair goes first: it flushes whatever is still posted.
@@ -244,11 +252,13 @@ class IbNetImpl final : public IbNet {
     r->sending = true;
     r->tag = static_cast<uint32_t>(tag);
     r->bytes = bytes;
+    r->sequence = c.sendsPosted;
     ibv_send_wr* bad = nullptr;
     if (const int rc = VerbsApi::postSend(c.qp, &wr, &bad); rc != 0) {
       dropRequest(*r);
       return errnoError(c.where() + ": ibv_post_send", rc);
     }
+    ++c.sendsPosted;
     *request = r;
     return {};
   }
@@ -281,10 +291,8 @@ class IbNetImpl final : public IbNet {
     Comm& c = *r.comm;
     *done = false;
     if (!r.done) poll(c);
-    if (!r.done && c.failure.ok() && peerGone(c)) {
-      poll(c);  // what arrived before the peer closed still counts
-      if (!r.done) c.failure = remoteError(c.where() + ": the peer closed its side of the link (process gone?)");
-    }
+    const bool failedSend = r.done && r.sending && !r.error.ok();
+    if ((!r.done || failedSend) && peerGone(c, failedSend)) settleAtPeersClose(c, r);
     if (!r.done) return c.failure;
     *done = true;
     if (bytes) *bytes = r.bytes;
@@ -296,7 +304,10 @@ class IbNetImpl final : public IbNet {
   // Fails where the queue pair could not be destroyed: the HCA may then
   // still write into the comm's buffers, which the caller must keep.
   Status closeSend(void* comm) override { return close(comm); }
-  Status closeRecv(void* comm) override { return close(comm); }
+  Status closeRecv(void* comm) override {
+    writeClosingRecord(*static_cast<Comm*>(comm));
+    return close(comm);
+  }
   Status closeListen(void* listenComm) override {
     std::unique_ptr<Listener> owned(static_cast<Listener*>(listenComm));
     return {};
@@ -404,6 +415,7 @@ class IbNetImpl final : public IbNet {
   }
 
   void complete(Comm& c, const ibv_wc& wc) const {
+    if (wc.status == IBV_WC_SUCCESS && (wc.opcode & IBV_WC_RECV)) ++c.receivesDelivered;
     auto* r = reinterpret_cast<Request*>(wc.wr_id);
     if (!r || r->comm != &c || !r->inUse) return;
     r->done = true;
@@ -422,13 +434,46 @@ class IbNetImpl final : public IbNet {
     }
   }
 
-  // The side connection reads end-of-file or breaks once the peer's end of
-  // the link is gone. Looked at no more than once a millisecond.
-  static bool peerGone(Comm& c) {
-    const Clock::time_point now = Clock::now();
-    if (now < c.nextPeerCheck) return false;
-    c.nextPeerCheck = now + kPeerCheckEvery;
-    return sideClosed(c.sideFd);
+  // The side connection carries the peer's closing record, reads
+  // end-of-file or breaks once the peer's end of the link is gone. Looked at
+  // no more than once a millisecond unless `now`.
+  static bool peerGone(Comm& c, bool now) {
+    if (c.peerClosed) return true;
+    if (!now) {
+      const Clock::time_point t = Clock::now();
+      if (t < c.nextPeerCheck) return false;
+      c.nextPeerCheck = t + kPeerCheckEvery;
+    }
+    c.peerClosed = peerClosing(c.sideFd, c.closingRecord.data(), c.closingRecord.size(), &c.closingRecordRead);
+    if (c.peerClosed && c.failure.ok()) {
+      c.failure = remoteError(c.where() + ": the peer closed its side of the link (process gone?)");
+    }
+    return c.peerClosed;
+  }
+
+  // Once the peer is gone. A send the peer's receive comm counted as
+  // delivered when it closed succeeded, even if its acknowledgement never
+  // came (lost, or the queue pair destroyed before sending it). Anything
+  // else still pending fails; what arrived before the close still counts.
+  void settleAtPeersClose(Comm& c, Request& r) const {
+    poll(c);
+    if (!r.sending || c.closingRecordRead < c.closingRecord.size()) return;
+    uint64_t delivered = 0;
+    std::memcpy(&delivered, c.closingRecord.data(), sizeof delivered);
+    if (r.sequence < be64toh(delivered)) {
+      r.done = true;
+      r.error = {};
+    }
+  }
+
+  // Tells the sending peer how many of its messages arrived, taking the
+  // completions that came before. Best effort: a peer that went away needs
+  // no record, and 8 bytes fit in any socket buffer.
+  void writeClosingRecord(Comm& c) const {
+    if (c.sideFd < 0 || !c.qp || !c.cq) return;
+    poll(c);
+    const uint64_t delivered = htobe64(c.receivesDelivered);
+    (void)::send(c.sideFd, &delivered, sizeof delivered, MSG_NOSIGNAL | MSG_DONTWAIT);
   }
 
   const VerbsApi& verbs_;

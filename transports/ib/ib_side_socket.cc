@@ -156,11 +156,17 @@ Status receiveSome(int fd, uint8_t* data, size_t size, size_t* done, const std::
   return {};
 }
 
-bool sideClosed(int fd) {
-  uint8_t byte = 0;
-  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n > 0) return false;
-  return n == 0 || !wouldBlock(errno);
+bool peerClosing(int fd, uint8_t* record, size_t size, size_t* got) {
+  while (*got < size) {
+    const ssize_t n = ::recv(fd, record + *got, size - *got, MSG_DONTWAIT);
+    if (n > 0) {
+      *got += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n == 0 || !wouldBlock(errno);
+  }
+  return true;
 }
 
 }  // namespace hcl::ib

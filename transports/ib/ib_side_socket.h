@@ -25,7 +25,9 @@ Status acceptSide(int listenFd, const std::string& where, int* fd);
 // Moves bytes [*done, size) without blocking; an error once the peer is gone.
 Status sendSome(int fd, const uint8_t* data, size_t size, size_t* done, const std::string& where);
 Status receiveSome(int fd, uint8_t* data, size_t size, size_t* done, const std::string& where);
-// True once the peer closed its end or the connection broke.
-bool sideClosed(int fd);
+// Reads what has arrived of the peer's closing record into [*got, size)
+// without blocking. True once the record is whole, or the peer closed its
+// end without one, or the connection broke.
+bool peerClosing(int fd, uint8_t* record, size_t size, size_t* got);
 
 }  // namespace hcl::ib

@@ -13,6 +13,7 @@
 #include <ostream>
 #include <vector>
 
+#include "tests/unit/bootstrap/test_env.h"
 #include "tests/unit/transfer_pump.h"
 #ifdef HCL_FAKE_VERBS_LIBRARY
 #include "transports/ib/ib_net.h"
@@ -263,6 +264,49 @@ TEST_P(NetPluginPair, SenderThatClosesFirstLosesNothing) {
   EXPECT_TRUE(recv.done() && !recv.failed()) << s.message();
   EXPECT_EQ(got, sent);
   EXPECT_TRUE(unanswered.failed());
+}
+
+// The receiver's last receive completes and it closes at once, before the
+// sender learned that its sends arrived: the sends still succeed. Over verbs
+// the fake then loses every acknowledgement (as a lossy RoCE fabric may lose
+// the last one while the receiver destroys its queue pair), so only the
+// receiver's closing count can tell the sender that its pieces landed.
+TEST_P(NetPluginPair, ReceiverThatClosesRightAfterItsLastReceiveFailsNoSend) {
+  hcl::test::ScopedEnv loseAcks("HCL_FAKE_VERBS_LOSE_ACKS", "1");
+  auto sent = pattern(4096 + 100, 9);  // two pieces
+  std::vector<uint8_t> got(sent.size(), 0xee);
+  Transfer send, recv;
+  postPair(0, send, sent, recv, got, 13, 13);
+  ASSERT_TRUE(pump({&recv}).ok());
+  ASSERT_EQ(got, sent);
+  end_[1].reset();
+  const Status s = pump({&send});
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(send.done() && !send.failed());
+}
+
+// What the receiver never took still fails at its close: four pieces fill
+// its posted receives, nothing is queued to consume them, and the fifth
+// waits in the network until the receiver closes.
+TEST_P(NetPluginPair, SendsPastWhatTheReceiverTookFailAtItsClose) {
+  if (!plugin_->closeCancelsRequests()) {
+    GTEST_SKIP() << GetParam().name << " completes sends into the socket, before the receiver has room";
+  }
+  auto first = pattern(4 * 4096, 1), second = pattern(64, 2);
+  Transfer sendFirst, sendSecond;
+  describe(sendFirst, true, first.data(), first.size(), 14);
+  describe(sendSecond, true, second.data(), second.size(), 15);
+  ASSERT_TRUE(end_[0]->post(sendFirst).ok());
+  ASSERT_TRUE(end_[0]->post(sendSecond).ok());
+  ASSERT_TRUE(pump({&sendFirst}).ok());
+  for (int i = 0; i < 100; ++i) {
+    bool moved = false;
+    ASSERT_TRUE(end_[0]->progress(&moved).ok());
+  }
+  ASSERT_FALSE(sendSecond.done()) << "the fifth piece has no receive to land in";
+  end_[1].reset();
+  EXPECT_FALSE(pump({&sendSecond}).ok());
+  EXPECT_TRUE(sendSecond.failed());
 }
 
 TEST_P(NetPluginPair, PeerThatFinishedFirstIsNoErrorUntilUsed) {
