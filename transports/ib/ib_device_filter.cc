@@ -37,13 +37,24 @@ DeviceFilter DeviceFilter::parse(std::string_view text) {
   return f;
 }
 
+bool DeviceFilter::names(const Entry& e, std::string_view device) const {
+  return exact_ ? device == e.device : device.starts_with(e.device);
+}
+
 bool DeviceFilter::admits(std::string_view device, int port) const {
   if (entries_.empty()) return true;
-  const bool listed = std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) {
-    const bool nameMatches = exact_ ? device == e.device : device.starts_with(e.device);
-    return nameMatches && (!e.port || *e.port == port);
-  });
+  const bool listed = std::any_of(entries_.begin(), entries_.end(),
+                                  [&](const Entry& e) { return names(e, device) && (!e.port || *e.port == port); });
   return listed != exclude_;
+}
+
+bool DeviceFilter::admitsSomePortOf(std::string_view device) const {
+  if (entries_.empty()) return true;
+  if (exclude_) {
+    // Left out whole only by an entry without a port.
+    return std::none_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return names(e, device) && !e.port; });
+  }
+  return std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return names(e, device); });
 }
 
 }  // namespace hcl::ib

@@ -16,6 +16,9 @@ class DeviceFilter {
   // Empty text: every port.
   static DeviceFilter parse(std::string_view text);
   bool admits(std::string_view device, int port) const;
+  // False when no port of the device can be admitted, so it need not be
+  // opened at all.
+  bool admitsSomePortOf(std::string_view device) const;
   bool empty() const { return entries_.empty(); }
 
  private:
@@ -23,6 +26,8 @@ class DeviceFilter {
     std::string device;
     std::optional<int> port;
   };
+  bool names(const Entry& e, std::string_view device) const;
+
   std::vector<Entry> entries_;
   bool exclude_ = false;
   bool exact_ = false;

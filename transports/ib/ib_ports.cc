@@ -171,6 +171,10 @@ Status findIbPorts(const VerbsApi& verbs, const IbSettings& settings, std::vecto
       seen.push_back(name + " is not an InfiniBand or RoCE device");
       continue;
     }
+    if (!filter.admitsSomePortOf(name)) {
+      seen.push_back(name + " left out by HCL_IB_HCA");
+      continue;
+    }
     OpenedDevice& device = openedDevice(verbs, list[d], name);
     if (!device.failure.empty()) {
       seen.push_back(device.failure);

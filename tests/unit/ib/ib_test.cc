@@ -57,6 +57,18 @@ TEST(IbDeviceFilter, PortsAndExclusion) {
   EXPECT_FALSE(DeviceFilter::parse("mlx5_0:x").admits("mlx5_0", 1)) << "a port that is no number matches none";
 }
 
+TEST(IbDeviceFilter, DevicesWithNoPortAdmittedAreNotOpened) {
+  EXPECT_TRUE(DeviceFilter::parse("").admitsSomePortOf("mlx5_0"));
+  const DeviceFilter ports = DeviceFilter::parse("mlx5_0:1");
+  EXPECT_TRUE(ports.admitsSomePortOf("mlx5_0"));
+  EXPECT_FALSE(ports.admitsSomePortOf("bnxt_re0"));
+  const DeviceFilter out = DeviceFilter::parse("^mlx5_3,mlx5_1:2");
+  EXPECT_FALSE(out.admitsSomePortOf("mlx5_3")) << "every port of mlx5_3 is left out";
+  EXPECT_TRUE(out.admitsSomePortOf("mlx5_1")) << "only port 2 of mlx5_1 is left out";
+  EXPECT_TRUE(out.admitsSomePortOf("mlx5_0"));
+  EXPECT_FALSE(DeviceFilter::parse("=mlx5_1").admitsSomePortOf("mlx5_10"));
+}
+
 TEST(IbMode, ReadFromTheEnvironment) {
   IbMode mode = IbMode::Auto;
   setenv("HCL_IB", "off", 1);
@@ -215,8 +227,12 @@ TEST_F(FakeVerbs, ActivePortsTheFilterAdmits) {
     if (open("=fakeib1", &why) || why.find("fakeib1:1 not active") == std::string::npos) {
       finish(false, "=fakeib1 should find only a port that is down: " + why);
     }
-    if (open("mlx5", &why) || why.find("fakeib0:1 left out by HCL_IB_HCA") == std::string::npos) {
-      finish(false, "mlx5 should leave every port out: " + why);
+    if (open("mlx5", &why) || why.find("fakeib0 left out by HCL_IB_HCA") == std::string::npos) {
+      finish(false, "mlx5 should leave every device out before opening it: " + why);
+    }
+    if (open("=fakeib0:2", &why) || why.find("fakeib0:1 left out by HCL_IB_HCA") == std::string::npos ||
+        why.find("fakeib2 left out by HCL_IB_HCA") == std::string::npos) {
+      finish(false, "=fakeib0:2 should open fakeib0 only, and leave its port 1 out: " + why);
     }
     finish(true, "");
   };
