@@ -1,7 +1,6 @@
 #include "transports/ib/ib_net.h"
 
 #include <arpa/inet.h>
-#include <endian.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 
 #include "core/log.h"
 #include "core/params.h"
+#include "core/wire_order.h"
 #include "transports/ib/ib_ports.h"
 #include "transports/ib/ib_queue_pair.h"
 #include "transports/ib/ib_side_socket.h"
@@ -35,12 +35,38 @@ struct Handle {
   uint32_t magic = kHandleMagic;
   uint16_t port = 0;  // the side listener's TCP port
   uint8_t family = 0;
-  uint8_t pad = 0;
   uint8_t ip[16] = {};
   uint64_t nonce = 0;
   void* pending = nullptr;
 };
-static_assert(sizeof(Handle) <= netabi::kHandleBytes);
+
+// In the handle's bytes: magic, port, family, ip and nonce little-endian at
+// fixed offsets (what travels between ranks), then the pointer.
+constexpr size_t kHandlePendingAt = 32;
+static_assert(kHandlePendingAt + sizeof(void*) <= netabi::kHandleBytes);
+
+void storeHandle(const Handle& h, void* bytes) {
+  auto* out = static_cast<uint8_t*>(bytes);
+  storeLittleEndian(out, h.magic);
+  storeLittleEndian(out + 4, h.port);
+  out[6] = h.family;
+  out[7] = 0;
+  std::memcpy(out + 8, h.ip, sizeof h.ip);
+  storeLittleEndian(out + 24, h.nonce);
+  std::memcpy(out + kHandlePendingAt, &h.pending, sizeof h.pending);
+}
+
+Handle loadHandle(const void* bytes) {
+  const auto* in = static_cast<const uint8_t*>(bytes);
+  Handle h;
+  h.magic = loadLittleEndian<uint32_t>(in);
+  h.port = loadLittleEndian<uint16_t>(in + 4);
+  h.family = in[6];
+  std::memcpy(h.ip, in + 8, sizeof h.ip);
+  h.nonce = loadLittleEndian<uint64_t>(in + 24);
+  std::memcpy(&h.pending, in + kHandlePendingAt, sizeof h.pending);
+  return h;
+}
 
 struct Comm;
 
@@ -95,10 +121,16 @@ struct Setup {
   std::unique_ptr<Comm> comm;
   bool connected = false;  // the side connection is up
   QpInfo mine;
-  size_t written = 0;  // of `mine`, to the peer
-  std::array<uint8_t, sizeof(QpInfo)> in{};
+  std::array<uint8_t, kQpInfoWireBytes> mineWire{};
+  size_t written = 0;  // of `mineWire`, to the peer
+  std::array<uint8_t, kQpInfoWireBytes> in{};
   size_t read = 0;
   bool peerReady = false;  // its QpInfo arrived and the queue pair is ready to send
+
+  void describe(const ibv_qp& qp, const IbPort& port, uint64_t nonce) {
+    mine = describeQueuePair(qp, port, nonce);
+    mineWire = encodeQpInfo(mine);
+  }
 };
 
 Listener::~Listener() {
@@ -147,7 +179,7 @@ class IbNetImpl final : public IbNet {
     Handle h;
     HCL_TRY(openSideListener(&l->fd, &h.port));
     h.nonce = l->nonce;
-    std::memcpy(handleOut, &h, sizeof h);
+    storeHandle(h, handleOut);
     *listenComm = l.release();
     return {};
   }
@@ -155,8 +187,7 @@ class IbNetImpl final : public IbNet {
   Status connect(int device, void* handleBytes, void** sendComm) override {
     *sendComm = nullptr;
     HCL_TRY(checkDevice(device));
-    Handle h;
-    std::memcpy(&h, handleBytes, sizeof h);
+    Handle h = loadHandle(handleBytes);
     if (h.magic != kHandleMagic || h.family == 0) {
       return internalError("verbs connect: the listen handle is malformed or names no address");
     }
@@ -170,16 +201,16 @@ class IbNetImpl final : public IbNet {
       Comm& c = *fresh->comm;
       HCL_TRY(startSideConnect(h.family, h.ip, h.port, c.where(), &c.sideFd, &fresh->connected));
       HCL_TRY(createQueuePair(verbs_, *c.port, true, kMaxRequests, c.where(), &c.cq, &c.qp));
-      fresh->mine = describeQueuePair(*c.qp, *c.port, h.nonce);
+      fresh->describe(*c.qp, *c.port, h.nonce);
       setup = fresh.get();
       pending_[setup] = std::move(fresh);
       h.pending = setup;
-      std::memcpy(handleBytes, &h, sizeof h);
+      storeHandle(h, handleBytes);
     }
     Status s = advanceConnect(*setup);
     if (!s.ok() || setup->peerReady) {
       h.pending = nullptr;
-      std::memcpy(handleBytes, &h, sizeof h);
+      storeHandle(h, handleBytes);
       auto owned = std::move(pending_.at(setup));
       pending_.erase(setup);
       if (!s.ok()) return s;
@@ -210,7 +241,7 @@ class IbNetImpl final : public IbNet {
       l.accepting.reset();
       return {};
     }
-    if (s.peerReady && s.written == sizeof s.mine) {
+    if (s.peerReady && s.written == s.mineWire.size()) {
       *recvComm = s.comm.release();
       l.accepting.reset();
     }
@@ -350,8 +381,7 @@ class IbNetImpl final : public IbNet {
     HCL_TRY(sendMine(s));
     HCL_TRY(receiveSome(c.sideFd, s.in.data(), s.in.size(), &s.read, c.where()));
     if (s.read < s.in.size()) return {};
-    QpInfo peer;
-    std::memcpy(&peer, s.in.data(), sizeof peer);
+    const QpInfo peer = decodeQpInfo(s.in);
     if (peer.magic != kQpInfoMagic || peer.nonce != s.mine.nonce) {
       return systemError(c.where() + ": the listener answered with a malformed or foreign queue pair");
     }
@@ -368,13 +398,12 @@ class IbNetImpl final : public IbNet {
     if (!s.peerReady) {
       HCL_TRY(receiveSome(c.sideFd, s.in.data(), s.in.size(), &s.read, c.where()));
       if (s.read < s.in.size()) return {};
-      QpInfo peer;
-      std::memcpy(&peer, s.in.data(), sizeof peer);
+      const QpInfo peer = decodeQpInfo(s.in);
       if (peer.magic != kQpInfoMagic || peer.nonce != nonce) {
         return systemError(c.where() + ": a connection for another listener or another program arrived");
       }
       HCL_TRY(createQueuePair(verbs_, *c.port, false, kMaxRequests, c.where(), &c.cq, &c.qp));
-      s.mine = describeQueuePair(*c.qp, *c.port, nonce);
+      s.describe(*c.qp, *c.port, nonce);
       HCL_TRY(connectQueuePair(verbs_, c.qp, *c.port, settings_, s.mine, peer, c.where()));
       s.peerReady = true;
     }
@@ -383,7 +412,7 @@ class IbNetImpl final : public IbNet {
 
   // What is left of this end's QpInfo to the peer.
   static Status sendMine(Setup& s) {
-    return sendSome(s.comm->sideFd, reinterpret_cast<const uint8_t*>(&s.mine), sizeof s.mine, &s.written,
+    return sendSome(s.comm->sideFd, s.mineWire.data(), s.mineWire.size(), &s.written,
                     s.comm->where());
   }
 
@@ -458,9 +487,7 @@ class IbNetImpl final : public IbNet {
   void settleAtPeersClose(Comm& c, Request& r) const {
     poll(c);
     if (!r.sending || c.closingRecordRead < c.closingRecord.size()) return;
-    uint64_t delivered = 0;
-    std::memcpy(&delivered, c.closingRecord.data(), sizeof delivered);
-    if (r.sequence < be64toh(delivered)) {
+    if (r.sequence < loadLittleEndian<uint64_t>(c.closingRecord.data())) {
       r.done = true;
       r.error = {};
     }
@@ -472,8 +499,9 @@ class IbNetImpl final : public IbNet {
   void writeClosingRecord(Comm& c) const {
     if (c.sideFd < 0 || !c.qp || !c.cq) return;
     poll(c);
-    const uint64_t delivered = htobe64(c.receivesDelivered);
-    (void)::send(c.sideFd, &delivered, sizeof delivered, MSG_NOSIGNAL | MSG_DONTWAIT);
+    std::array<uint8_t, sizeof(uint64_t)> record{};
+    storeLittleEndian(record.data(), c.receivesDelivered);
+    (void)::send(c.sideFd, record.data(), record.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   }
 
   const VerbsApi& verbs_;
@@ -510,14 +538,12 @@ std::unique_ptr<IbNet> IbNet::open(const IbSettings& settings, std::string* why)
 }
 
 uint16_t handleSidePort(const void* handleBytes) {
-  Handle h;
-  std::memcpy(&h, handleBytes, sizeof h);
+  const Handle h = loadHandle(handleBytes);
   return h.magic == kHandleMagic ? h.port : 0;
 }
 
 bool setHandleAddress(void* handleBytes, const std::string& ip) {
-  Handle h;
-  std::memcpy(&h, handleBytes, sizeof h);
+  Handle h = loadHandle(handleBytes);
   if (h.magic != kHandleMagic) return false;
   if (inet_pton(AF_INET, ip.c_str(), h.ip) == 1) {
     h.family = 4;
@@ -526,7 +552,7 @@ bool setHandleAddress(void* handleBytes, const std::string& ip) {
   } else {
     return false;
   }
-  std::memcpy(handleBytes, &h, sizeof h);
+  storeHandle(h, handleBytes);
   return true;
 }
 

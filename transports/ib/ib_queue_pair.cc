@@ -6,6 +6,8 @@
 #include <cstring>
 #include <random>
 
+#include "core/wire_order.h"
+
 namespace hcl::ib {
 namespace {
 
@@ -42,6 +44,32 @@ Status createQueuePair(const VerbsApi& verbs, const IbPort& p, bool sending, int
   const int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
   if (const int rc = verbs.modifyQp(*qp, &a, mask); rc != 0) return errnoError(where + ": queue pair to INIT", rc);
   return {};
+}
+
+std::array<uint8_t, kQpInfoWireBytes> encodeQpInfo(const QpInfo& info) {
+  std::array<uint8_t, kQpInfoWireBytes> wire{};
+  storeLittleEndian(wire.data(), info.magic);
+  storeLittleEndian(wire.data() + 4, info.qpn);
+  storeLittleEndian(wire.data() + 8, info.psn);
+  storeLittleEndian(wire.data() + 12, info.lid);
+  wire[14] = info.mtu;
+  wire[15] = info.ethernet;
+  std::memcpy(wire.data() + 16, info.gid, sizeof info.gid);
+  storeLittleEndian(wire.data() + 32, info.nonce);
+  return wire;
+}
+
+QpInfo decodeQpInfo(const std::array<uint8_t, kQpInfoWireBytes>& wire) {
+  QpInfo info;
+  info.magic = loadLittleEndian<uint32_t>(wire.data());
+  info.qpn = loadLittleEndian<uint32_t>(wire.data() + 4);
+  info.psn = loadLittleEndian<uint32_t>(wire.data() + 8);
+  info.lid = loadLittleEndian<uint16_t>(wire.data() + 12);
+  info.mtu = wire[14];
+  info.ethernet = wire[15];
+  std::memcpy(info.gid, wire.data() + 16, sizeof info.gid);
+  info.nonce = loadLittleEndian<uint64_t>(wire.data() + 32);
+  return info;
 }
 
 QpInfo describeQueuePair(const ibv_qp& qp, const IbPort& port, uint64_t nonce) {

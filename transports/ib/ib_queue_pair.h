@@ -2,6 +2,8 @@
 // two ends tell each other, and taking it to ready-to-send towards a peer.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -15,8 +17,8 @@ namespace hcl::ib {
 inline constexpr uint32_t kQpInfoMagic = 0x48434c51;  // "HCLQ"
 
 // What the two ends of a queue pair tell each other over the side
-// connection. The nonce is the listen handle's: it ties the answer to
-// the handle.
+// connection, little-endian on the wire. The nonce is the listen handle's:
+// it ties the answer to the handle.
 struct QpInfo {
   uint32_t magic = kQpInfoMagic;
   uint32_t qpn = 0;
@@ -27,6 +29,10 @@ struct QpInfo {
   uint8_t gid[16] = {};
   uint64_t nonce = 0;
 };
+
+inline constexpr size_t kQpInfoWireBytes = 40;
+std::array<uint8_t, kQpInfoWireBytes> encodeQpInfo(const QpInfo& info);
+QpInfo decodeQpInfo(const std::array<uint8_t, kQpInfoWireBytes>& wire);
 
 // A queue pair in INIT on `port`, with its own completion queue, deep
 // enough for `depth` requests in the direction it is used for.

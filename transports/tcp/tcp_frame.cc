@@ -1,6 +1,6 @@
 #include "transports/tcp/tcp_frame.h"
 
-#include "transports/tcp/tcp_wire_order.h"
+#include "core/wire_order.h"
 
 namespace hcl::tcp {
 

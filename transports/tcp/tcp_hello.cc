@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "transports/tcp/tcp_stripe.h"
-#include "transports/tcp/tcp_wire_order.h"
+#include "core/wire_order.h"
 
 namespace hcl::tcp {
 

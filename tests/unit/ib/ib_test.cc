@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #ifdef HCL_FAKE_VERBS_LIBRARY
 #include "transports/ib/ib_net.h"
 #include "transports/ib/ib_ports.h"
+#include "transports/ib/ib_queue_pair.h"
 #include "transports/net_plugin/net_plugin_abi.h"
 #endif
 
@@ -185,6 +187,32 @@ TEST(IbPorts, MissingLibraryIsNamed) {
   EXPECT_NE(why.find("libibverbs-missing.so"), std::string::npos) << why;
 }
 
+TEST(IbWire, QueuePairInfoIsLittleEndianAtFixedOffsets) {
+  QpInfo info;
+  info.qpn = 0xabcdef;
+  info.psn = 0x123456;
+  info.lid = 0x0102;
+  info.mtu = IBV_MTU_4096;
+  info.ethernet = 1;
+  for (uint8_t i = 0; i < 16; ++i) info.gid[i] = static_cast<uint8_t>(0xa0 + i);
+  info.nonce = 0x1122334455667788;
+  const auto wire = encodeQpInfo(info);
+  const std::array<uint8_t, kQpInfoWireBytes> want{
+      0x51, 0x4c, 0x43, 0x48, 0xef, 0xcd, 0xab, 0x00, 0x56, 0x34, 0x12, 0x00, 0x02, 0x01, IBV_MTU_4096, 1,
+      0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf,
+      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11};
+  EXPECT_EQ(wire, want);
+  const QpInfo back = decodeQpInfo(wire);
+  EXPECT_EQ(back.magic, kQpInfoMagic);
+  EXPECT_EQ(back.qpn, info.qpn);
+  EXPECT_EQ(back.psn, info.psn);
+  EXPECT_EQ(back.lid, info.lid);
+  EXPECT_EQ(back.mtu, info.mtu);
+  EXPECT_EQ(back.ethernet, info.ethernet);
+  EXPECT_TRUE(std::equal(std::begin(back.gid), std::end(back.gid), std::begin(info.gid)));
+  EXPECT_EQ(back.nonce, info.nonce);
+}
+
 // Devices are opened once per process, so each case that sets the fake's
 // devices runs in a fresh process of its own (gtest's threadsafe death
 // test style re-executes the binary), exiting 0 when its checks hold.
@@ -250,6 +278,14 @@ TEST_F(FakeVerbs, StrayConnectionToAListenerIsDropped) {
     void* listenComm = nullptr;
     if (!net->listen(0, handle.data(), &listenComm).ok()) finish(false, "listen");
     if (!setHandleAddress(handle.data(), "127.0.0.1")) finish(false, "setHandleAddress");
+    // What travels is little-endian at fixed offsets: "HCLI", the side port,
+    // the address family and the address.
+    const std::array<uint8_t, 4> magic{0x49, 0x4c, 0x43, 0x48};
+    if (!std::equal(magic.begin(), magic.end(), handle.begin()) ||
+        handle[4] + 256 * handle[5] != handleSidePort(handle.data()) || handle[6] != 4 || handle[8] != 127 ||
+        handle[11] != 1) {
+      finish(false, "the handle's bytes are not little-endian at their offsets");
+    }
     const int stray = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in to{};
     to.sin_family = AF_INET;

@@ -1,11 +1,12 @@
-// Little-endian integer packing for the TCP wire formats.
+// Little-endian integer packing for HCL's wire formats (TCP frames and
+// hellos, verbs setup).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
-namespace hcl::tcp {
+namespace hcl {
 
 template <typename T>
 requires std::is_unsigned_v<T>
@@ -20,4 +21,4 @@ requires std::is_unsigned_v<T> T loadLittleEndian(const uint8_t* in) {
   return value;
 }
 
-}  // namespace hcl::tcp
+}  // namespace hcl
