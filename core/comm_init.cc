@@ -20,6 +20,7 @@
 #include "core/no_throw.h"
 #include "core/params.h"
 #include "core/shared_gpu_warning.h"
+#include "transports/net_choice.h"
 #include "transports/prepared_blobs.h"
 
 namespace hcl {
@@ -193,6 +194,7 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
     links[static_cast<size_t>(p)] = selectLink(self, peers[static_cast<size_t>(p)]);
     peersByKind[static_cast<size_t>(links[static_cast<size_t>(p)].kind)].push_back(p);
   }
+  HCL_TRY(checkRequestedNet(readNetRequest(), self, links));
   ctx.peers = &peers;
   ctx.links = &links;
 

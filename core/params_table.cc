@@ -116,6 +116,11 @@ constexpr std::array kParams = {
               "The verbs library to open instead of libibverbs.so.1 (tests use a fake one); naming one turns "
               "HCL_IB auto into on",
               nullptr},
+    ParamSpec{"HCL_NET", String, "",
+              "The one network for links between ranks, by NCCL's names: Socket (TCP), IB (HCL's verbs), OFI "
+              "(libfabric) or a net plugin's name; other networks are not opened, and a link that cannot take it "
+              "fails init. Unset: the best network both ends have",
+              "NCCL_NET"},
     ParamSpec{"HCL_NET_PLUGIN", String, "",
               "NCCL net plugin for links between hosts (and within one under HCL_SHM_DISABLE): a name "
               "(libnccl-net-<name>.so), a library path, or none; unset tries libnccl-net.so. A plugin named "

@@ -191,4 +191,53 @@ TEST(Hierarchy, EmulatedHostsGroupAndHierIsExactOverRealTransports) {
   EXPECT_EQ(hcltest::describeFailures(results), "");
 }
 
+// NCCL_NET names the network where several could carry the links (TCP
+// and verbs on the fake library here), and a network that cannot be had
+// fails init on every rank, naming the variable and its value.
+TEST(NetworkByName, NcclNetPicksTheNetworkOrFailsInit) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "TSan cannot follow threads started after fork in a multi-threaded process";
+#endif
+#ifndef HCL_FAKE_VERBS_LIBRARY
+  GTEST_SKIP() << "this build has no verbs transport (no infiniband/verbs.h at configure time)";
+#else
+  struct Case {
+    const char* net;
+    const char* linkClass;  // null: init fails
+  };
+  for (const Case c : {Case{"Socket", "net:"}, Case{"IB", "verbs:"}, Case{"ib", "verbs:"}, Case{"nosuch", nullptr}}) {
+    hcltest::EnvList env = hcltest::rank0RootEnv("20000");
+    env.push_back({"HCL_SHM_DISABLE", "1"});
+    env.push_back({"HCL_IBVERBS_LIBRARY", HCL_FAKE_VERBS_LIBRARY});
+    env.push_back({"NCCL_NET", c.net});
+    auto results = hcltest::runProcesses(
+        2,
+        [&](int rank) {
+          hclUniqueId id;
+          RANK_HCL(hclGetUniqueId(&id));
+          hclComm_t comm = nullptr;
+          const hclResult_t r = hclCommInitRank(&comm, 2, id, rank);
+          if (!c.linkClass) {
+            const std::string text = hclGetLastError(nullptr);
+            RANK_CHECK(r == hclSystemError, "init under NCCL_NET=%s gave %d: %s", c.net, (int)r, text.c_str());
+            RANK_CHECK(text.find(std::string("NCCL_NET='") + c.net + "'") != std::string::npos, "text: %s", text.c_str());
+            return 0;
+          }
+          RANK_HCL(r);
+          hclPlanInfo_t info{};
+          RANK_HCL(hclCommGetPlan(comm, "allreduce", 1 << 20, &info));
+          RANK_CHECK(std::strncmp(info.linkClasses, c.linkClass, std::strlen(c.linkClass)) == 0,
+                     "NCCL_NET=%s: links '%s', expected %s...", c.net, info.linkClasses, c.linkClass);
+          std::vector<float> v(4096, 1.0f + static_cast<float>(rank));
+          RANK_HCL(hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr));
+          RANK_CHECK(v[4095] == 3.0f, "NCCL_NET=%s: sum %f", c.net, static_cast<double>(v[4095]));
+          RANK_HCL(hclCommDestroy(comm));
+          return 0;
+        },
+        120, env);
+    EXPECT_EQ(hcltest::describeFailures(results), "") << "NCCL_NET=" << c.net;
+  }
+#endif
+}
+
 }  // namespace

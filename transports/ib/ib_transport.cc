@@ -9,6 +9,7 @@
 #include "transports/ib/ib_mode.h"
 #include "transports/ib/ib_net.h"
 #include "transports/link.h"
+#include "transports/net_choice.h"
 #include "transports/net_plugin/net_transport.h"
 
 namespace hcl {
@@ -24,7 +25,7 @@ class IbSource final : public NetSource {
 
   Status open(const TransportContext& ctx, netplugin::NetPlugin** out) override {
     *out = nullptr;
-    HCL_TRY(ib::readIbMode(mode_));
+    HCL_TRY(ib::readIbMode(mode_, &askedBy_));
     if (mode_ == IbMode::Off) return {};
     const ib::IbSettings settings = ib::readIbSettings();
     std::string why;
@@ -35,7 +36,7 @@ class IbSource final : public NetSource {
   }
 
   Status unusable(const TransportContext& ctx, const std::string& why) const override {
-    if (mode_ == IbMode::On) return systemError(fmt::format("rank {}: HCL_IB=on: {}", ctx.rank, why));
+    if (mode_ == IbMode::On) return systemError(fmt::format("rank {}: {}: {}", ctx.rank, askedBy_, why));
     log::info(kNet, "rank {}: no verbs links: {}", ctx.rank, why);
     return {};
   }
@@ -81,6 +82,7 @@ class IbSource final : public NetSource {
 
  private:
   IbMode mode_ = IbMode::Auto;
+  std::string askedBy_;
   std::unique_ptr<ib::IbNet> net_;
   std::vector<std::string> fabrics_;  // published, per port
 };
@@ -92,7 +94,11 @@ std::unique_ptr<Transport> makeIbTransport() { return makeNetTransport(std::make
 std::string describeIbSupport() {
   IbMode mode = IbMode::Auto;
   if (Status s = ib::readIbMode(mode); !s.ok()) return "verbs: " + s.message();
-  if (mode == IbMode::Off) return "verbs: off (HCL_IB)";
+  if (mode == IbMode::Off) {
+    const NetRequest request = readNetRequest();
+    if (!netRequestAllows(request, TransportKind::Ib)) return fmt::format("verbs: off ({}='{}')", request.variable, request.name);
+    return "verbs: off (HCL_IB)";
+  }
   std::string why;
   const auto net = ib::IbNet::open(ib::readIbSettings(), &why);
   if (!net) return "verbs: no usable port (" + why + ")";

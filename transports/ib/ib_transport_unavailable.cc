@@ -13,11 +13,12 @@ class IbUnavailable final : public Transport {
   TransportKind kind() const override { return TransportKind::Ib; }
   Status listen(const TransportContext& ctx, PeerInfo&) override {
     ib::IbMode mode = ib::IbMode::Auto;
-    HCL_TRY(ib::readIbMode(mode));
+    std::string askedBy;
+    HCL_TRY(ib::readIbMode(mode, &askedBy));
     if (mode != ib::IbMode::On) return {};
-    return systemError(fmt::format("rank {}: HCL_IB=on, but this build of HCL was made without libibverbs' headers "
+    return systemError(fmt::format("rank {}: {}, but this build of HCL was made without libibverbs' headers "
                                    "(infiniband/verbs.h)",
-                                   ctx.rank));
+                                   ctx.rank, askedBy));
   }
   Status prepare(const TransportContext& ctx, const std::vector<int>&) override {
     return internalError(fmt::format("rank {}: verbs links chosen in a build without verbs", ctx.rank));

@@ -1,5 +1,7 @@
 #include "transports/net_plugin/net_plugin_request.h"
 
+#include "transports/net_choice.h"
+
 namespace hcl::netplugin {
 
 NetPluginRequest parseNetPluginRequest(const ParamValue& value) {
@@ -13,6 +15,10 @@ NetPluginRequest parseNetPluginRequest(const ParamValue& value) {
   return r;
 }
 
-NetPluginRequest readNetPluginRequest() { return parseNetPluginRequest(resolveParam("HCL_NET_PLUGIN")); }
+NetPluginRequest readNetPluginRequest() {
+  NetPluginRequest r = parseNetPluginRequest(resolveParam("HCL_NET_PLUGIN"));
+  if (!netRequestAllows(readNetRequest(), TransportKind::NetPlugin)) r.off = true;
+  return r;
+}
 
 }  // namespace hcl::netplugin

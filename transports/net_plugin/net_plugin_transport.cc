@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/log.h"
+#include "transports/net_choice.h"
 #include "transports/net_plugin/net_plugin.h"
 #include "transports/net_plugin/net_plugin_request.h"
 #include "transports/net_plugin/net_transport.h"
@@ -68,7 +69,11 @@ std::unique_ptr<Transport> makeNetPluginTransport() { return makeNetTransport(st
 
 std::string describeNetPluginSupport() {
   const netplugin::NetPluginRequest request = netplugin::readNetPluginRequest();
-  if (request.off) return "net plugin: off (HCL_NET_PLUGIN=none)";
+  if (request.off) {
+    const NetRequest net = readNetRequest();
+    if (!netRequestAllows(net, TransportKind::NetPlugin)) return fmt::format("net plugin: off ({}='{}')", net.variable, net.name);
+    return "net plugin: off (HCL_NET_PLUGIN=none)";
+  }
   std::string why;
   if (netplugin::NetPlugin* p = netplugin::loadNetPlugin(request.spec, &why)) {
     return fmt::format("net plugin: '{}' (interface v{}) from {}", p->name(), p->version(), p->library());

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/params.h"
+#include "transports/net_choice.h"
 
 namespace hcl::ofi {
 
@@ -26,7 +27,14 @@ Status parseOfiRequest(std::string_view mode, std::string_view provider, OfiRequ
 }
 
 Status readOfiRequest(OfiRequest& out) {
-  return parseOfiRequest(paramString("HCL_OFI"), paramString("HCL_OFI_PROVIDER"), out);
+  HCL_TRY(parseOfiRequest(paramString("HCL_OFI"), paramString("HCL_OFI_PROVIDER"), out));
+  const NetRequest net = readNetRequest();
+  if (!netRequestAllows(net, TransportKind::Ofi)) out.mode = OfiMode::Off;
+  if (net.choice == NetChoice::Ofi && out.mode == OfiMode::Auto) {
+    out.mode = OfiMode::On;
+    out.askedBy = fmt::format("{}='{}'", net.variable, net.name);
+  }
+  return {};
 }
 
 std::string_view coreProvider(std::string_view name) { return name.substr(0, name.find(';')); }

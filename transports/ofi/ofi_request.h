@@ -18,10 +18,13 @@ enum class OfiMode { Off, Auto, On };
 struct OfiRequest {
   OfiMode mode = OfiMode::Auto;
   std::string provider;  // exact libfabric provider name ("tcp;ofi_rxm", "efa"); empty: any
+  std::string askedBy = "HCL_OFI";  // what turned it on, for messages
 };
 
 // From HCL_OFI and HCL_OFI_PROVIDER; naming a provider asks for libfabric
 // unless HCL_OFI is off. A bad HCL_OFI value is an error naming it.
+// HCL_NET (NCCL_NET) naming OFI turns auto into on, and naming another
+// network turns libfabric off.
 Status readOfiRequest(OfiRequest& out);
 Status parseOfiRequest(std::string_view mode, std::string_view provider, OfiRequest& out);
 

@@ -89,7 +89,7 @@ class OfiTransport final : public Transport {
   // limit is too small): links stay on TCP, and INFO logs why.
   static Status unavailable(const TransportContext& ctx, const ofi::OfiRequest& request, const std::string& why) {
     if (request.mode == ofi::OfiMode::On) {
-      return systemError(fmt::format("rank {}: HCL_OFI asks for libfabric{}: {}", ctx.rank,
+      return systemError(fmt::format("rank {}: {} asks for libfabric{}: {}", ctx.rank, request.askedBy,
                                      request.provider.empty() ? "" : " provider '" + request.provider + "'", why));
     }
     log::info(static_cast<log::Subsys>(log::Init | log::Net), "rank {}: no libfabric links: {}", ctx.rank, why);

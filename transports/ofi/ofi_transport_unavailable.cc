@@ -15,9 +15,9 @@ class OfiUnavailable final : public Transport {
     ofi::OfiRequest request;
     HCL_TRY(ofi::readOfiRequest(request));
     if (request.mode != ofi::OfiMode::On) return {};
-    return systemError(fmt::format("rank {}: HCL_OFI asks for libfabric, but this build of HCL was made without "
+    return systemError(fmt::format("rank {}: {} asks for libfabric, but this build of HCL was made without "
                                    "libfabric's headers (rdma/fabric.h)",
-                                   ctx.rank));
+                                   ctx.rank, request.askedBy));
   }
   Status prepare(const TransportContext& ctx, const std::vector<int>&) override {
     return internalError(fmt::format("rank {}: libfabric links chosen in a build without libfabric", ctx.rank));

@@ -1,0 +1,44 @@
+// HCL_NET (NCCL_NET): the one network that links between ranks may take,
+// named as NCCL names its networks. Unset, a link takes the best network
+// both of its ends have. Shared memory and ranks of one process are not
+// networks and stay as they are.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/peer_info.h"
+#include "core/status.h"
+#include "transports/link.h"
+
+namespace hcl {
+
+enum class NetChoice : uint8_t {
+  Any,     // unset
+  Socket,  // "Socket" or "tcp": HCL's TCP transport
+  Ib,      // "IB" or "verbs": HCL's verbs transport
+  Ofi,     // "OFI" or "libfabric": HCL's libfabric transport
+  Plugin,  // any other name: the NCCL net plugin of that name
+};
+
+struct NetRequest {
+  NetChoice choice = NetChoice::Any;
+  std::string name;      // as given
+  std::string variable;  // HCL_NET or NCCL_NET, for messages
+};
+
+NetRequest parseNetRequest(std::string_view text, std::string variable);
+NetRequest readNetRequest();
+
+// Whether a transport may carry links under the request; the transports
+// left out are not opened.
+bool netRequestAllows(const NetRequest& request, TransportKind kind);
+
+// After link selection: every link between ranks that is a network link
+// takes the requested network, else an error that names the first peer
+// whose link does not, and why it went where it did.
+Status checkRequestedNet(const NetRequest& request, const PeerInfo& self, const std::vector<Link>& links);
+
+}  // namespace hcl
