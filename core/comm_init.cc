@@ -30,6 +30,7 @@ PeerInfo describeSelf(int rank, const Device& device) {
   PeerInfo self;
   self.rank = rank;
   self.hostId = hostIdentity();
+  self.networkStack = networkStackIdentity();
   self.pid = getpid();
   self.processToken = processToken();
   self.deviceKind = device.kind();

@@ -28,6 +28,16 @@ std::string hostIdentity() {
   return id;
 }
 
+std::string networkStackIdentity() {
+  std::ifstream bootIdFile("/proc/sys/kernel/random/boot_id");
+  std::string bootId;
+  if (!bootIdFile || !std::getline(bootIdFile, bootId) || bootId.empty()) return {};
+  char ns[64] = {};
+  const ssize_t n = readlink("/proc/self/ns/net", ns, sizeof ns - 1);
+  if (n <= 0) return {};
+  return bootId + " " + std::string(ns, static_cast<size_t>(n));
+}
+
 uint64_t processToken() {
   // Regenerated after fork() so a child never shares its parent's token.
   static std::mutex mutex;

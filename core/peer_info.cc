@@ -35,6 +35,7 @@ std::vector<uint8_t> PeerInfo::serialize() const {
   w.put(kPeerInfoMagic);
   w.put<int32_t>(rank);
   w.putString(hostId);
+  w.putString(networkStack);
   w.put(pid);
   w.put(processToken);
   w.put(static_cast<uint8_t>(deviceKind));
@@ -82,6 +83,7 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
   if (!r.get(magic) || magic != kPeerInfoMagic) return false;
   r.get(rank);
   r.getString(out.hostId);
+  r.getString(out.networkStack);
   r.get(out.pid);
   r.get(out.processToken);
   r.get(kind);

@@ -40,6 +40,9 @@ struct OfiEndpointInfo {
 struct PeerInfo {
   int rank = -1;
   std::string hostId;      // HCL_HOSTID, or hostname + boot id
+  // The kernel and network namespace it runs in (core/host_identity.h);
+  // ranks of emulated hosts (HCL_HOSTID) on one machine share it.
+  std::string networkStack;
   int64_t pid = 0;
   uint64_t processToken = 0;  // random per process: tells processes apart across pid namespaces
   DeviceKind deviceKind = DeviceKind::Cpu;

@@ -31,9 +31,10 @@ uint32_t pairSpeed(uint32_t a, uint32_t b) {
 }
 
 // An address both ranks publish while on different hosts (a container
-// bridge such as 10.88.0.1 on every host) leads each back to itself.
-bool reachesOwnHost(const NetAddress& target, const PeerInfo& from, bool sameHost) {
-  if (sameHost) return false;
+// bridge such as 10.88.0.1 on every host) leads each back to itself, unless
+// the two share one network stack (emulated hosts on one machine).
+bool reachesOwnHost(const NetAddress& target, const PeerInfo& from, const PeerInfo& owner, bool sameHost) {
+  if (sameHost || (!from.networkStack.empty() && from.networkStack == owner.networkStack)) return false;
   return std::any_of(from.addresses.begin(), from.addresses.end(),
                      [&](const NetAddress& own) { return own.ip == target.ip; });
 }
@@ -42,7 +43,7 @@ std::optional<Candidate> bestSharedFabric(const PeerInfo& connector, const PeerI
   std::optional<Candidate> best;
   for (size_t i = 0; i < acceptor.addresses.size(); ++i) {
     const NetAddress& a = acceptor.addresses[i];
-    if (a.fabric.empty() || reachesOwnHost(a, connector, sameHost)) continue;
+    if (a.fabric.empty() || reachesOwnHost(a, connector, acceptor, sameHost)) continue;
     for (size_t j = 0; j < connector.addresses.size(); ++j) {
       const NetAddress& c = connector.addresses[j];
       if (c.fabric != a.fabric) continue;
@@ -85,7 +86,7 @@ Link networkLink(const PeerInfo& connector, const PeerInfo& acceptor, bool sameH
     return link;
   }
   const auto first = std::find_if(acceptor.addresses.begin(), acceptor.addresses.end(),
-                                  [&](const NetAddress& a) { return !reachesOwnHost(a, connector, sameHost); });
+                                  [&](const NetAddress& a) { return !reachesOwnHost(a, connector, acceptor, sameHost); });
   const size_t index = first == acceptor.addresses.end() ? 0 : static_cast<size_t>(first - acceptor.addresses.begin());
   const NetAddress& a = acceptor.addresses[index];
   link.listenerAddress = static_cast<int>(index);

@@ -1,7 +1,9 @@
 // HCL's minimal training loop: data-parallel SGD of a small perceptron, one
 // rank per process, each rank on the device it is given (cpu, cuda, hip, or
 // sim, the stand-in GPU), ranks spread over emulated hosts so that some pairs
-// talk over shared memory and others over TCP. Gradients live in the rank's
+// talk over shared memory and others over a network; --host-env gives the
+// hosts different networks (verbs on one pair, libfabric on another, TCP
+// between the rest), as in a cluster of mixed NICs. Gradients live in the rank's
 // device memory and are averaged with hclAllReduce on an HCL stream, the
 // output layer's bucket while the hidden layer's gradient is still being
 // computed, as PyTorch's DDP does.
@@ -14,7 +16,7 @@
 //
 //   train_loop [--ranks N] [--devices cpu,sim,cuda,hip] [--hosts H] [--steps S]
 //              [--batch B] [--hidden W] [--lr RATE] [--kill-rank R [--kill-step S]]
-//              [--grace SECONDS]
+//              [--grace SECONDS] [--host-env H:NAME=VALUE ...]
 //
 // Started with RANK and WORLD_SIZE in the environment (and HCL_COMM_ID, so
 // that the ranks agree on an id), it runs that one rank instead of forking.
@@ -56,6 +58,11 @@ struct Job {
   int killRank = -1;  // this rank dies at killStep; the others shrink the communicator and go on
   int killStep = -1;
   double graceSeconds = 10;  // once a forked rank has failed, the others get this long before they are killed
+  struct HostSetting {
+    int host;
+    std::string name, value;
+  };
+  std::vector<HostSetting> hostEnv;  // set in the ranks of one emulated host
 };
 
 constexpr int kExitUsage = 2;
@@ -117,6 +124,18 @@ std::vector<std::string> deviceList(const char* text) {
   return items;
 }
 
+// "H:NAME=VALUE".
+Job::HostSetting hostSetting(const char* text) {
+  const std::string item = text;
+  const size_t colon = item.find(':'), equals = item.find('=');
+  if (colon == std::string::npos || equals == std::string::npos || equals < colon || equals == colon + 1) {
+    usageError("--host-env '" + item + "' is not HOST:NAME=VALUE");
+  }
+  const std::string host = item.substr(0, colon);
+  return {intOption("--host-env's host", host.c_str(), 0, kMaxRanks - 1), item.substr(colon + 1, equals - colon - 1),
+          item.substr(equals + 1)};
+}
+
 Job parse(int argc, char** argv) {
   Job job;
   const option longOpts[] = {{"ranks", required_argument, nullptr, 'n'},  {"devices", required_argument, nullptr, 'd'},
@@ -126,9 +145,10 @@ Job parse(int argc, char** argv) {
                              {"kill-rank", required_argument, nullptr, 'k'},
                              {"kill-step", required_argument, nullptr, 'K'},
                              {"grace", required_argument, nullptr, 'g'},
+                             {"host-env", required_argument, nullptr, 'e'},
                              {nullptr, 0, nullptr, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "n:d:H:s:b:w:l:hk:K:g:", longOpts, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "n:d:H:s:b:w:l:hk:K:g:e:", longOpts, nullptr)) != -1) {
     switch (c) {
       case 'n':
         job.ranks = intOption("--ranks", optarg, 1, kMaxRanks);
@@ -149,10 +169,11 @@ Job parse(int argc, char** argv) {
         job.graceSeconds = realOption("--grace", optarg, [](double v) { return v >= 0 && v <= 3600; },
                                       "a number of seconds from 0 to 3600");
         break;
+      case 'e': job.hostEnv.push_back(hostSetting(optarg)); break;
       default:
         std::printf(
             "usage: %s [--ranks N] [--devices cpu,sim,cuda,hip] [--hosts H] [--steps S] [--batch B] [--hidden W] "
-            "[--lr RATE] [--kill-rank R [--kill-step S]] [--grace SECONDS]\n",
+            "[--lr RATE] [--kill-rank R [--kill-step S]] [--grace SECONDS] [--host-env H:NAME=VALUE ...]\n",
             argv[0]);
         std::exit(c == 'h' ? 0 : kExitUsage);
     }
@@ -168,6 +189,12 @@ Job parse(int argc, char** argv) {
 
 // What depends on the number of ranks, known once the launch mode is.
 void checkAgainstRanks(const Job& job, int nranks) {
+  for (const Job::HostSetting& s : job.hostEnv) {
+    if (s.host >= std::min(job.hosts, nranks)) {
+      usageError("--host-env names host " + std::to_string(s.host) + ", but the ranks are on " +
+                 std::to_string(std::min(job.hosts, nranks)) + " emulated host(s) (--hosts)");
+    }
+  }
   if (job.killRank >= 0 && (job.killRank >= nranks || nranks < 2)) {
     usageError("--kill-rank " + std::to_string(job.killRank) + " must name one of at least 2 ranks (there are " +
                std::to_string(nranks) + ")");
@@ -442,9 +469,12 @@ int agreeUsable(hclComm_t comm, int rank, bool mine, bool& all) {
 int runRank(const Job& job, int rank, int nranks, IdPipe* ids) {
   const std::string& device = job.devices[static_cast<size_t>(rank) % job.devices.size()];
   // Consecutive ranks share a host, as launchers place them.
-  const std::string host =
-      job.hosts > 0 ? "host" + std::to_string(static_cast<long>(rank) * job.hosts / nranks) : "";
+  const auto hostOf = [&](int r) { return static_cast<int>(static_cast<long>(r) * job.hosts / nranks); };
+  const std::string host = job.hosts > 0 ? "host" + std::to_string(hostOf(rank)) : "";
   if (!host.empty()) setenv("HCL_HOSTID", host.c_str(), 1);
+  for (const Job::HostSetting& s : job.hostEnv) {
+    if (job.hosts > 0 && s.host == hostOf(rank)) setenv(s.name.c_str(), s.value.c_str(), 1);
+  }
   const bool usable = hclSetDevice(device.c_str()) == hclSuccess;
   if (!usable) {
     std::fprintf(stderr, "rank %d: device %s is not usable here: %s\n", rank, device.c_str(),
@@ -471,11 +501,13 @@ int runRank(const Job& job, int rank, int nranks, IdPipe* ids) {
     CHECK_HCL(hclCommGetDevice(comm, name, sizeof name));
     std::printf("rank %d: device %s%s%s\n", rank, name, host.empty() ? "" : ", emulated ", host.c_str());
     std::fflush(stdout);
-    if (rank == 0) {
+    // The first rank of each host: its links show every kind of link
+    // that leaves the host.
+    if (rank == 0 || (job.hosts > 0 && hostOf(rank - 1) != hostOf(rank))) {
       std::vector<char> links(16384);
       size_t needed = 0;
       if (hclCommDescribeLinks(comm, links.data(), links.size(), &needed) == hclSuccess) {
-        std::printf("links seen from rank 0:\n%s", links.data());
+        std::printf("links seen from rank %d:\n%s", rank, links.data());
       }
     }
     result = train(job, rank, comm);
@@ -585,6 +617,10 @@ int main(int argc, char** argv) {
   }
   if (job.ranksGiven && job.ranks != nranks) {
     usageError("--ranks " + std::to_string(job.ranks) + " differs from WORLD_SIZE " + std::to_string(nranks));
+  }
+  if (!job.hostEnv.empty()) {
+    usageError("--host-env sets the environment of emulated hosts (forked ranks); a launcher sets each process's "
+               "environment itself");
   }
   checkAgainstRanks(job, nranks);
   Job one = job;

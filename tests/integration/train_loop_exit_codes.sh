@@ -34,6 +34,11 @@ expect 2 "stray argument" -- "$loop" extra
 expect 2 "--kill-step without --kill-rank" -- "$loop" --kill-step 5
 expect 2 "--kill-rank beyond the ranks" -- "$loop" --ranks 2 --kill-rank 2
 expect 2 "--kill-step after the last step" -- "$loop" --ranks 2 --kill-rank 1 --steps 30 --kill-step 30
+expect 2 "--host-env without a colon" -- "$loop" --host-env HCL_IB=off
+expect 2 "--host-env without a name" -- "$loop" --host-env 1:=off
+expect 2 "--host-env beyond the hosts" -- "$loop" --ranks 4 --hosts 2 --host-env 2:HCL_IB=off
+expect 2 "--host-env with real hosts" -- "$loop" --hosts 0 --host-env 0:HCL_IB=off
+expect 2 "launched: --host-env" -- env RANK=0 WORLD_SIZE=2 HCL_COMM_ID=127.0.0.1:1 "$loop" --host-env 0:HCL_IB=off
 expect 2 "RANK without WORLD_SIZE" -- env RANK=0 "$loop"
 expect 2 "RANK that is not a number" -- env RANK=zero WORLD_SIZE=2 HCL_COMM_ID=127.0.0.1:1 "$loop"
 expect 2 "RANK beyond WORLD_SIZE" -- env RANK=2 WORLD_SIZE=2 HCL_COMM_ID=127.0.0.1:1 "$loop"

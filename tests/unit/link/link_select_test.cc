@@ -174,6 +174,27 @@ OfiEndpointInfo ofiEndpoint(std::string provider, std::string fabric, int nic, u
   return {std::move(provider), std::move(fabric), nic, {tag, 0xab}};
 }
 
+// Emulated hosts (HCL_HOSTID) on one machine publish the same addresses, and
+// those do reach the peer: the two share a kernel and network namespace.
+// Containers on one machine with namespaces of their own do not.
+TEST(LinkSelect, EmulatedHostsOnOneNetworkStackShareItsFabrics) {
+  PeerInfo a = peer(0, "host0", {nic("eth0", "192.0.2.2", NicKind::Ethernet, 0, "ip:192.0.2.0/24")});
+  PeerInfo b = peer(1, "host1", {nic("eth0", "192.0.2.2", NicKind::Ethernet, 0, "ip:192.0.2.0/24")});
+  a.networkStack = b.networkStack = "boot-1 net:[4026531840]";
+  const Link l = selectLink(a, b);
+  EXPECT_EQ(l.kind, TransportKind::Tcp);
+  EXPECT_EQ(l.listenerAddress, 0);
+  EXPECT_EQ(l.connectorAddress, 0) << "a shared fabric, so libfabric can take the NICs it chose: " << l.reason;
+  EXPECT_NE(l.reason.find("fabric 'ip:192.0.2.0/24'"), std::string::npos) << l.reason;
+  for (PeerInfo* p : {&a, &b}) p->ofiEndpoints = {ofiEndpoint("tcp;ofi_rxm", "192.0.2.0/24", 0, 1)};
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Ofi);
+  b.networkStack = "boot-1 net:[4026532000]";
+  EXPECT_EQ(selectLink(a, b).kind, TransportKind::Tcp) << "another namespace: the address is its own";
+  EXPECT_EQ(selectLink(a, b).connectorAddress, -1);
+  a.networkStack = b.networkStack = "";
+  EXPECT_EQ(selectLink(a, b).connectorAddress, -1) << "unknown stacks are taken for different ones";
+}
+
 TEST(LinkSelect, LibfabricTakesTheEndpointsOnTheNicsTheLinkChose) {
   PeerInfo a = ibNode(0), b = ibNode(1);
   for (PeerInfo* p : {&a, &b}) {
@@ -272,9 +293,12 @@ TEST(LinkSelect, LibfabricShmProviderOnlyWithinAHostAndAcrossProcesses) {
 TEST(PeerInfoWire, NicFactsSurviveTheRoundTrip) {
   PeerInfo p = roceNode(3);
   p.cpuMask = {0x5, 0, 0x8000000000000000ull};
+  p.networkStack = "boot-7 net:[4026531840]";
   const auto bytes = p.serialize();
   PeerInfo q;
   ASSERT_TRUE(PeerInfo::deserialize(bytes.data(), bytes.size(), q));
+  EXPECT_EQ(q.networkStack, p.networkStack);
+  EXPECT_EQ(q.hostId, p.hostId);
   ASSERT_EQ(q.addresses.size(), 2u);
   EXPECT_EQ(q.addresses[1].kind, NicKind::Roce);
   EXPECT_EQ(q.addresses[1].speedMbps, 200000u);
