@@ -207,6 +207,7 @@ class Logger {
     mask_.store(parseSubsysMask(paramString("HCL_DEBUG_SUBSYS"), notes), std::memory_order_relaxed);
     if (level_.load(std::memory_order_relaxed) >= static_cast<int>(Level::Warn)) {
       for (std::string& problem : configFileProblems()) notes.push_back(std::move(problem));
+      for (std::string& problem : environmentProblems()) notes.push_back(std::move(problem));
     }
 
     closeFileLocked();

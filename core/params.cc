@@ -1,6 +1,7 @@
 #include "core/params.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -61,6 +62,28 @@ bool knownName(std::string_view key) {
   return false;
 }
 
+// Edits (insertions, deletions, substitutions) between two names, ignoring case.
+size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean HCL_X?)" where a parameter is a likely meaning, else "".
+std::string didYouMean(std::string_view name) {
+  const std::string near = closestParamName(name);
+  return near.empty() ? std::string() : fmt::format("; did you mean {}?", near);
+}
+
 // The value after '=': a quoted value keeps everything inside its quotes; an
 // unquoted one ends at a '#' that follows whitespace ("eth#0" stays a value).
 std::optional<std::string_view> configLineValue(std::string_view rest) {
@@ -105,7 +128,7 @@ ConfigEntries parseConfigFile(const std::string& path, std::vector<std::string>&
     } else if (!value) {
       problem("has an unterminated quote or text after its quoted value");
     } else if (!knownName(key) && !key.starts_with("NCCL_")) {
-      problem(fmt::format("names no HCL parameter ({} is not one)", key));
+      problem(fmt::format("names no HCL parameter ({} is not one{})", key, didYouMean(key)));
     } else {
       entries[std::string(key)] = std::string(*value);  // last one wins
     }
@@ -228,6 +251,39 @@ std::string paramConfigFilePath() {
   if (auto v = envValue("NCCL_CONF_FILE")) return *v;
   if (auto home = envValue("HOME")) return *home + "/.hcl.conf";
   return {};
+}
+
+std::string closestParamName(std::string_view name) {
+  constexpr size_t kMostEdits = 2;
+  std::string best;
+  size_t bestEdits = kMostEdits + 1;
+  for (const ParamSpec& spec : paramTable()) {
+    const size_t edits = editDistance(name, spec.name);
+    if (edits < bestEdits) {
+      best = spec.name;
+      bestEdits = edits;
+    }
+  }
+  return best;
+}
+
+std::vector<std::string> environmentProblems() {
+  // Names of HCL's own tests and tools, not of the library.
+  constexpr std::string_view kToolPrefixes[] = {"HCL_TEST_", "HCL_FAKE_", "HCL_PERF_", "HCL_PLOT_"};
+  std::vector<std::string> problems;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    const std::string_view name = text.substr(0, text.find('='));
+    if (!name.starts_with("HCL_") || findParam(name) != nullptr) continue;
+    if (std::any_of(std::begin(kToolPrefixes), std::end(kToolPrefixes),
+                    [&](std::string_view prefix) { return name.starts_with(prefix); })) {
+      continue;
+    }
+    problems.push_back(fmt::format("environment variable {} is no HCL parameter and changes nothing{}", name,
+                                   didYouMean(name)));
+  }
+  std::sort(problems.begin(), problems.end());
+  return problems;
 }
 
 std::vector<std::string> configFileProblems() {

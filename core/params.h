@@ -50,6 +50,14 @@ std::string paramConfigFilePath();
 // HCL_CONF_FILE / NCCL_CONF_FILE that cannot be read. One text each; the
 // logger warns with them when it reads its settings.
 std::vector<std::string> configFileProblems();
+// HCL_ names in the environment that are no parameter (a typo sets
+// nothing), with the closest parameter name where one is near; names of
+// HCL's tests and tools (HCL_TEST_, HCL_FAKE_, HCL_PERF_, HCL_PLOT_) are
+// left alone. The logger warns with these when it reads its settings.
+std::vector<std::string> environmentProblems();
+// The parameter name at most two edits from `name` (any case) that is
+// closest, or "" where none is.
+std::string closestParamName(std::string_view name);
 
 // Parsers used by paramInt/paramBool, shared with other text-to-value code.
 // Decimal with an optional binary K/M/G suffix ("64K" = 65536); nullopt if invalid.

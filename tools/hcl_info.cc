@@ -90,6 +90,11 @@ void printInfo() {
   fmt::print("\nConfig file: {} ({})\n", conf.empty() ? "none" : conf,
              !exists ? "absent" : S_ISREG(st.st_mode) ? "found" : "not a regular file, not read");
   for (const std::string& problem : hcl::configFileProblems()) fmt::print("  {}\n", problem);
+  const std::vector<std::string> environment = hcl::environmentProblems();
+  if (!environment.empty()) {
+    fmt::print("\nEnvironment\n");
+    for (const std::string& problem : environment) fmt::print("  {}\n", problem);
+  }
 
   fmt::print("\nParameters\n");
   std::vector<Row> rows{{"NAME", "VALUE", "SOURCE", "NCCL ALIAS", "TYPE", "DESCRIPTION"}};

@@ -183,7 +183,10 @@ TEST_F(ParamsTest, ConfigFileLinesThatSetNothingAreReported) {
   std::string all;
   for (const auto& p : problems) all += p + "\n";
   ASSERT_EQ(problems.size(), 5u) << all;
-  EXPECT_NE(problems[0].find("line 2: 'HCL_TIMEOUT_M=5' names no HCL parameter"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find("line 2: 'HCL_TIMEOUT_M=5' names no HCL parameter (HCL_TIMEOUT_M is not one; did you "
+                             "mean HCL_TIMEOUT_MS?)"),
+            std::string::npos)
+      << problems[0];
   EXPECT_NE(problems[1].find("line 3: 'HCL_ALGO ring' is not NAME=value"), std::string::npos) << problems[1];
   EXPECT_NE(problems[2].find("line 4: 'export HCL_SPIN_US=7' does not start with a parameter name"),
             std::string::npos)
@@ -195,6 +198,33 @@ TEST_F(ParamsTest, ConfigFileLinesThatSetNothingAreReported) {
   EXPECT_EQ(resolveParam("HCL_FABRIC").source, ParamSource::Default);
   // NCCL's own names that HCL does not implement belong to NVIDIA's library.
   for (const auto& p : problems) EXPECT_EQ(p.find("NCCL_"), std::string::npos) << p;
+}
+
+TEST_F(ParamsTest, EnvironmentNamesThatAreNoParameterAreWarnedAbout) {
+  ::setenv("HCL_SHM_DISSABLE", "1", 1);
+  ::setenv("HCL_WHOLLY_UNKNOWN", "1", 1);
+  ::setenv("HCL_TEST_OWN_KNOB", "1", 1);  // the tests' own
+  ::setenv("HCL_ALGO", "ring", 1);
+  std::string all;
+  for (const auto& p : environmentProblems()) all += p + "\n";
+  const std::string logged = logOf([] { log::warn(log::Env, "after the notes"); });
+  for (const char* name : {"HCL_SHM_DISSABLE", "HCL_WHOLLY_UNKNOWN", "HCL_TEST_OWN_KNOB"}) ::unsetenv(name);
+  EXPECT_NE(all.find("environment variable HCL_SHM_DISSABLE is no HCL parameter and changes nothing; did you mean "
+                     "HCL_SHM_DISABLE?\n"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("HCL_WHOLLY_UNKNOWN is no HCL parameter and changes nothing\n"), std::string::npos) << all;
+  EXPECT_EQ(all.find("HCL_TEST_OWN_KNOB"), std::string::npos) << all;
+  EXPECT_EQ(all.find("HCL_ALGO "), std::string::npos) << all;
+  EXPECT_NE(logged.find("HCL WARN ENV environment variable HCL_SHM_DISSABLE is no HCL parameter"), std::string::npos)
+      << logged;
+}
+
+TEST(ParamNames, TheClosestWithinTwoEdits) {
+  EXPECT_EQ(closestParamName("HCL_TIMEOUT_M"), "HCL_TIMEOUT_MS");
+  EXPECT_EQ(closestParamName("hcl_algo"), "HCL_ALGO") << "case does not count";
+  EXPECT_EQ(closestParamName("HCL_SHM_DISABLED"), "HCL_SHM_DISABLE");
+  EXPECT_EQ(closestParamName("HCL_NOTHING_LIKE_ANY"), "");
 }
 
 TEST_F(ParamsTest, QuotedConfigValuesKeepTheirHashes) {
