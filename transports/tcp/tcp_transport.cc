@@ -35,10 +35,7 @@ class TcpTransport final : public Transport {
 
   Status connect(const TransportContext& ctx, const std::vector<int>& peers,
                  std::vector<std::unique_ptr<Connection>>& out) override {
-    const int streams =
-        streams_ > 0 ? streams_
-                     : static_cast<int>(std::clamp<int64_t>(paramInt("HCL_TCP_STREAMS"), 1,
-                                                            tcp::kMaxStreams));
+    const int streams = streams_ > 0 ? streams_ : tcpStreamsWanted();
     return tcp::connectTcpMesh(ctx, peers, io_, listeners_, out, streams);
   }
 
@@ -53,6 +50,13 @@ class TcpTransport final : public Transport {
 }  // namespace
 
 std::unique_ptr<Transport> makeTcpTransport() { return std::make_unique<TcpTransport>(0); }
+
+int tcpStreamsWanted() {
+  const int64_t wanted = resolveParam("HCL_TCP_STREAMS").source != ParamSource::Default
+                             ? paramInt("HCL_TCP_STREAMS")
+                             : paramInt("HCL_SOCKET_NTHREADS") * paramInt("HCL_NSOCKS_PERTHREAD");
+  return static_cast<int>(std::clamp<int64_t>(wanted, 1, tcp::kMaxStreams));
+}
 
 std::unique_ptr<Transport> makeTcpTransport(int streams) {
   return std::make_unique<TcpTransport>(std::max(1, streams));

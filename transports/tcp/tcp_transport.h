@@ -15,4 +15,9 @@ std::unique_ptr<Transport> makeTcpTransport();
 // HCL_TCP_STREAMS (tests).
 std::unique_ptr<Transport> makeTcpTransport(int streams);
 
+// Sockets per pair: HCL_TCP_STREAMS, or where it is unset what NCCL's
+// socket transport would open, HCL_SOCKET_NTHREADS x HCL_NSOCKS_PERTHREAD
+// (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD); 1 to 64.
+int tcpStreamsWanted();
+
 }  // namespace hcl

@@ -4,6 +4,8 @@
 #include <memory>
 
 #include "tcp_mesh_support.h"
+#include "tests/unit/bootstrap/test_env.h"
+#include "transports/tcp/tcp_transport.h"
 
 namespace hcl::test {
 namespace {
@@ -62,6 +64,23 @@ INSTANTIATE_TEST_SUITE_P(Layouts, TcpStreamsTest,
                            return std::to_string(info.param.ranks) + "ranks" +
                                   std::to_string(info.param.streams) + "streams";
                          });
+
+// HCL_TCP_STREAMS, or else NCCL's socket settings multiplied, capped at 64.
+TEST(TcpStreamsWanted, OwnSettingOrNcclsSocketsPerConnection) {
+  ScopedEnv streams("HCL_TCP_STREAMS", std::nullopt), threads("NCCL_SOCKET_NTHREADS", std::nullopt),
+      socks("NCCL_NSOCKS_PERTHREAD", std::nullopt), ownThreads("HCL_SOCKET_NTHREADS", std::nullopt),
+      ownSocks("HCL_NSOCKS_PERTHREAD", std::nullopt);
+  EXPECT_EQ(tcpStreamsWanted(), 1);
+  ::setenv("NCCL_SOCKET_NTHREADS", "4", 1);
+  EXPECT_EQ(tcpStreamsWanted(), 4);
+  ::setenv("NCCL_NSOCKS_PERTHREAD", "2", 1);
+  EXPECT_EQ(tcpStreamsWanted(), 8);
+  ::setenv("NCCL_SOCKET_NTHREADS", "16", 1);
+  ::setenv("NCCL_NSOCKS_PERTHREAD", "16", 1);
+  EXPECT_EQ(tcpStreamsWanted(), 64) << "NCCL caps a connection's sockets at 64 too";
+  ::setenv("HCL_TCP_STREAMS", "3", 1);
+  EXPECT_EQ(tcpStreamsWanted(), 3) << "HCL's own setting wins";
+}
 
 // The lower rank chooses: rank 0 asks for 3 streams, rank 1 for 1 (and rank
 // 1 for 2 towards rank 2, which asks for 5); every pair ends up with the
