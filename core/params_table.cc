@@ -29,7 +29,7 @@ constexpr std::array kParams = {
     ParamSpec{"HCL_SOCKET_FAMILY", String, "",
               "Address family of sockets: AF_INET or AF_INET6", "NCCL_SOCKET_FAMILY"},
     ParamSpec{"HCL_HOSTID", String, "",
-              "Overrides the host identity (emulates several hosts on one machine)", nullptr},
+              "Overrides the host identity (emulates several hosts on one machine)", "NCCL_HOSTID"},
     ParamSpec{"HCL_FABRIC", String, "",
               "Fabric label of this rank's NICs: 'label', or 'ifname=label,...' per interface "
               "(unset: IB subnet prefix or IP subnet)",
