@@ -118,6 +118,14 @@ CommSettings settingsFromParams(const hclConfig_t* config) {
   s.windowStaging = static_cast<int>(paramInt("HCL_WINDOW_STAGING"));
   s.hugePagesAfter = static_cast<uint32_t>(paramInt("HCL_HUGE_PAGES_AFTER"));
   if (const char* name = configCommName(config)) s.name = name;
+  const ParamValue net = resolveParam("HCL_NET");
+  s.netName = net.text;
+  s.netNameFrom = net.origin.empty() ? "HCL_NET" : net.origin;
+  if (config && config->size >= offsetof(hclConfig_t, netName) + sizeof(config->netName) && config->netName &&
+      *config->netName) {
+    s.netName = config->netName;
+    s.netNameFrom = "config->netName";
+  }
   if (config) {
     if (config->size >= offsetof(hclConfig_t, blocking) + sizeof(int) && config->blocking != HCL_CONFIG_UNDEF_INT) {
       s.blocking = config->blocking != 0;
@@ -154,6 +162,7 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   ctx.timeoutMs = settings.timeoutMs;
   // Nothing else can reach the communicator before it is returned.
   ctx.abortFlag = cancel ? cancel : &comm->abortFlag();
+  ctx.net = parseNetRequest(settings.netName, settings.netNameFrom);
 
   PeerInfo self = describeSelf(rank, comm->device());
   self.chunkBytes = settings.chunkBytes;
@@ -195,7 +204,7 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
     links[static_cast<size_t>(p)] = selectLink(self, peers[static_cast<size_t>(p)]);
     peersByKind[static_cast<size_t>(links[static_cast<size_t>(p)].kind)].push_back(p);
   }
-  HCL_TRY(checkRequestedNet(readNetRequest(), self, links));
+  HCL_TRY(checkRequestedNet(ctx.net, self, links));
   ctx.peers = &peers;
   ctx.links = &links;
 

@@ -47,6 +47,10 @@ struct CommSettings {
   // config.blocking / HCL_COMM_BLOCKING: false makes inits return
   // hclInProgress and finish in the background.
   bool blocking = true;
+  // The one network for links between ranks: config.netName, else HCL_NET
+  // (NCCL_NET); empty: the best each link has. `netNameFrom` says which.
+  std::string netName;
+  std::string netNameFrom;
 };
 
 class Communicator {

@@ -12,24 +12,12 @@
 #include "core/peer_info.h"
 #include "core/status.h"
 #include "transports/link.h"
+#include "transports/net_request.h"
 
 namespace hcl {
 
-enum class NetChoice : uint8_t {
-  Any,     // unset
-  Socket,  // "Socket" or "tcp": HCL's TCP transport
-  Ib,      // "IB" or "verbs": HCL's verbs transport
-  Ofi,     // "OFI" or "libfabric": HCL's libfabric transport
-  Plugin,  // any other name: the NCCL net plugin of that name
-};
-
-struct NetRequest {
-  NetChoice choice = NetChoice::Any;
-  std::string name;      // as given
-  std::string variable;  // HCL_NET or NCCL_NET, for messages
-};
-
 NetRequest parseNetRequest(std::string_view text, std::string variable);
+// HCL_NET, or its alias NCCL_NET.
 NetRequest readNetRequest();
 
 // Whether a transport may carry links under the request; the transports

@@ -24,6 +24,7 @@
 #include "core/peer_info.h"
 #include "core/status.h"
 #include "device/device.h"
+#include "transports/net_request.h"
 
 namespace hcl {
 
@@ -127,6 +128,8 @@ struct TransportContext {
   uint64_t commTag = 0;                           // distinguishes communicators of one secret
   int64_t timeoutMs = 60000;
   const std::atomic<bool>* abortFlag = nullptr;
+  // The one network links may take (config->netName, else HCL_NET); Any: the best.
+  NetRequest net;
 };
 
 class Transport {

@@ -192,8 +192,9 @@ TEST(Hierarchy, EmulatedHostsGroupAndHierIsExactOverRealTransports) {
 }
 
 // NCCL_NET names the network where several could carry the links (TCP
-// and verbs on the fake library here), and a network that cannot be had
-// fails init on every rank, naming the variable and its value.
+// and verbs on the fake library here), a communicator's config->netName
+// wins over it, and a network that cannot be had fails init on every rank,
+// naming the variable and its value.
 TEST(NetworkByName, NcclNetPicksTheNetworkOrFailsInit) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "TSan cannot follow threads started after fork in a multi-threaded process";
@@ -204,8 +205,10 @@ TEST(NetworkByName, NcclNetPicksTheNetworkOrFailsInit) {
   struct Case {
     const char* net;
     const char* linkClass;  // null: init fails
+    const char* configNet = nullptr;  // config->netName, where given
   };
-  for (const Case c : {Case{"Socket", "net:"}, Case{"IB", "verbs:"}, Case{"ib", "verbs:"}, Case{"nosuch", nullptr}}) {
+  for (const Case c : {Case{"Socket", "net:"}, Case{"IB", "verbs:"}, Case{"ib", "verbs:"}, Case{"nosuch", nullptr},
+                       Case{"IB", "net:", "Socket"}, Case{"Socket", nullptr, "nosuch"}}) {
     hcltest::EnvList env = hcltest::rank0RootEnv("20000");
     env.push_back({"HCL_SHM_DISABLE", "1"});
     env.push_back({"HCL_IBVERBS_LIBRARY", HCL_FAKE_VERBS_LIBRARY});
@@ -216,11 +219,15 @@ TEST(NetworkByName, NcclNetPicksTheNetworkOrFailsInit) {
           hclUniqueId id;
           RANK_HCL(hclGetUniqueId(&id));
           hclComm_t comm = nullptr;
-          const hclResult_t r = hclCommInitRank(&comm, 2, id, rank);
+          hclConfig_t config = HCL_CONFIG_INITIALIZER;
+          config.netName = c.configNet;
+          const hclResult_t r = hclCommInitRankConfig(&comm, 2, id, rank, &config);
           if (!c.linkClass) {
             const std::string text = hclGetLastError(nullptr);
+            const std::string named =
+                c.configNet ? std::string("config->netName='") + c.configNet + "'" : std::string("NCCL_NET='") + c.net + "'";
             RANK_CHECK(r == hclSystemError, "init under NCCL_NET=%s gave %d: %s", c.net, (int)r, text.c_str());
-            RANK_CHECK(text.find(std::string("NCCL_NET='") + c.net + "'") != std::string::npos, "text: %s", text.c_str());
+            RANK_CHECK(text.find(named) != std::string::npos, "text: %s", text.c_str());
             return 0;
           }
           RANK_HCL(r);

@@ -7,7 +7,9 @@
 
 namespace hcl::ib {
 
-Status readIbMode(IbMode& mode, std::string* askedBy) {
+Status readIbMode(IbMode& mode, std::string* askedBy) { return readIbMode(mode, askedBy, readNetRequest()); }
+
+Status readIbMode(IbMode& mode, std::string* askedBy, const NetRequest& net) {
   const std::string text = resolveParam("HCL_IB").text;
   std::string why = "HCL_IB=on";
   if (text == "off" || text == "0") {
@@ -24,7 +26,6 @@ Status readIbMode(IbMode& mode, std::string* askedBy) {
     mode = IbMode::On;
     why = "HCL_IBVERBS_LIBRARY";
   }
-  const NetRequest net = readNetRequest();
   if (!netRequestAllows(net, TransportKind::Ib)) mode = IbMode::Off;
   if (net.choice == NetChoice::Ib && mode == IbMode::Auto) {
     mode = IbMode::On;

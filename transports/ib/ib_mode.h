@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "transports/net_request.h"
 
 namespace hcl::ib {
 
@@ -14,6 +15,8 @@ enum class IbMode { Off, Auto, On };
 // library named under HCL's name (HCL_IBVERBS_LIBRARY) turning auto into
 // on; HCL_NET (NCCL_NET) naming IB turns auto into on, and naming another
 // network turns verbs off. `askedBy`: what turned it on, for messages.
+Status readIbMode(IbMode& mode, std::string* askedBy, const NetRequest& net);
+// With HCL_NET's request.
 Status readIbMode(IbMode& mode, std::string* askedBy = nullptr);
 
 }  // namespace hcl::ib

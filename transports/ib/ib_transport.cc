@@ -25,7 +25,7 @@ class IbSource final : public NetSource {
 
   Status open(const TransportContext& ctx, netplugin::NetPlugin** out) override {
     *out = nullptr;
-    HCL_TRY(ib::readIbMode(mode_, &askedBy_));
+    HCL_TRY(ib::readIbMode(mode_, &askedBy_, ctx.net));
     if (mode_ == IbMode::Off) return {};
     const ib::IbSettings settings = ib::readIbSettings();
     std::string why;

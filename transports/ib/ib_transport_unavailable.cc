@@ -14,7 +14,7 @@ class IbUnavailable final : public Transport {
   Status listen(const TransportContext& ctx, PeerInfo&) override {
     ib::IbMode mode = ib::IbMode::Auto;
     std::string askedBy;
-    HCL_TRY(ib::readIbMode(mode, &askedBy));
+    HCL_TRY(ib::readIbMode(mode, &askedBy, ctx.net));
     if (mode != ib::IbMode::On) return {};
     return systemError(fmt::format("rank {}: {}, but this build of HCL was made without libibverbs' headers "
                                    "(infiniband/verbs.h)",

@@ -15,9 +15,9 @@ NetPluginRequest parseNetPluginRequest(const ParamValue& value) {
   return r;
 }
 
-NetPluginRequest readNetPluginRequest() {
+NetPluginRequest readNetPluginRequest(const NetRequest& net) {
   NetPluginRequest r = parseNetPluginRequest(resolveParam("HCL_NET_PLUGIN"));
-  if (!netRequestAllows(readNetRequest(), TransportKind::NetPlugin)) r.off = true;
+  if (!netRequestAllows(net, TransportKind::NetPlugin)) r.off = true;
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/params.h"
+#include "transports/net_request.h"
 
 namespace hcl::netplugin {
 
@@ -18,6 +19,7 @@ struct NetPluginRequest {
 };
 
 NetPluginRequest parseNetPluginRequest(const ParamValue& value);
-NetPluginRequest readNetPluginRequest();
+// HCL_NET_PLUGIN, turned off where `net` names another network.
+NetPluginRequest readNetPluginRequest(const NetRequest& net);
 
 }  // namespace hcl::netplugin

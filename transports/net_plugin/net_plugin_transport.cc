@@ -22,7 +22,7 @@ class PluginSource final : public NetSource {
 
   Status open(const TransportContext& ctx, netplugin::NetPlugin** out) override {
     *out = nullptr;
-    request_ = netplugin::readNetPluginRequest();
+    request_ = netplugin::readNetPluginRequest(ctx.net);
     if (request_.off) return {};
     std::string why;
     plugin_ = netplugin::loadNetPlugin(request_.spec, &why);
@@ -68,9 +68,9 @@ class PluginSource final : public NetSource {
 std::unique_ptr<Transport> makeNetPluginTransport() { return makeNetTransport(std::make_unique<PluginSource>()); }
 
 std::string describeNetPluginSupport() {
-  const netplugin::NetPluginRequest request = netplugin::readNetPluginRequest();
+  const NetRequest net = readNetRequest();
+  const netplugin::NetPluginRequest request = netplugin::readNetPluginRequest(net);
   if (request.off) {
-    const NetRequest net = readNetRequest();
     if (!netRequestAllows(net, TransportKind::NetPlugin)) return fmt::format("net plugin: off ({}='{}')", net.variable, net.name);
     return "net plugin: off (HCL_NET_PLUGIN=none)";
   }

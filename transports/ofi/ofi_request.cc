@@ -26,9 +26,8 @@ Status parseOfiRequest(std::string_view mode, std::string_view provider, OfiRequ
   return {};
 }
 
-Status readOfiRequest(OfiRequest& out) {
+Status readOfiRequest(OfiRequest& out, const NetRequest& net) {
   HCL_TRY(parseOfiRequest(paramString("HCL_OFI"), paramString("HCL_OFI_PROVIDER"), out));
-  const NetRequest net = readNetRequest();
   if (!netRequestAllows(net, TransportKind::Ofi)) out.mode = OfiMode::Off;
   if (net.choice == NetChoice::Ofi && out.mode == OfiMode::Auto) {
     out.mode = OfiMode::On;

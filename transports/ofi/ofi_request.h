@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "transports/net_request.h"
 
 namespace hcl::ofi {
 
@@ -25,7 +26,7 @@ struct OfiRequest {
 // unless HCL_OFI is off. A bad HCL_OFI value is an error naming it.
 // HCL_NET (NCCL_NET) naming OFI turns auto into on, and naming another
 // network turns libfabric off.
-Status readOfiRequest(OfiRequest& out);
+Status readOfiRequest(OfiRequest& out, const NetRequest& net);
 Status parseOfiRequest(std::string_view mode, std::string_view provider, OfiRequest& out);
 
 // The core of a layered name: "tcp" for "tcp;ofi_rxm".

@@ -21,7 +21,7 @@ class OfiTransport final : public Transport {
 
   Status listen(const TransportContext& ctx, PeerInfo& self) override {
     ofi::OfiRequest request;
-    HCL_TRY(ofi::readOfiRequest(request));
+    HCL_TRY(ofi::readOfiRequest(request, ctx.net));
     if (request.mode == ofi::OfiMode::Off) return {};
     if (request.mode == ofi::OfiMode::Auto && !ofi::hostShowsRdmaHardware()) return {};
     std::string why;

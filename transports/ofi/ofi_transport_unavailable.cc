@@ -13,7 +13,7 @@ class OfiUnavailable final : public Transport {
   TransportKind kind() const override { return TransportKind::Ofi; }
   Status listen(const TransportContext& ctx, PeerInfo&) override {
     ofi::OfiRequest request;
-    HCL_TRY(ofi::readOfiRequest(request));
+    HCL_TRY(ofi::readOfiRequest(request, ctx.net));
     if (request.mode != ofi::OfiMode::On) return {};
     return systemError(fmt::format("rank {}: {} asks for libfabric, but this build of HCL was made without "
                                    "libfabric's headers (rdma/fabric.h)",
