@@ -118,11 +118,12 @@ CommSettings settingsFromParams(const hclConfig_t* config) {
   s.windowStaging = static_cast<int>(paramInt("HCL_WINDOW_STAGING"));
   s.hugePagesAfter = static_cast<uint32_t>(paramInt("HCL_HUGE_PAGES_AFTER"));
   if (const char* name = configCommName(config)) s.name = name;
-  const ParamValue net = resolveParam("HCL_NET");
-  s.netName = net.text;
-  s.netNameFrom = net.origin.empty() ? "HCL_NET" : net.origin;
-  if (config && config->size >= offsetof(hclConfig_t, netName) + sizeof(config->netName) && config->netName &&
-      *config->netName) {
+  // As NCCL: the environment (NCCL_NET) overrides config->netName.
+  if (const ParamValue net = resolveParam("HCL_NET"); net.source != ParamSource::Default) {
+    s.netName = net.text;
+    s.netNameFrom = net.origin;
+  } else if (config && config->size >= offsetof(hclConfig_t, netName) + sizeof(config->netName) &&
+             config->netName && *config->netName) {
     s.netName = config->netName;
     s.netNameFrom = "config->netName";
   }

@@ -47,8 +47,9 @@ struct CommSettings {
   // config.blocking / HCL_COMM_BLOCKING: false makes inits return
   // hclInProgress and finish in the background.
   bool blocking = true;
-  // The one network for links between ranks: config.netName, else HCL_NET
-  // (NCCL_NET); empty: the best each link has. `netNameFrom` says which.
+  // The one network for links between ranks: HCL_NET (NCCL_NET), else
+  // config.netName, else a split's parent's; empty: the best each link has.
+  // `netNameFrom` says where it came from.
   std::string netName;
   std::string netNameFrom;
 };

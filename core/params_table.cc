@@ -53,6 +53,10 @@ constexpr std::array kParams = {
               "Stage device buffers through host memory even where every rank is on one host "
               "with devices of one vendor that could map each other's memory (CUDA/HIP IPC)",
               "NCCL_P2P_DISABLE"},
+    ParamSpec{"HCL_GPU_GATE", String, "",
+              "How a GPU stream waits for HCL's worker: spin (a one-thread spin kernel) or wait (stream memory "
+              "waits even where the device does not claim them), for experiments; unset: what the device supports",
+              nullptr},
     ParamSpec{"HCL_SHM_DISABLE", Bool, "0",
               "Use TCP even between ranks on one host", "NCCL_SHM_DISABLE"},
     ParamSpec{"HCL_SHM_CMA_THRESHOLD", Int, "16384",
@@ -89,7 +93,7 @@ constexpr std::array kParams = {
     ParamSpec{"HCL_SOCKET_NTHREADS", Int, "1",
               "With HCL_TCP_STREAMS unset, TCP sockets per peer pair are this times HCL_NSOCKS_PERTHREAD, as NCCL's "
               "socket transport opens (HCL's sockets share the rank's progress, with no threads of their own)",
-              "NCCL_SOCKET_NTHREADS", 1, 64},
+              "NCCL_SOCKET_NTHREADS", 1, 16},
     ParamSpec{"HCL_NSOCKS_PERTHREAD", Int, "1", "See HCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD", 1, 64},
     ParamSpec{"HCL_OFI", String, "auto",
               "libfabric for links between hosts (and within one under HCL_SHM_DISABLE): auto (hardware "

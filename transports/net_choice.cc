@@ -60,29 +60,54 @@ NetRequest readNetRequest() {
 
 bool netRequestAllows(const NetRequest& request, TransportKind kind) {
   if (request.choice == NetChoice::Any || !isNetwork(kind)) return true;
+  // aws-ofi-nccl calls itself "Libfabric", or "OFI" where NCCL_NET says so.
+  if (kind == TransportKind::NetPlugin && request.choice == NetChoice::Ofi) return true;
   return kind == kindOf(request.choice);
 }
 
+namespace {
+
+// Over the network the request names, or over a loaded net plugin of that
+// very name.
+bool takesRequested(const NetRequest& request, const PeerInfo& self, const Link& link) {
+  if (link.kind == TransportKind::NetPlugin && !self.netPlugin.empty() && sameName(self.netPlugin, request.name)) {
+    return true;
+  }
+  return request.choice != NetChoice::Plugin && link.kind == kindOf(request.choice);
+}
+
+// Why this rank itself cannot take the network, where that is the reason.
+std::string ownShortfall(const NetRequest& request, const PeerInfo& self) {
+  if (request.choice == NetChoice::Ib && self.ibFabrics.empty()) return "; this rank has no usable verbs port";
+  if (request.choice == NetChoice::Ofi && self.ofiEndpoints.empty() && self.netPlugin.empty()) {
+    return "; this rank opened no libfabric endpoint";
+  }
+  return {};
+}
+
+}  // namespace
+
 Status checkRequestedNet(const NetRequest& request, const PeerInfo& self, const std::vector<Link>& links) {
   if (request.choice == NetChoice::Any) return {};
-  const TransportKind wanted = kindOf(request.choice);
   for (size_t peer = 0; peer < links.size(); ++peer) {
     if (static_cast<int>(peer) == self.rank) continue;
     const Link& link = links[peer];
-    if (!isNetwork(link.kind)) continue;
-    if (wanted == TransportKind::NetPlugin && self.netPlugin.empty()) {
-      return systemError(fmt::format("rank {}: {}='{}' names a net plugin, and none is loaded (HCL_NET_PLUGIN or "
-                                     "NCCL_NET_PLUGIN names its library; unset, libnccl-net.so is tried)",
-                                     self.rank, request.variable, request.name));
+    if (!isNetwork(link.kind) || takesRequested(request, self, link)) continue;
+    // As NCCL: a name that is no network is the caller's mistake.
+    if (request.choice == NetChoice::Plugin && self.netPlugin.empty()) {
+      return invalidUsage(fmt::format("rank {}: {}='{}' names no network of HCL's (Socket, IB, OFI) and no net "
+                                      "plugin is loaded (HCL_NET_PLUGIN or NCCL_NET_PLUGIN names its library; "
+                                      "unset, libnccl-net.so is tried)",
+                                      self.rank, request.variable, request.name));
     }
-    if (link.kind != wanted) {
-      return systemError(fmt::format("rank {}: {}='{}', but the link to rank {} can only take {} ({})", self.rank,
-                                     request.variable, request.name, peer, networkName(link.kind), link.reason));
+    if (request.choice == NetChoice::Plugin) {
+      return invalidUsage(fmt::format("rank {}: {}='{}' names no network of HCL's (Socket, IB, OFI), and the net "
+                                      "plugin loaded is '{}'",
+                                      self.rank, request.variable, request.name, self.netPlugin));
     }
-    if (wanted == TransportKind::NetPlugin && !sameName(self.netPlugin, request.name)) {
-      return systemError(fmt::format("rank {}: {}='{}', but the net plugin loaded is '{}'", self.rank,
-                                     request.variable, request.name, self.netPlugin));
-    }
+    return systemError(fmt::format("rank {}: {}='{}', but the link to rank {} can only take {} ({}){}", self.rank,
+                                   request.variable, request.name, peer, networkName(link.kind), link.reason,
+                                   ownShortfall(request, self)));
   }
   return {};
 }

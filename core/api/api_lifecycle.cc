@@ -377,10 +377,15 @@ hclResult_t hclCommInitAll(hclComm_t* comms, int ndev, const int* devlist) {
 }
 
 // The settings of a communicator made from `parent`: the config's, with the
-// parent's name unless the config names it, on the parent's device.
+// parent's name and network unless the config (or, for the network, the
+// environment) names them, on the parent's device.
 static CommSettings childSettings(Communicator& parent, const hclConfig_t* config) {
   CommSettings settings = settingsFromParams(config);
   if (!configCommName(config)) settings.name = parent.settings().name;
+  if (settings.netName.empty()) {
+    settings.netName = parent.settings().netName;
+    settings.netNameFrom = parent.settings().netNameFrom;
+  }
   settings.device = &parent.device();
   return settings;
 }

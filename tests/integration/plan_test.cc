@@ -192,9 +192,10 @@ TEST(Hierarchy, EmulatedHostsGroupAndHierIsExactOverRealTransports) {
 }
 
 // NCCL_NET names the network where several could carry the links (TCP
-// and verbs on the fake library here), a communicator's config->netName
-// wins over it, and a network that cannot be had fails init on every rank,
-// naming the variable and its value.
+// and verbs on the fake library here), as does a communicator's
+// config->netName where NCCL_NET is unset (NCCL_NET wins, as in NCCL), and
+// a name that is no network fails init on every rank, naming the variable
+// and its value.
 TEST(NetworkByName, NcclNetPicksTheNetworkOrFailsInit) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "TSan cannot follow threads started after fork in a multi-threaded process";
@@ -203,16 +204,17 @@ TEST(NetworkByName, NcclNetPicksTheNetworkOrFailsInit) {
   GTEST_SKIP() << "this build has no verbs transport (no infiniband/verbs.h at configure time)";
 #else
   struct Case {
-    const char* net;
+    const char* net;        // NCCL_NET, where set
     const char* linkClass;  // null: init fails
     const char* configNet = nullptr;  // config->netName, where given
   };
   for (const Case c : {Case{"Socket", "net:"}, Case{"IB", "verbs:"}, Case{"ib", "verbs:"}, Case{"nosuch", nullptr},
-                       Case{"IB", "net:", "Socket"}, Case{"Socket", nullptr, "nosuch"}}) {
+                       Case{nullptr, "verbs:", "IB"}, Case{nullptr, "net:", "Socket"}, Case{"Socket", "net:", "IB"},
+                       Case{nullptr, nullptr, "nosuch"}}) {
     hcltest::EnvList env = hcltest::rank0RootEnv("20000");
     env.push_back({"HCL_SHM_DISABLE", "1"});
     env.push_back({"HCL_IBVERBS_LIBRARY", HCL_FAKE_VERBS_LIBRARY});
-    env.push_back({"NCCL_NET", c.net});
+    if (c.net) env.push_back({"NCCL_NET", c.net});
     auto results = hcltest::runProcesses(
         2,
         [&](int rank) {
@@ -225,8 +227,8 @@ TEST(NetworkByName, NcclNetPicksTheNetworkOrFailsInit) {
           if (!c.linkClass) {
             const std::string text = hclGetLastError(nullptr);
             const std::string named =
-                c.configNet ? std::string("config->netName='") + c.configNet + "'" : std::string("NCCL_NET='") + c.net + "'";
-            RANK_CHECK(r == hclSystemError, "init under NCCL_NET=%s gave %d: %s", c.net, (int)r, text.c_str());
+                c.net ? std::string("NCCL_NET='") + c.net + "'" : std::string("config->netName='") + c.configNet + "'";
+            RANK_CHECK(r == hclInvalidUsage, "init naming %s gave %d: %s", named.c_str(), (int)r, text.c_str());
             RANK_CHECK(text.find(named) != std::string::npos, "text: %s", text.c_str());
             return 0;
           }
@@ -234,15 +236,25 @@ TEST(NetworkByName, NcclNetPicksTheNetworkOrFailsInit) {
           hclPlanInfo_t info{};
           RANK_HCL(hclCommGetPlan(comm, "allreduce", 1 << 20, &info));
           RANK_CHECK(std::strncmp(info.linkClasses, c.linkClass, std::strlen(c.linkClass)) == 0,
-                     "NCCL_NET=%s: links '%s', expected %s...", c.net, info.linkClasses, c.linkClass);
+                     "NCCL_NET=%s config %s: links '%s', expected %s...", c.net ? c.net : "(unset)",
+                     c.configNet ? c.configNet : "(none)", info.linkClasses, c.linkClass);
           std::vector<float> v(4096, 1.0f + static_cast<float>(rank));
           RANK_HCL(hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr));
-          RANK_CHECK(v[4095] == 3.0f, "NCCL_NET=%s: sum %f", c.net, static_cast<double>(v[4095]));
+          RANK_CHECK(v[4095] == 3.0f, "sum %f", static_cast<double>(v[4095]));
+          // A split without a config keeps its parent's network, as in NCCL.
+          hclComm_t child = nullptr;
+          RANK_HCL(hclCommSplit(comm, 0, rank, &child, nullptr));
+          hclPlanInfo_t childInfo{};
+          RANK_HCL(hclCommGetPlan(child, "allreduce", 1 << 20, &childInfo));
+          RANK_CHECK(std::strncmp(childInfo.linkClasses, c.linkClass, std::strlen(c.linkClass)) == 0,
+                     "split child: links '%s', expected %s...", childInfo.linkClasses, c.linkClass);
+          RANK_HCL(hclCommDestroy(child));
           RANK_HCL(hclCommDestroy(comm));
           return 0;
         },
         120, env);
-    EXPECT_EQ(hcltest::describeFailures(results), "") << "NCCL_NET=" << c.net;
+    EXPECT_EQ(hcltest::describeFailures(results), "") << "NCCL_NET=" << (c.net ? c.net : "(unset)") << " config "
+                                                      << (c.configNet ? c.configNet : "(none)");
   }
 #endif
 }

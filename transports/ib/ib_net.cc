@@ -27,6 +27,9 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kHandleMagic = 0x48434c49;  // "HCLI"
 constexpr int kMaxRequests = 32;               // per comm; HCL's connections keep 4 in flight
 constexpr auto kPeerCheckEvery = std::chrono::milliseconds(1);
+// How long a failed send waits for the peer's closing record, which travels
+// over TCP and may come after the send's failure (a short HCL_IB_TIMEOUT).
+constexpr auto kClosingRecordWait = std::chrono::milliseconds(100);
 
 // What a listen handle carries. The listener's address is written in by
 // the connecting rank (setHandleAddress); `pending` is the connecting
@@ -79,6 +82,7 @@ struct Request {
   size_t bytes = 0;
   uint64_t sequence = 0;  // of a send, counted from 0 on its comm
   Status error;
+  Clock::time_point failureSeen{};  // of a send, when test() first saw it fail
 };
 
 // One direction of a link: a queue pair that only sends or only receives.
@@ -324,6 +328,7 @@ class IbNetImpl final : public IbNet {
     if (!r.done) poll(c);
     const bool failedSend = r.done && r.sending && !r.error.ok();
     if ((!r.done || failedSend) && peerGone(c, failedSend)) settleAtPeersClose(c, r);
+    if (failedSend && !r.error.ok() && !c.peerClosed && awaitingClosingRecord(r)) return {};
     if (!r.done) return c.failure;
     *done = true;
     if (bytes) *bytes = r.bytes;
@@ -423,6 +428,7 @@ class IbNetImpl final : public IbNet {
       r.inUse = true;
       r.done = false;
       r.error = {};
+      r.failureSeen = {};
       return &r;
     }
     return nullptr;
@@ -491,6 +497,14 @@ class IbNetImpl final : public IbNet {
       r.done = true;
       r.error = {};
     }
+  }
+
+  // A send that failed while the side connection is still open may yet be
+  // settled by the peer's closing record: it stays pending a while.
+  static bool awaitingClosingRecord(Request& r) {
+    const Clock::time_point now = Clock::now();
+    if (r.failureSeen == Clock::time_point{}) r.failureSeen = now;
+    return now - r.failureSeen < kClosingRecordWait;
   }
 
   // Tells the sending peer how many of its messages arrived, taking the

@@ -32,6 +32,7 @@ Status readOfiRequest(OfiRequest& out, const NetRequest& net) {
   if (net.choice == NetChoice::Ofi && out.mode == OfiMode::Auto) {
     out.mode = OfiMode::On;
     out.askedBy = fmt::format("{}='{}'", net.variable, net.name);
+    out.byNetRequest = true;
   }
   return {};
 }

@@ -20,6 +20,9 @@ struct OfiRequest {
   OfiMode mode = OfiMode::Auto;
   std::string provider;  // exact libfabric provider name ("tcp;ofi_rxm", "efa"); empty: any
   std::string askedBy = "HCL_OFI";  // what turned it on, for messages
+  // Turned on by HCL_NET naming OFI, which a net plugin of that name may
+  // serve instead: missing libfabric then fails only at the link check.
+  bool byNetRequest = false;
 };
 
 // From HCL_OFI and HCL_OFI_PROVIDER; naming a provider asks for libfabric

@@ -88,9 +88,15 @@ class OfiTransport final : public Transport {
   // RDMA device; say devices passed into a container whose locked-memory
   // limit is too small): links stay on TCP, and INFO logs why.
   static Status unavailable(const TransportContext& ctx, const ofi::OfiRequest& request, const std::string& why) {
-    if (request.mode == ofi::OfiMode::On) {
+    if (request.mode == ofi::OfiMode::On && !request.byNetRequest) {
       return systemError(fmt::format("rank {}: {} asks for libfabric{}: {}", ctx.rank, request.askedBy,
                                      request.provider.empty() ? "" : " provider '" + request.provider + "'", why));
+    }
+    if (request.byNetRequest) {
+      log::warn(static_cast<log::Subsys>(log::Init | log::Net),
+                "rank {}: {} and HCL's libfabric is unusable ({}); only a net plugin of that name can take the links",
+                ctx.rank, request.askedBy, why);
+      return {};
     }
     log::info(static_cast<log::Subsys>(log::Init | log::Net), "rank {}: no libfabric links: {}", ctx.rank, why);
     return {};

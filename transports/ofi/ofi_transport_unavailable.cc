@@ -14,7 +14,7 @@ class OfiUnavailable final : public Transport {
   Status listen(const TransportContext& ctx, PeerInfo&) override {
     ofi::OfiRequest request;
     HCL_TRY(ofi::readOfiRequest(request, ctx.net));
-    if (request.mode != ofi::OfiMode::On) return {};
+    if (request.mode != ofi::OfiMode::On || request.byNetRequest) return {};
     return systemError(fmt::format("rank {}: {} asks for libfabric, but this build of HCL was made without "
                                    "libfabric's headers (rdma/fabric.h)",
                                    ctx.rank, request.askedBy));

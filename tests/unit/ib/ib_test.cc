@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "tests/unit/peer_examples.h"
 #include "transports/ib/ib_device_filter.h"
@@ -312,6 +313,73 @@ TEST_F(FakeVerbs, StrayConnectionToAListenerIsDropped) {
     ::close(stray);
     const bool closed = net->closeSend(sendComm).ok() && net->closeRecv(recvComm).ok() &&
                         net->closeListen(listenComm).ok();
+    finish(closed, "close");
+  };
+  EXPECT_EXIT(check(), ::testing::ExitedWithCode(0), "");
+}
+
+// Every acknowledgement is lost, four receives are posted and five sends
+// go out; the receiver takes its four messages and closes. Its closing
+// record settles exactly the first four sends as delivered, and the fifth
+// fails.
+TEST_F(FakeVerbs, ClosingRecordSettlesExactlyTheSendsItCounts) {
+  const auto check = [] {
+    ::setenv("HCL_FAKE_VERBS_LOSE_ACKS", "1", 1);
+    std::string why;
+    auto net = open("", &why);
+    if (!net) finish(false, why);
+    std::array<uint8_t, netabi::kHandleBytes> handle{};
+    void* listenComm = nullptr;
+    if (!net->listen(0, handle.data(), &listenComm).ok()) finish(false, "listen");
+    if (!setHandleAddress(handle.data(), "127.0.0.1")) finish(false, "setHandleAddress");
+    void* sendComm = nullptr;
+    void* recvComm = nullptr;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    const auto late = [&] { return std::chrono::steady_clock::now() > end; };
+    while (!sendComm || !recvComm) {
+      if (late()) finish(false, "no connection within 10 s");
+      if (!recvComm && !net->accept(listenComm, &recvComm).ok()) finish(false, "accept");
+      if (!sendComm && !net->connect(0, handle.data(), &sendComm).ok()) finish(false, "connect");
+    }
+    constexpr size_t kBytes = 64;
+    std::vector<uint8_t> out(5 * kBytes, 7), in(4 * kBytes);
+    void* sendMr = nullptr;
+    void* recvMr = nullptr;
+    if (!net->registerHost(sendComm, out.data(), out.size(), &sendMr).ok() ||
+        !net->registerHost(recvComm, in.data(), in.size(), &recvMr).ok()) {
+      finish(false, "register");
+    }
+    std::array<void*, 4> recvs{};
+    std::array<void*, 5> sends{};
+    for (size_t i = 0; i < recvs.size(); ++i) {
+      if (!net->irecv(recvComm, in.data() + i * kBytes, kBytes, 9, recvMr, &recvs[i]).ok() || !recvs[i]) {
+        finish(false, "irecv");
+      }
+    }
+    for (size_t i = 0; i < sends.size(); ++i) {
+      if (!net->isend(sendComm, out.data() + i * kBytes, kBytes, 9, sendMr, &sends[i]).ok() || !sends[i]) {
+        finish(false, "isend");
+      }
+    }
+    for (void* r : recvs) {
+      for (bool done = false; !done;) {
+        if (late()) finish(false, "the receives did not complete");
+        if (!net->test(r, &done, nullptr).ok()) finish(false, "a receive failed");
+      }
+    }
+    if (!net->closeRecv(recvComm).ok()) finish(false, "closeRecv");
+    for (size_t i = 0; i < sends.size(); ++i) {
+      bool done = false;
+      Status s;
+      while (!done && s.ok()) {
+        if (late()) finish(false, "send " + std::to_string(i) + " neither completed nor failed");
+        s = net->test(sends[i], &done, nullptr);
+      }
+      if (i < 4 && !s.ok()) finish(false, "send " + std::to_string(i) + " was delivered but failed: " + s.message());
+      if (i == 4 && s.ok()) finish(false, "send 4 never arrived but succeeded");
+    }
+    const bool closed = net->closeSend(sendComm).ok() && net->deregister(nullptr, recvMr).ok() &&
+                        net->deregister(nullptr, sendMr).ok() && net->closeListen(listenComm).ok();
     finish(closed, "close");
   };
   EXPECT_EXIT(check(), ::testing::ExitedWithCode(0), "");

@@ -52,6 +52,10 @@ TEST(NetChoice, OnlyTheNamedNetworkStaysInPlay) {
   EXPECT_FALSE(netRequestAllows(ib, TransportKind::Ofi));
   EXPECT_TRUE(netRequestAllows(plugin, TransportKind::NetPlugin));
   EXPECT_FALSE(netRequestAllows(plugin, TransportKind::Ib));
+  const NetRequest ofi = parseNetRequest("OFI", "NCCL_NET");
+  EXPECT_TRUE(netRequestAllows(ofi, TransportKind::Ofi));
+  EXPECT_TRUE(netRequestAllows(ofi, TransportKind::NetPlugin)) << "aws-ofi-nccl calls itself OFI under NCCL_NET=OFI";
+  EXPECT_FALSE(netRequestAllows(ofi, TransportKind::Ib));
 }
 
 std::vector<Link> linksOf(std::vector<TransportKind> kinds) {
@@ -72,8 +76,14 @@ TEST(NetChoice, EveryNetworkLinkMustTakeTheNamedNetwork) {
   ASSERT_FALSE(ib.ok());
   EXPECT_EQ(ib.code(), hclSystemError);
   EXPECT_NE(ib.message().find("NCCL_NET='IB'"), std::string::npos) << ib.message();
-  EXPECT_NE(ib.message().find("link to rank 2 can only take Socket (TCP) (reason 2)"), std::string::npos)
+  EXPECT_NE(ib.message().find("link to rank 2 can only take Socket (TCP) (reason 2); this rank has no usable verbs "
+                              "port"),
+            std::string::npos)
       << ib.message();
+  PeerInfo withPort = self;
+  withPort.ibFabrics = {"ib:fe80"};
+  const Status peerLacks = checkRequestedNet(parseNetRequest("IB", "NCCL_NET"), withPort, links);
+  EXPECT_EQ(peerLacks.message().find("this rank has no"), std::string::npos) << "the peer is the one without";
   EXPECT_TRUE(checkRequestedNet(parseNetRequest("IB", "HCL_NET"), self,
                                 linksOf({TransportKind::Local, TransportKind::Ib, TransportKind::Shm}))
                   .ok());
@@ -87,12 +97,23 @@ TEST(NetChoice, APluginIsNamedByItsOwnName) {
   const std::vector<Link> links = linksOf({TransportKind::Local, TransportKind::NetPlugin});
   const Status none = checkRequestedNet(parseNetRequest("hcltest", "HCL_NET"), self, links);
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.message().find("none is loaded"), std::string::npos) << none.message();
+  EXPECT_EQ(none.code(), hclInvalidUsage) << "as NCCL: a name that is no network";
+  EXPECT_NE(none.message().find("no net plugin is loaded"), std::string::npos) << none.message();
   self.netPlugin = "HCLtest";
   EXPECT_TRUE(checkRequestedNet(parseNetRequest("hcltest", "HCL_NET"), self, links).ok()) << "names match in any case";
   const Status other = checkRequestedNet(parseNetRequest("AWS Libfabric", "HCL_NET"), self, links);
   ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.code(), hclInvalidUsage);
   EXPECT_NE(other.message().find("the net plugin loaded is 'HCLtest'"), std::string::npos) << other.message();
+  // A plugin that calls itself OFI serves NCCL_NET=OFI, as aws-ofi-nccl does.
+  self.netPlugin = "OFI";
+  EXPECT_TRUE(checkRequestedNet(parseNetRequest("OFI", "NCCL_NET"), self, links).ok());
+  self.netPlugin = "Libfabric";
+  EXPECT_FALSE(checkRequestedNet(parseNetRequest("OFI", "NCCL_NET"), self, links).ok())
+      << "under another name it is not the network named";
+  EXPECT_TRUE(checkRequestedNet(parseNetRequest("OFI", "NCCL_NET"), self,
+                                linksOf({TransportKind::Local, TransportKind::Ofi}))
+                  .ok());
 }
 
 }  // namespace

@@ -78,6 +78,9 @@ TEST(TcpStreamsWanted, OwnSettingOrNcclsSocketsPerConnection) {
   ::setenv("NCCL_SOCKET_NTHREADS", "16", 1);
   ::setenv("NCCL_NSOCKS_PERTHREAD", "16", 1);
   EXPECT_EQ(tcpStreamsWanted(), 64) << "NCCL caps a connection's sockets at 64 too";
+  ::setenv("NCCL_SOCKET_NTHREADS", "32", 1);
+  ::setenv("NCCL_NSOCKS_PERTHREAD", "1", 1);
+  EXPECT_EQ(tcpStreamsWanted(), 1) << "threads beyond NCCL's 16 are out of range: the default, with a warning";
   ::setenv("HCL_TCP_STREAMS", "3", 1);
   EXPECT_EQ(tcpStreamsWanted(), 3) << "HCL's own setting wins";
 }
