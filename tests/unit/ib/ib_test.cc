@@ -230,6 +230,36 @@ class FakeVerbs : public ::testing::Test {
     if (!ok) std::fprintf(stderr, "check failed: %s\n", why.c_str());
     std::exit(ok ? 0 : 1);
   }
+
+  struct Listening {
+    std::unique_ptr<IbNet> net;
+    std::array<uint8_t, netabi::kHandleBytes> handle{};
+    void* listenComm = nullptr;
+  };
+  // A network on the fake library listening on its first port, its handle
+  // pointing at loopback.
+  static Listening listenOnLoopback() {
+    Listening l;
+    std::string why;
+    l.net = open("", &why);
+    if (!l.net) finish(false, why);
+    if (!l.net->listen(0, l.handle.data(), &l.listenComm).ok()) finish(false, "listen");
+    if (!setHandleAddress(l.handle.data(), "127.0.0.1")) finish(false, "setHandleAddress");
+    return l;
+  }
+  // One link to itself, connected and accepted within 10 s.
+  static void connectToSelf(Listening& l, void** sendComm, void** recvComm) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!*sendComm || !*recvComm) {
+      if (std::chrono::steady_clock::now() > end) finish(false, "no connection within 10 s");
+      if (!*recvComm) {
+        if (Status s = l.net->accept(l.listenComm, recvComm); !s.ok()) finish(false, "accept failed: " + s.message());
+      }
+      if (!*sendComm) {
+        if (Status s = l.net->connect(0, l.handle.data(), sendComm); !s.ok()) finish(false, "connect: " + s.message());
+      }
+    }
+  }
 };
 
 TEST_F(FakeVerbs, ActivePortsTheFilterAdmits) {
@@ -272,13 +302,9 @@ TEST_F(FakeVerbs, ActivePortsTheFilterAdmits) {
 // dropped, and the peer's connection after it is set up all the same.
 TEST_F(FakeVerbs, StrayConnectionToAListenerIsDropped) {
   const auto check = [] {
-    std::string why;
-    auto net = open("", &why);
-    if (!net) finish(false, why);
-    std::array<uint8_t, netabi::kHandleBytes> handle{};
-    void* listenComm = nullptr;
-    if (!net->listen(0, handle.data(), &listenComm).ok()) finish(false, "listen");
-    if (!setHandleAddress(handle.data(), "127.0.0.1")) finish(false, "setHandleAddress");
+    Listening l = listenOnLoopback();
+    auto& net = l.net;
+    auto& handle = l.handle;
     // What travels is little-endian at fixed offsets: "HCLI", the side port,
     // the address family and the address.
     const std::array<uint8_t, 4> magic{0x49, 0x4c, 0x43, 0x48};
@@ -298,21 +324,12 @@ TEST_F(FakeVerbs, StrayConnectionToAListenerIsDropped) {
     if (::send(stray, junk.data(), junk.size(), 0) != static_cast<ssize_t>(junk.size())) finish(false, "stray send");
     void* sendComm = nullptr;
     void* recvComm = nullptr;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!sendComm || !recvComm) {
-      if (std::chrono::steady_clock::now() > end) finish(false, "no connection within 10 s");
-      if (!recvComm) {
-        if (Status s = net->accept(listenComm, &recvComm); !s.ok()) finish(false, "accept failed: " + s.message());
-      }
-      if (!sendComm) {
-        if (Status s = net->connect(0, handle.data(), &sendComm); !s.ok()) finish(false, "connect: " + s.message());
-      }
-    }
+    connectToSelf(l, &sendComm, &recvComm);
     char byte = 0;
     if (::recv(stray, &byte, 1, 0) > 0) finish(false, "the stray connection was answered");  // closed or reset
     ::close(stray);
     const bool closed = net->closeSend(sendComm).ok() && net->closeRecv(recvComm).ok() &&
-                        net->closeListen(listenComm).ok();
+                        net->closeListen(l.listenComm).ok();
     finish(closed, "close");
   };
   EXPECT_EXIT(check(), ::testing::ExitedWithCode(0), "");
@@ -325,22 +342,13 @@ TEST_F(FakeVerbs, StrayConnectionToAListenerIsDropped) {
 TEST_F(FakeVerbs, ClosingRecordSettlesExactlyTheSendsItCounts) {
   const auto check = [] {
     ::setenv("HCL_FAKE_VERBS_LOSE_ACKS", "1", 1);
-    std::string why;
-    auto net = open("", &why);
-    if (!net) finish(false, why);
-    std::array<uint8_t, netabi::kHandleBytes> handle{};
-    void* listenComm = nullptr;
-    if (!net->listen(0, handle.data(), &listenComm).ok()) finish(false, "listen");
-    if (!setHandleAddress(handle.data(), "127.0.0.1")) finish(false, "setHandleAddress");
+    Listening l = listenOnLoopback();
+    auto& net = l.net;
     void* sendComm = nullptr;
     void* recvComm = nullptr;
+    connectToSelf(l, &sendComm, &recvComm);
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     const auto late = [&] { return std::chrono::steady_clock::now() > end; };
-    while (!sendComm || !recvComm) {
-      if (late()) finish(false, "no connection within 10 s");
-      if (!recvComm && !net->accept(listenComm, &recvComm).ok()) finish(false, "accept");
-      if (!sendComm && !net->connect(0, handle.data(), &sendComm).ok()) finish(false, "connect");
-    }
     constexpr size_t kBytes = 64;
     std::vector<uint8_t> out(5 * kBytes, 7), in(4 * kBytes);
     void* sendMr = nullptr;
@@ -379,7 +387,7 @@ TEST_F(FakeVerbs, ClosingRecordSettlesExactlyTheSendsItCounts) {
       if (i == 4 && s.ok()) finish(false, "send 4 never arrived but succeeded");
     }
     const bool closed = net->closeSend(sendComm).ok() && net->deregister(nullptr, recvMr).ok() &&
-                        net->deregister(nullptr, sendMr).ok() && net->closeListen(listenComm).ok();
+                        net->deregister(nullptr, sendMr).ok() && net->closeListen(l.listenComm).ok();
     finish(closed, "close");
   };
   EXPECT_EXIT(check(), ::testing::ExitedWithCode(0), "");
