@@ -169,6 +169,8 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   self.chunkBytes = settings.chunkBytes;
   self.stageChunkBytes = settings.stageChunkBytes;
   self.probeLinks = paramBool("HCL_PROBE") ? 1 : 0;
+  self.netName = settings.netName;
+  self.netNameFrom = settings.netNameFrom;
   std::vector<std::unique_ptr<Transport>> transports;
   for (TransportKind k : allTransportKinds()) transports.push_back(makeTransport(k));
   // Only TCP needs a listener, and only when some peer may be off-host or
@@ -205,7 +207,7 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
     links[static_cast<size_t>(p)] = selectLink(self, peers[static_cast<size_t>(p)]);
     peersByKind[static_cast<size_t>(links[static_cast<size_t>(p)].kind)].push_back(p);
   }
-  HCL_TRY(checkRequestedNet(ctx.net, self, links));
+  HCL_TRY(checkRequestedNet(ctx.net, self, peers, links));
   ctx.peers = &peers;
   ctx.links = &links;
 

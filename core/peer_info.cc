@@ -64,6 +64,8 @@ std::vector<uint8_t> PeerInfo::serialize() const {
   }
   w.putString(netPlugin);
   w.put(netPluginSpeedMbps);
+  w.putString(netName);
+  w.putString(netNameFrom);
   w.put<uint32_t>(static_cast<uint32_t>(ibFabrics.size()));
   for (const std::string& f : ibFabrics) w.putString(f);
   w.put(ibSpeedMbps);
@@ -128,6 +130,8 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
   }
   r.getString(out.netPlugin);
   r.get(out.netPluginSpeedMbps);
+  r.getString(out.netName);
+  r.getString(out.netNameFrom);
   uint32_t fabrics = 0;
   r.get(fabrics);
   if (!r.ok() || fabrics > 64) return false;

@@ -59,6 +59,10 @@ struct PeerInfo {
   // The fabrics of the verbs ports it opened (HCL_IB): "ib:<subnet prefix>"
   // or "roce", sorted; empty: none.
   std::vector<std::string> ibFabrics;
+  // The one network its HCL_NET, NCCL_NET or config.netName names (empty:
+  // none), and which of them named it: every end of a link checks both.
+  std::string netName;
+  std::string netNameFrom;
   uint32_t ibSpeedMbps = 0;  // its slowest such port; 0: unknown
   // A port this rank holds for a bootstrap root of its own, used when the
   // communicator fails and the survivors shrink it without its links (0: none).

@@ -112,4 +112,19 @@ Status checkRequestedNet(const NetRequest& request, const PeerInfo& self, const 
   return {};
 }
 
+Status checkRequestedNet(const NetRequest& request, const PeerInfo& self, const std::vector<PeerInfo>& peers,
+                         const std::vector<Link>& links) {
+  HCL_TRY(checkRequestedNet(request, self, links));
+  for (size_t peer = 0; peer < links.size() && peer < peers.size(); ++peer) {
+    const PeerInfo& other = peers[peer];
+    if (static_cast<int>(peer) == self.rank || other.netName.empty() || !isNetwork(links[peer].kind)) continue;
+    const NetRequest theirs = parseNetRequest(other.netName, other.netNameFrom);
+    if (takesRequested(theirs, other, links[peer])) continue;
+    return systemError(fmt::format("rank {}: rank {}'s {}='{}', but the link between them can only take {} ({})",
+                                   self.rank, peer, theirs.variable, theirs.name, networkName(links[peer].kind),
+                                   links[peer].reason));
+  }
+  return {};
+}
+
 }  // namespace hcl

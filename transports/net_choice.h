@@ -25,8 +25,13 @@ NetRequest readNetRequest();
 bool netRequestAllows(const NetRequest& request, TransportKind kind);
 
 // After link selection: every link between ranks that is a network link
-// takes the requested network, else an error that names the first peer
-// whose link does not, and why it went where it did.
+// takes the network this rank requests, else an error that names the first
+// peer whose link does not, and why it went where it did.
 Status checkRequestedNet(const NetRequest& request, const PeerInfo& self, const std::vector<Link>& links);
+// The same, and also every link takes the network its peer requests
+// (peers[p].netName), so each end of a link that breaks either rule fails
+// saying which rank asked for what.
+Status checkRequestedNet(const NetRequest& request, const PeerInfo& self, const std::vector<PeerInfo>& peers,
+                         const std::vector<Link>& links);
 
 }  // namespace hcl

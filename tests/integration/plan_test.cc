@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -191,18 +192,33 @@ TEST(Hierarchy, EmulatedHostsGroupAndHierIsExactOverRealTransports) {
   EXPECT_EQ(hcltest::describeFailures(results), "");
 }
 
+// Two rank processes that could link over TCP or verbs (the fake verbs
+// library), rank 0 running the bootstrap root; none, saying why, where the
+// build has no verbs transport or TSan cannot follow the forks.
+std::optional<hcltest::EnvList> tcpOrVerbsEnv(std::string* whyNot) {
+#if defined(__SANITIZE_THREAD__)
+  *whyNot = "TSan cannot follow threads started after fork in a multi-threaded process";
+  return std::nullopt;
+#elif !defined(HCL_FAKE_VERBS_LIBRARY)
+  *whyNot = "this build has no verbs transport (no infiniband/verbs.h at configure time)";
+  return std::nullopt;
+#else
+  hcltest::EnvList env = hcltest::rank0RootEnv("20000");
+  env.push_back({"HCL_SHM_DISABLE", "1"});
+  env.push_back({"HCL_IBVERBS_LIBRARY", HCL_FAKE_VERBS_LIBRARY});
+  return env;
+#endif
+}
+
 // NCCL_NET names the network where several could carry the links (TCP
 // and verbs on the fake library here), as does a communicator's
 // config->netName where NCCL_NET is unset (NCCL_NET wins, as in NCCL), and
 // a name that is no network fails init on every rank, naming the variable
 // and its value.
 TEST(NetworkByName, NcclNetPicksTheNetworkOrFailsInit) {
-#if defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "TSan cannot follow threads started after fork in a multi-threaded process";
-#endif
-#ifndef HCL_FAKE_VERBS_LIBRARY
-  GTEST_SKIP() << "this build has no verbs transport (no infiniband/verbs.h at configure time)";
-#else
+  std::string why;
+  const auto base = tcpOrVerbsEnv(&why);
+  if (!base) GTEST_SKIP() << why;
   struct Case {
     const char* net;        // NCCL_NET, where set
     const char* linkClass;  // null: init fails
@@ -211,9 +227,7 @@ TEST(NetworkByName, NcclNetPicksTheNetworkOrFailsInit) {
   for (const Case c : {Case{"Socket", "net:"}, Case{"IB", "verbs:"}, Case{"ib", "verbs:"}, Case{"nosuch", nullptr},
                        Case{nullptr, "verbs:", "IB"}, Case{nullptr, "net:", "Socket"}, Case{"Socket", "net:", "IB"},
                        Case{nullptr, nullptr, "nosuch"}}) {
-    hcltest::EnvList env = hcltest::rank0RootEnv("20000");
-    env.push_back({"HCL_SHM_DISABLE", "1"});
-    env.push_back({"HCL_IBVERBS_LIBRARY", HCL_FAKE_VERBS_LIBRARY});
+    hcltest::EnvList env = *base;
     if (c.net) env.push_back({"NCCL_NET", c.net});
     auto results = hcltest::runProcesses(
         2,
@@ -256,7 +270,31 @@ TEST(NetworkByName, NcclNetPicksTheNetworkOrFailsInit) {
     EXPECT_EQ(hcltest::describeFailures(results), "") << "NCCL_NET=" << (c.net ? c.net : "(unset)") << " config "
                                                       << (c.configNet ? c.configNet : "(none)");
   }
-#endif
+}
+
+// Only rank 1 asks for IB, and rank 0 has no verbs: rank 1 fails on its
+// own request, and rank 0 fails naming rank 1's, not with a generic text.
+TEST(NetworkByName, BothEndsOfALinkCheckEachOthersRequest) {
+  std::string why;
+  const auto env = tcpOrVerbsEnv(&why);
+  if (!env) GTEST_SKIP() << why;
+  auto results = hcltest::runProcesses(
+      2,
+      [&](int rank) {
+        setenv(rank == 0 ? "HCL_IB" : "NCCL_NET", rank == 0 ? "off" : "IB", 1);
+        hclUniqueId id;
+        RANK_HCL(hclGetUniqueId(&id));
+        hclComm_t comm = nullptr;
+        const hclResult_t r = hclCommInitRank(&comm, 2, id, rank);
+        const std::string text = hclGetLastError(nullptr);
+        RANK_CHECK(r == hclSystemError, "init gave %d: %s", (int)r, text.c_str());
+        const char* want = rank == 0 ? "rank 0: rank 1's NCCL_NET='IB', but the link between them can only take"
+                                     : "rank 1: NCCL_NET='IB', but the link to rank 0 can only take";
+        RANK_CHECK(text.find(want) != std::string::npos, "text: %s", text.c_str());
+        return 0;
+      },
+      120, *env);
+  EXPECT_EQ(hcltest::describeFailures(results), "");
 }
 
 }  // namespace

@@ -294,10 +294,14 @@ TEST(PeerInfoWire, NicFactsSurviveTheRoundTrip) {
   PeerInfo p = roceNode(3);
   p.cpuMask = {0x5, 0, 0x8000000000000000ull};
   p.networkStack = "boot-7 net:[4026531840]";
+  p.netName = "IB";
+  p.netNameFrom = "config->netName";
   const auto bytes = p.serialize();
   PeerInfo q;
   ASSERT_TRUE(PeerInfo::deserialize(bytes.data(), bytes.size(), q));
   EXPECT_EQ(q.networkStack, p.networkStack);
+  EXPECT_EQ(q.netName, "IB");
+  EXPECT_EQ(q.netNameFrom, "config->netName");
   EXPECT_EQ(q.hostId, p.hostId);
   ASSERT_EQ(q.addresses.size(), 2u);
   EXPECT_EQ(q.addresses[1].kind, NicKind::Roce);

@@ -92,6 +92,21 @@ TEST(NetChoice, EveryNetworkLinkMustTakeTheNamedNetwork) {
       << "a job within one host takes no network";
 }
 
+TEST(NetChoice, APeersRequestIsCheckedOnThisEndToo) {
+  std::vector<PeerInfo> peers = {testing::peerOnEthernet(0, "h0"), testing::peerOnEthernet(1, "h1")};
+  const std::vector<Link> tcp = linksOf({TransportKind::Local, TransportKind::Tcp});
+  const NetRequest none = parseNetRequest("", "HCL_NET");
+  EXPECT_TRUE(checkRequestedNet(none, peers[0], peers, tcp).ok());
+  peers[1].netName = "IB";
+  peers[1].netNameFrom = "NCCL_NET";
+  const Status s = checkRequestedNet(none, peers[0], peers, tcp);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("rank 0: rank 1's NCCL_NET='IB', but the link between them can only take Socket (TCP)"),
+            std::string::npos)
+      << s.message();
+  EXPECT_TRUE(checkRequestedNet(none, peers[0], peers, linksOf({TransportKind::Local, TransportKind::Ib})).ok());
+}
+
 TEST(NetChoice, APluginIsNamedByItsOwnName) {
   PeerInfo self = testing::peerOnEthernet(0, "h0");
   const std::vector<Link> links = linksOf({TransportKind::Local, TransportKind::NetPlugin});
