@@ -915,7 +915,13 @@ TEST_P(OverTransport, SurvivorsOfAKilledRankGetAnErrorNamingIt) {
         void* kept = nullptr;
         RANK_HCL(hclCommMemAlloc(comm, &kept, 4096));
         RANK_HCL(hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr));
-        if (rank == 2) raise(SIGKILL);
+        if (rank == 2) {
+          // Late enough that the others have finished the call above: the
+          // survivor that notices first aborts, and over TCP its reset drops
+          // what it sent the other and the other has not read yet.
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          raise(SIGKILL);
+        }
         // The survivors keep going until the dead rank is noticed. What they
         // log meanwhile is captured: the log writes to stderr.
         std::FILE* captured = std::tmpfile();
@@ -971,6 +977,47 @@ TEST_P(OverTransport, SurvivorsOfAKilledRankGetAnErrorNamingIt) {
   EXPECT_TRUE(results[0].exited && results[0].code == 0) << hcltest::describeFailures(results);
   EXPECT_TRUE(results[1].exited && results[1].code == 0) << hcltest::describeFailures(results);
   EXPECT_FALSE(results[2].exited);
+}
+
+// A killed peer is noticed from its link, not at HCL_TIMEOUT_MS (here
+// beyond the harness's own limit): over libfabric and net plugins, whose
+// networks need not say, through the peer watch (transports/peer_watch.h).
+void expectAKilledPeerNoticedFromItsLink(const hcltest::EnvList& env) {
+  auto results = onRankProcesses(
+      2, "600000",
+      [&](int rank, hclComm_t comm) {
+        std::vector<float> v(1 << 16, 1.0f);
+        RANK_HCL(hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr));
+        if (rank == 1) raise(SIGKILL);
+        hclResult_t r = hclSuccess;
+        for (int i = 0; i < 100 && r == hclSuccess; ++i) {
+          r = hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr);
+        }
+        const std::string text = hclGetLastError(comm);
+        RANK_CHECK(r == hclRemoteError || r == hclSystemError, "got %d: %s", static_cast<int>(r), text.c_str());
+        RANK_CHECK(text.find("rank 1") != std::string::npos, "the text names no rank 1: %s", text.c_str());
+        RANK_CHECK(text.find("no progress") == std::string::npos, "noticed only by the timeout: %s", text.c_str());
+        RANK_HCL(hclCommAbort(comm));
+        return 0;
+      },
+      env);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].exited && results[0].code == 0) << hcltest::describeFailures(results);
+  EXPECT_FALSE(results[1].exited);
+}
+
+TEST_P(OverTransport, AKilledPeerIsNoticedFromItsLinkNotTheTimeout) {
+  SKIP_UNDER_TSAN();
+  expectAKilledPeerNoticedFromItsLink(transportEnv(GetParam()));
+}
+
+// The test plugin noticed the closed socket itself; here it hides it, as
+// networks that do not notice do, and the peer watch tells instead.
+TEST(PeerWatch, ANetPluginThatHidesAPeersEndStillFailsTheSurvivor) {
+  SKIP_UNDER_TSAN();
+  hcltest::EnvList env = transportEnv("net_plugin");
+  env.push_back({"HCL_TEST_NET_HIDE_PEER_END", "1"});
+  expectAKilledPeerNoticedFromItsLink(env);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, OverTransport, ::testing::Values("shm", "tcp", "ofi", "net_plugin", "ib"),

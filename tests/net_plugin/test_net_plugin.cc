@@ -168,7 +168,16 @@ void freeComm(Comm* c) {
 
 bool wouldBlock(int e) { return e == EAGAIN || e == EWOULDBLOCK; }
 
+// HCL_TEST_NET_HIDE_PEER_END=1: a broken connection is never reported and
+// its requests stay pending, as on networks that do not notice a peer's
+// process ending (libfabric's tcp;ofi_rxm, for one).
+bool hidePeerEnd() {
+  static const bool hide = std::getenv("HCL_TEST_NET_HIDE_PEER_END") != nullptr;
+  return hide;
+}
+
 Result broken(Comm* c, const char* what, int err) {
+  if (hidePeerEnd()) return kSuccess;
   std::fprintf(stderr, "hcltest net plugin: %s (%s)\n", what, std::strerror(err));
   c->error = kSystemError;
   return kSystemError;

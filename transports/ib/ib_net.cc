@@ -15,7 +15,7 @@
 #include "core/wire_order.h"
 #include "transports/ib/ib_ports.h"
 #include "transports/ib/ib_queue_pair.h"
-#include "transports/ib/ib_side_socket.h"
+#include "transports/side_socket.h"
 #include "transports/ib/verbs_api.h"
 #include "transports/net_plugin/net_plugin_abi.h"
 
@@ -181,7 +181,7 @@ class IbNetImpl final : public IbNet {
     l->port = &ports_[static_cast<size_t>(device)];
     l->nonce = randomWord();
     Handle h;
-    HCL_TRY(openSideListener(&l->fd, &h.port));
+    HCL_TRY(side::openListener("verbs listen", &l->fd, &h.port));
     h.nonce = l->nonce;
     storeHandle(h, handleOut);
     *listenComm = l.release();
@@ -203,7 +203,7 @@ class IbNetImpl final : public IbNet {
       auto fresh = std::make_unique<Setup>();
       fresh->comm = makeComm(ports_[static_cast<size_t>(device)], true);
       Comm& c = *fresh->comm;
-      HCL_TRY(startSideConnect(h.family, h.ip, h.port, c.where(), &c.sideFd, &fresh->connected));
+      HCL_TRY(side::startConnect(h.family, h.ip, h.port, c.where(), &c.sideFd, &fresh->connected));
       HCL_TRY(createQueuePair(verbs_, *c.port, true, kMaxRequests, c.where(), &c.cq, &c.qp));
       fresh->describe(*c.qp, *c.port, h.nonce);
       setup = fresh.get();
@@ -231,7 +231,7 @@ class IbNetImpl final : public IbNet {
     auto& l = *static_cast<Listener*>(listenComm);
     if (!l.accepting) {
       int fd = -1;
-      HCL_TRY(acceptSide(l.fd, fmt::format("verbs listener on {}", l.port->summary.name), &fd));
+      HCL_TRY(side::accept(l.fd, fmt::format("verbs listener on {}", l.port->summary.name), &fd));
       if (fd < 0) return {};
       auto setup = std::make_unique<Setup>();
       setup->comm = makeComm(*l.port, false);
@@ -381,10 +381,10 @@ class IbNetImpl final : public IbNet {
 
   Status advanceConnect(Setup& s) const {
     Comm& c = *s.comm;
-    if (!s.connected) HCL_TRY(checkSideConnect(c.sideFd, c.where(), &s.connected));
+    if (!s.connected) HCL_TRY(side::checkConnect(c.sideFd, c.where(), &s.connected));
     if (!s.connected) return {};
     HCL_TRY(sendMine(s));
-    HCL_TRY(receiveSome(c.sideFd, s.in.data(), s.in.size(), &s.read, c.where()));
+    HCL_TRY(side::receiveSome(c.sideFd, s.in.data(), s.in.size(), &s.read, c.where()));
     if (s.read < s.in.size()) return {};
     const QpInfo peer = decodeQpInfo(s.in);
     if (peer.magic != kQpInfoMagic || peer.nonce != s.mine.nonce) {
@@ -401,7 +401,7 @@ class IbNetImpl final : public IbNet {
   Status advanceAccept(Setup& s, uint64_t nonce) const {
     Comm& c = *s.comm;
     if (!s.peerReady) {
-      HCL_TRY(receiveSome(c.sideFd, s.in.data(), s.in.size(), &s.read, c.where()));
+      HCL_TRY(side::receiveSome(c.sideFd, s.in.data(), s.in.size(), &s.read, c.where()));
       if (s.read < s.in.size()) return {};
       const QpInfo peer = decodeQpInfo(s.in);
       if (peer.magic != kQpInfoMagic || peer.nonce != nonce) {
@@ -417,7 +417,7 @@ class IbNetImpl final : public IbNet {
 
   // What is left of this end's QpInfo to the peer.
   static Status sendMine(Setup& s) {
-    return sendSome(s.comm->sideFd, s.mineWire.data(), s.mineWire.size(), &s.written,
+    return side::sendSome(s.comm->sideFd, s.mineWire.data(), s.mineWire.size(), &s.written,
                     s.comm->where());
   }
 
@@ -479,7 +479,7 @@ class IbNetImpl final : public IbNet {
       if (t < c.nextPeerCheck) return false;
       c.nextPeerCheck = t + kPeerCheckEvery;
     }
-    c.peerClosed = peerClosing(c.sideFd, c.closingRecord.data(), c.closingRecord.size(), &c.closingRecordRead);
+    c.peerClosed = side::peerClosing(c.sideFd, c.closingRecord.data(), c.closingRecord.size(), &c.closingRecordRead);
     if (c.peerClosed && c.failure.ok()) {
       c.failure = remoteError(c.where() + ": the peer closed its side of the link (process gone?)");
     }

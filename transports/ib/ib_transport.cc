@@ -78,6 +78,9 @@ class IbSource final : public NetSource {
     return {};
   }
 
+  // The side connection a link is set up over stays open and is watched.
+  bool watchesPeers() const override { return true; }
+
   std::string label() const override { return "ib (verbs)"; }
 
  private:

@@ -8,7 +8,7 @@
 namespace hcl::netplugin {
 
 NetPluginConnection::NetPluginConnection(NetPlugin& plugin, void* sendComm, void* recvComm, int rank, int peer,
-                                         size_t slotBytes, std::string description)
+                                         size_t slotBytes, std::string description, std::shared_ptr<PeerWatch> watch)
     : plugin_(plugin),
       sendComm_(sendComm),
       recvComm_(recvComm),
@@ -16,6 +16,7 @@ NetPluginConnection::NetPluginConnection(NetPlugin& plugin, void* sendComm, void
       peer_(peer),
       slotBytes_(slotBytes),
       description_(std::move(description)),
+      watch_(std::move(watch)),
       eagerReceives_(plugin.closeCancelsRequests()) {}
 
 NetPluginConnection::~NetPluginConnection() { release(); }
@@ -73,6 +74,9 @@ Status NetPluginConnection::progress(bool* madeProgress) {
   if (!received.ok()) return fail(std::move(received));
   if (!send_.failure.ok() && (!toCut_.empty() || !awaiting_.empty())) return fail(send_.failure);
   if (!recv_.failure.ok() && !receives_.empty()) return fail(recv_.failure);
+  if (watch_ && (!toCut_.empty() || !awaiting_.empty() || !receives_.empty())) {
+    if (Status ended = watch_->check(peer_); !ended.ok()) return fail(std::move(ended));
+  }
   return {};
 }
 
@@ -230,6 +234,7 @@ Status NetPluginConnection::fail(Status why) {
 
 void NetPluginConnection::abort() {
   std::lock_guard lock(mutex_);
+  if (watch_) watch_->close();
   closed_ = true;
   toCut_.clear();
   awaiting_.clear();

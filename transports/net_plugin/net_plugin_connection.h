@@ -13,6 +13,7 @@
 
 #include "transports/net_plugin/net_plugin.h"
 #include "transports/net_plugin/page_buffer.h"
+#include "transports/peer_watch.h"
 #include "transports/transport.h"
 
 namespace hcl::netplugin {
@@ -28,9 +29,10 @@ class NetPluginConnection final : public Connection {
   static constexpr size_t kSlots = 4;  // pieces in flight each way (plugins take 8 requests per comm)
 
   // Takes the two comms; closes them when destroyed. slotBytes holds a
-  // piece with its header.
+  // piece with its header. `watch` (null: the network tells itself) tells
+  // when the peer's process ends.
   NetPluginConnection(NetPlugin& plugin, void* sendComm, void* recvComm, int rank, int peer, size_t slotBytes,
-                      std::string description);
+                      std::string description, std::shared_ptr<PeerWatch> watch = nullptr);
   ~NetPluginConnection() override;
   NetPluginConnection(const NetPluginConnection&) = delete;
   NetPluginConnection& operator=(const NetPluginConnection&) = delete;
@@ -80,6 +82,7 @@ class NetPluginConnection final : public Connection {
   int peer_;
   size_t slotBytes_;
   std::string description_;
+  std::shared_ptr<PeerWatch> watch_;
 
   // post(), progress() and abort() may come from different threads (a
   // failure elsewhere aborts every link of the communicator).

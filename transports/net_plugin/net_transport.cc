@@ -14,6 +14,7 @@
 #include "transports/net_plugin/net_plugin_abi.h"
 #include "transports/link.h"
 #include "transports/net_plugin/net_plugin_connection.h"
+#include "transports/peer_watch.h"
 #include "transports/prepared_blobs.h"
 
 namespace hcl {
@@ -37,6 +38,7 @@ struct Listening {
 // A link being set up: the send comm to the peer and the receive comm from it.
 struct Opening {
   Handle theirHandle{};
+  std::vector<uint8_t> theirWatch;  // PeerWatch::preparedFor
   size_t slotBytes = 0;
   void* sendComm = nullptr;
   void* recvComm = nullptr;
@@ -90,22 +92,27 @@ class NetTransport final : public Transport {
       }
       HCL_TRY(net_->listen(d.index, l.handle.data(), &l.comm));
     }
-    return {};
+    if (source_->watchesPeers()) return {};
+    if (!watch_) watch_ = std::make_shared<PeerWatch>(ctx.rank, ctx.nranks, source_->label());
+    return watch_->prepare(ctx, peers);
   }
 
-  // The peer's listener handle, and this end's piece size.
+  // The peer's listener handle, this end's piece size, and where this
+  // rank's peer watch listens.
   std::vector<uint8_t> preparedFor(int peer) const override {
     const auto it = listening_.find(peer);
     if (it == listening_.end()) return {};
     WireWriter w;
     w.put<uint64_t>(it->second.slotBytes);
     w.put(it->second.handle);
+    w.putBytes(watch_ ? watch_->preparedFor(peer) : std::vector<uint8_t>{});
     return w.take();
   }
 
   Status connect(const TransportContext& ctx, const std::vector<int>& peers,
                  std::vector<std::unique_ptr<Connection>>& out) override {
     for (int peer : peers) HCL_TRY(readHandle(ctx, peer, opening_[peer]));
+    if (watch_) HCL_TRY(connectWatch(ctx, peers));
     const Deadline deadline(ctx.timeoutMs);
     while (!opening_.empty()) {
       bool moved = false;
@@ -131,7 +138,7 @@ class NetTransport final : public Transport {
         listening_.erase(peer);
         auto connection = std::make_unique<NetPluginConnection>(
             *net_, o.sendComm, o.recvComm, ctx.rank, peer, slotBytes,
-            fmt::format("{} device {} ('{}')", source_->label(), device.index, device.properties.name));
+            fmt::format("{} device {} ('{}')", source_->label(), device.index, device.properties.name), watch_);
         it = opening_.erase(it);  // the connection owns the comms now
         HCL_TRY(connection->open());
         out[static_cast<size_t>(peer)] = std::move(connection);
@@ -189,11 +196,31 @@ class NetTransport final : public Transport {
     return {};
   }
 
+  // The watch of a higher-ranked peer listens on its address on the
+  // network the link chose for TCP.
+  Status connectWatch(const TransportContext& ctx, const std::vector<int>& peers) {
+    std::vector<WatchListener> listeners(static_cast<size_t>(ctx.nranks));
+    for (int peer : peers) {
+      if (peer < ctx.rank) continue;
+      const auto port = PeerWatch::readPort(opening_.at(peer).theirWatch);
+      WatchListener& l = listeners[static_cast<size_t>(peer)];
+      l.ip = PeerWatch::addressOf((*ctx.peers)[static_cast<size_t>(peer)],
+                                  (*ctx.links)[static_cast<size_t>(peer)].listenerAddress);
+      if (!port || l.ip.empty()) {
+        return internalError(fmt::format("rank {}: rank {} left no {} peer-watch listener for it", ctx.rank, peer,
+                                         source_->label()));
+      }
+      l.port = *port;
+    }
+    return watch_->connect(ctx, peers, listeners);
+  }
+
   Status readHandle(const TransportContext& ctx, int peer, Opening& o) const {
     const std::vector<uint8_t> blob = preparedBlobOf(ctx, peer, source_->kind());
     WireReader r(blob.data(), blob.size());
     uint64_t slotBytes = 0;
-    if (r.get(slotBytes) && r.get(o.theirHandle) && r.atEnd() && slotBytes > sizeof(netplugin::PieceHeader)) {
+    if (r.get(slotBytes) && r.get(o.theirHandle) && r.getBytes(o.theirWatch) && r.atEnd() &&
+        slotBytes > sizeof(netplugin::PieceHeader)) {
       o.slotBytes = static_cast<size_t>(slotBytes);
       return source_->prepareHandle(ctx, peer, o.theirHandle.data());
     }
@@ -220,6 +247,7 @@ class NetTransport final : public Transport {
   std::vector<NetDevice> devices_;  // those taking host memory
   std::map<int, Listening> listening_;
   std::map<int, Opening> opening_;
+  std::shared_ptr<PeerWatch> watch_;  // null where the source watches its peers
 };
 
 }  // namespace

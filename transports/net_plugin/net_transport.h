@@ -40,6 +40,9 @@ class NetSource {
   virtual bool carries(const NetDevice& /*device*/, const Link& /*link*/) const { return true; }
   // Before the first connect() to `peer` with its handle.
   virtual Status prepareHandle(const TransportContext& /*ctx*/, int /*peer*/, void* /*handle*/) const { return {}; }
+  // Whether the network itself tells when a peer's process ends (verbs: its
+  // side connection); otherwise each link gets a PeerWatch.
+  virtual bool watchesPeers() const { return false; }
   // "net plugin 'aws-ofi'", "verbs": how messages name the network.
   virtual std::string label() const = 0;
 };

@@ -1,27 +1,41 @@
-// A Connection to one peer over the communicator's shared libfabric endpoint.
+// A Connection to one peer over the communicator's shared libfabric endpoint,
+// with the watch that tells when the peer's process ends (the provider may
+// not: tcp;ofi_rxm leaves a receive from a killed peer pending).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "transports/ofi/ofi_endpoint.h"
+#include "transports/peer_watch.h"
 #include "transports/transport.h"
 
 namespace hcl::ofi {
 
 class OfiConnection final : public Connection {
  public:
-  OfiConnection(std::shared_ptr<Endpoint> endpoint, int peer) : endpoint_(std::move(endpoint)), peer_(peer) {}
+  OfiConnection(std::shared_ptr<Endpoint> endpoint, std::shared_ptr<PeerWatch> watch, int peer)
+      : endpoint_(std::move(endpoint)), watch_(std::move(watch)), peer_(peer) {}
 
   Status post(Transfer& transfer) override { return endpoint_->post(peer_, transfer); }
-  Status progress(bool* madeProgress) override { return endpoint_->progress(peer_, madeProgress); }
+  Status progress(bool* madeProgress) override {
+    HCL_TRY(endpoint_->progress(peer_, madeProgress));
+    if (!endpoint_->inFlightWith(peer_)) return {};
+    if (Status ended = watch_->check(peer_); !ended.ok()) return endpoint_->failPeerFromOutside(peer_, ended);
+    return {};
+  }
   // The communicator aborts all its links at once, so this closes the
-  // shared endpoint; the peers notice their connections to it closing.
-  void abort() override { endpoint_->close(); }
+  // shared endpoint and the watch; the peers notice their connections to
+  // it closing.
+  void abort() override {
+    endpoint_->close();
+    watch_->close();
+  }
   std::string describe() const override { return endpoint_->describe(peer_); }
 
  private:
   std::shared_ptr<Endpoint> endpoint_;
+  std::shared_ptr<PeerWatch> watch_;
   int peer_;
 };
 

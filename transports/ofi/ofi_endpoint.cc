@@ -266,6 +266,7 @@ Status Endpoint::post(int peer, Transfer& transfer) {
     op.last = i + 1 == pieces;
     op.tag = transfer.isSend ? tags::piece(rank_, p.sendSeq++) : tags::piece(peer, p.recvSeq++);
     ops_.emplace(&op, std::move(made));
+    ++p.inFlight;
     // Behind refused pieces a piece waits its turn, so each peer's stay in order.
     const int rc = p.refused.empty() ? submit(op) : -FI_EAGAIN;
     if (rc == -FI_EAGAIN) {
@@ -452,6 +453,7 @@ void Endpoint::completed(Op& op, uint32_t sentData, bool hasData, size_t length)
 }
 
 void Endpoint::releaseOp(Op& op) {
+  if (op.transfer) --peers_[static_cast<size_t>(op.peer)].inFlight;
   closeFid(op.mr);
   ops_.erase(&op);
 }
@@ -483,6 +485,18 @@ void Endpoint::failQueued() {
   }
   closeLocked(Notice::Peers);
   for (Transfer* t : transfers) t->complete(Transfer::State::Failed);
+}
+
+bool Endpoint::inFlightWith(int peer) const {
+  std::lock_guard lock(mutex_);
+  return peers_[static_cast<size_t>(peer)].inFlight > 0;
+}
+
+Status Endpoint::failPeerFromOutside(int peer, Status why) {
+  std::lock_guard lock(mutex_);
+  PeerState& p = peers_[static_cast<size_t>(peer)];
+  if (p.failure.ok()) failPeer(peer, std::move(why));
+  return p.failure;
 }
 
 void Endpoint::close() {
@@ -531,7 +545,10 @@ void Endpoint::closeLocked(Notice notice) {
   ep_ = nullptr;
   for (auto& [op, owned] : ops_) closeFid(owned->mr);
   ops_.clear();
-  for (PeerState& p : peers_) p.refused.clear();
+  for (PeerState& p : peers_) {
+    p.refused.clear();
+    p.inFlight = 0;
+  }
   refusedOps_ = 0;
   if (cq_) closeLogged(&cq_->fid, "completion queue");
   if (av_) closeLogged(&av_->fid, "address vector");

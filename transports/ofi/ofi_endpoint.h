@@ -70,6 +70,12 @@ class Endpoint {
   // Hands the provider what it refused before, reads completions for every
   // peer, and returns `peer`'s failure, if any.
   Status progress(int peer, bool* madeProgress);
+  // Whether a transfer with `peer` is posted and not yet done.
+  bool inFlightWith(int peer) const;
+  // A failure `peer`'s link learnt of elsewhere (its process ended): fails
+  // every queued transfer, as one the provider reports, and returns `why`
+  // (or the failure that came first).
+  Status failPeerFromOutside(int peer, Status why);
   // Tells the peers (best effort) and closes the endpoint: nothing is
   // delivered into, nor read from, any queued transfer afterwards, and none
   // is marked.
@@ -85,6 +91,7 @@ class Endpoint {
     uint32_t sendSeq = 0;
     uint32_t recvSeq = 0;
     std::deque<Op*> refused;  // not yet taken by the provider (FI_EAGAIN), oldest first
+    size_t inFlight = 0;      // pieces of transfers posted and not yet done
     Status failure;
     // A transfer with the peer completed, and none failed: its connection
     // is up, so a notice can go without making one.

@@ -10,6 +10,8 @@
 #include "transports/ofi/ofi_connection.h"
 #include "transports/ofi/ofi_endpoint.h"
 #include "transports/ofi/ofi_request.h"
+#include "transports/peer_watch.h"
+#include "transports/prepared_blobs.h"
 
 namespace hcl {
 namespace {
@@ -64,14 +66,34 @@ class OfiTransport final : public Transport {
       HCL_TRY(endpoints_[static_cast<size_t>(mine)]->addPeer(peer, theirEndpoints[static_cast<size_t>(theirs)].address));
       used_[peer] = mine;
     }
-    return {};
+    if (!watch_) watch_ = std::make_shared<PeerWatch>(ctx.rank, ctx.nranks, "libfabric");
+    return watch_->prepare(ctx, peers);
   }
 
-  Status connect(const TransportContext&, const std::vector<int>& peers,
+  std::vector<uint8_t> preparedFor(int peer) const override { return watch_ ? watch_->preparedFor(peer) : std::vector<uint8_t>{}; }
+
+  // The watch listens on the address of the NIC the higher rank's endpoint
+  // sends from, which the link's fabric reaches.
+  Status connect(const TransportContext& ctx, const std::vector<int>& peers,
                  std::vector<std::unique_ptr<Connection>>& out) override {
+    std::vector<WatchListener> listeners(static_cast<size_t>(ctx.nranks));
+    for (int peer : peers) {
+      if (peer < ctx.rank) continue;
+      const PeerInfo& p = (*ctx.peers)[static_cast<size_t>(peer)];
+      const int theirs = (*ctx.links)[static_cast<size_t>(peer)].listenerOfiEndpoint;
+      const auto port = PeerWatch::readPort(preparedBlobOf(ctx, peer, TransportKind::Ofi));
+      WatchListener& l = listeners[static_cast<size_t>(peer)];
+      l.ip = PeerWatch::addressOf(p, p.ofiEndpoints[static_cast<size_t>(theirs)].nic);
+      if (!port || l.ip.empty()) {
+        return internalError(fmt::format("rank {}: rank {} left no libfabric peer-watch listener for it", ctx.rank,
+                                         peer));
+      }
+      l.port = *port;
+    }
+    HCL_TRY(watch_->connect(ctx, peers, listeners));
     for (int peer : peers) {
       out[static_cast<size_t>(peer)] =
-          std::make_unique<ofi::OfiConnection>(endpoints_[static_cast<size_t>(used_.at(peer))], peer);
+          std::make_unique<ofi::OfiConnection>(endpoints_[static_cast<size_t>(used_.at(peer))], watch_, peer);
     }
     return {};
   }
@@ -104,6 +126,7 @@ class OfiTransport final : public Transport {
 
   std::vector<std::shared_ptr<ofi::Endpoint>> endpoints_;
   std::map<int, int> used_;  // peer -> index of the endpoint its link uses
+  std::shared_ptr<PeerWatch> watch_;
 };
 
 }  // namespace

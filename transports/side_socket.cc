@@ -1,4 +1,4 @@
-#include "transports/ib/ib_side_socket.h"
+#include "transports/side_socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace hcl::ib {
+namespace hcl::side {
 namespace {
 
 bool setNonBlocking(int fd) {
@@ -60,22 +60,22 @@ int bindAnyAddress() {
 
 }  // namespace
 
-Status openSideListener(int* fd, uint16_t* port) {
+Status openListener(const std::string& what, int* fd, uint16_t* port) {
   *fd = bindAnyAddress();
-  if (*fd < 0) return errnoError("verbs listen: socket", errno);
-  if (::listen(*fd, 16) != 0 || !setNonBlocking(*fd)) return errnoError("verbs listen", errno);
+  if (*fd < 0) return errnoError(what + ": socket", errno);
+  if (::listen(*fd, SOMAXCONN) != 0 || !setNonBlocking(*fd)) return errnoError(what, errno);
   sockaddr_storage bound{};
   socklen_t len = sizeof bound;
   if (getsockname(*fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
-    return errnoError("verbs listen: getsockname", errno);
+    return errnoError(what + ": getsockname", errno);
   }
   *port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(bound).sin6_port
                                             : reinterpret_cast<sockaddr_in&>(bound).sin_port);
   return {};
 }
 
-Status startSideConnect(int family, const uint8_t* ip, uint16_t port, const std::string& where, int* fd,
-                        bool* connected) {
+Status startConnect(int family, const uint8_t* ip, uint16_t port, const std::string& where, int* fd,
+                    bool* connected) {
   sockaddr_storage to{};
   socklen_t len = 0;
   if (family == 4) {
@@ -106,7 +106,16 @@ Status startSideConnect(int family, const uint8_t* ip, uint16_t port, const std:
   return {};
 }
 
-Status checkSideConnect(int fd, const std::string& where, bool* connected) {
+Status startConnect(const std::string& ip, uint16_t port, const std::string& where, int* fd, bool* connected) {
+  uint8_t bytes[16] = {};
+  if (inet_pton(AF_INET, ip.c_str(), bytes) == 1) return startConnect(4, bytes, port, where, fd, connected);
+  if (inet_pton(AF_INET6, ip.c_str(), bytes) == 1) return startConnect(6, bytes, port, where, fd, connected);
+  *fd = -1;
+  *connected = false;
+  return internalError(fmt::format("{}: '{}' is no numeric IPv4 or IPv6 address", where, ip));
+}
+
+Status checkConnect(int fd, const std::string& where, bool* connected) {
   pollfd p{fd, POLLOUT, 0};
   *connected = false;
   if (::poll(&p, 1, 0) <= 0) return {};
@@ -118,7 +127,7 @@ Status checkSideConnect(int fd, const std::string& where, bool* connected) {
   return {};
 }
 
-Status acceptSide(int listenFd, const std::string& where, int* fd) {
+Status accept(int listenFd, const std::string& where, int* fd) {
   *fd = ::accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (*fd >= 0) {
     keepAlive(*fd);
@@ -169,4 +178,4 @@ bool peerClosing(int fd, uint8_t* record, size_t size, size_t* got) {
   return true;
 }
 
-}  // namespace hcl::ib
+}  // namespace hcl::side

@@ -1,0 +1,195 @@
+// The peer watch (transports/peer_watch.h): rank 1 runs in a forked child,
+// so that its end can come without a goodbye, as a killed process's does.
+#include "transports/peer_watch.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace hcl {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::vector<PeerInfo> twoPeers() {
+  std::vector<PeerInfo> peers(2);
+  for (int r = 0; r < 2; ++r) {
+    peers[static_cast<size_t>(r)].rank = r;
+    peers[static_cast<size_t>(r)].pid = 1000 + r;
+    peers[static_cast<size_t>(r)].hostId = "h" + std::to_string(r);
+    peers[static_cast<size_t>(r)].rescueIp = "127.0.0.1";
+  }
+  return peers;
+}
+
+TransportContext contextOf(int rank, const std::vector<PeerInfo>& peers, int64_t timeoutMs = 10000) {
+  TransportContext ctx;
+  ctx.rank = rank;
+  ctx.nranks = 2;
+  ctx.peers = &peers;
+  ctx.commTag = 0x1234;
+  ctx.timeoutMs = timeoutMs;
+  return ctx;
+}
+
+struct Pipe {
+  int fds[2] = {-1, -1};
+  Pipe() { EXPECT_EQ(pipe(fds), 0); }
+  ~Pipe() {
+    for (int fd : fds) if (fd >= 0) close(fd);
+  }
+  bool put(uint16_t v) const { return write(fds[1], &v, sizeof v) == sizeof v; }
+  uint16_t get() const {
+    uint16_t v = 0;
+    return read(fds[0], &v, sizeof v) == sizeof v ? v : 0;
+  }
+};
+
+enum class Ending { Goodbye, NoWord };
+
+// Rank 1 in a child: listens, takes rank 0's watch connection, waits for
+// the word from rank 0, then ends with or without its goodbye.
+class PeerWatchTest : public ::testing::Test {
+ protected:
+  void startRank1(Ending ending) {
+    child_ = fork();
+    ASSERT_GE(child_, 0);
+    if (child_ == 0) {
+      const auto peers = twoPeers();
+      const TransportContext ctx = contextOf(1, peers);
+      PeerWatch watch(1, 2, "test");
+      if (!watch.prepare(ctx, {0}).ok()) _exit(2);
+      const auto port = PeerWatch::readPort(watch.preparedFor(0));
+      if (!port || !toParent_.put(*port)) _exit(3);
+      if (!watch.connect(ctx, {0}, std::vector<WatchListener>(2)).ok() || !watch.watching(0)) _exit(4);
+      if (!toParent_.put(1) || toChild_.get() != 7) _exit(5);
+      if (ending == Ending::Goodbye) watch.close();
+      _exit(0);  // no destructor: without a goodbye, only the kernel closes the socket
+    }
+  }
+  void TearDown() override {
+    if (child_ > 0) waitpid(child_, nullptr, 0);
+  }
+  // Rank 0's side: connects to the child's listener.
+  std::unique_ptr<PeerWatch> connectRank0(const std::vector<PeerInfo>& peers) {
+    auto watch = std::make_unique<PeerWatch>(0, 2, "test");
+    const TransportContext ctx = contextOf(0, peers);
+    EXPECT_TRUE(watch->prepare(ctx, {1}).ok());
+    EXPECT_TRUE(watch->preparedFor(1).empty()) << "the lower rank of a pair does not listen";
+    std::vector<WatchListener> listeners(2);
+    listeners[1] = {"127.0.0.1", toParent_.get()};
+    const Status s = watch->connect(ctx, {1}, listeners);
+    EXPECT_TRUE(s.ok()) << s.message();
+    EXPECT_TRUE(watch->watching(1));
+    EXPECT_EQ(toParent_.get(), 1);
+    return watch;
+  }
+  int endRank1() {
+    EXPECT_TRUE(toChild_.put(7));
+    int status = 0;
+    EXPECT_EQ(waitpid(child_, &status, 0), child_);
+    child_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  Pipe toParent_, toChild_;
+  pid_t child_ = -1;
+};
+
+TEST_F(PeerWatchTest, AnEndWithoutGoodbyeIsReportedNamingThePeer) {
+  startRank1(Ending::NoWord);
+  const auto peers = twoPeers();
+  auto watch = connectRank0(peers);
+  EXPECT_TRUE(watch->check(1).ok()) << "alive";
+  ASSERT_EQ(endRank1(), 0);
+  Status seen;
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (seen.ok() && std::chrono::steady_clock::now() < end) {
+    seen = watch->check(1);
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_FALSE(seen.ok()) << "the peer's end was never reported";
+  EXPECT_EQ(seen.code(), hclRemoteError);
+  EXPECT_NE(seen.message().find("rank 1 (pid 1001 on host h1)"), std::string::npos) << seen.message();
+  EXPECT_NE(seen.message().find("test peer-watch"), std::string::npos) << seen.message();
+  EXPECT_EQ(watch->check(1).message(), seen.message()) << "it stays reported";
+}
+
+TEST_F(PeerWatchTest, AGoodbyeIsNoDeath) {
+  startRank1(Ending::Goodbye);
+  const auto peers = twoPeers();
+  auto watch = connectRank0(peers);
+  ASSERT_EQ(endRank1(), 0);
+  // Well past the grace a death would wait.
+  const auto end = std::chrono::steady_clock::now() + 600ms;
+  while (std::chrono::steady_clock::now() < end) {
+    const Status s = watch->check(1);
+    ASSERT_TRUE(s.ok()) << s.message();
+    std::this_thread::sleep_for(2ms);
+  }
+  EXPECT_FALSE(watch->watching(1)) << "the goodbye ends the watch";
+}
+
+TEST(PeerWatch, AStrangerIsDroppedAndThePeerStillAccepted) {
+  const auto peers = twoPeers();
+  PeerWatch listener(1, 2, "test");
+  const TransportContext ctx1 = contextOf(1, peers);
+  ASSERT_TRUE(listener.prepare(ctx1, {0}).ok());
+  const auto port = PeerWatch::readPort(listener.preparedFor(0));
+  ASSERT_TRUE(port.has_value());
+  // Another communicator's rank 0: right magic and rank, wrong tag.
+  const int stranger = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(*port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(stranger, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  const uint8_t hello[16] = {0x48, 0x4c, 0x43, 0x57, 0, 0, 0, 0, 0x99};
+  ASSERT_EQ(send(stranger, hello, sizeof hello, 0), 16);
+  Status accepted;
+  std::thread rank1([&] { accepted = listener.connect(ctx1, {0}, std::vector<WatchListener>(2)); });
+  PeerWatch connector(0, 2, "test");
+  const TransportContext ctx0 = contextOf(0, peers);
+  ASSERT_TRUE(connector.prepare(ctx0, {1}).ok());
+  std::vector<WatchListener> listeners(2);
+  listeners[1] = {"127.0.0.1", *port};
+  std::this_thread::sleep_for(50ms);  // the stranger first
+  EXPECT_TRUE(connector.connect(ctx0, {1}, listeners).ok());
+  rank1.join();
+  EXPECT_TRUE(accepted.ok()) << accepted.message();
+  EXPECT_TRUE(listener.watching(0));
+  char byte = 0;
+  EXPECT_EQ(recv(stranger, &byte, 1, 0), 0) << "the stranger's connection was closed";
+  close(stranger);
+}
+
+TEST(PeerWatch, APeerThatNeverConnectsFailsSetupNamingIt) {
+  const auto peers = twoPeers();
+  PeerWatch listener(1, 2, "test");
+  const TransportContext ctx = contextOf(1, peers, 200);
+  ASSERT_TRUE(listener.prepare(ctx, {0}).ok());
+  const Status s = listener.connect(ctx, {0}, std::vector<WatchListener>(2));
+  EXPECT_EQ(s.code(), hclSystemError);
+  EXPECT_NE(s.message().find("no watch connection with rank(s) 0 within 200 ms"), std::string::npos) << s.message();
+}
+
+TEST(PeerWatch, UnwatchedPeersAndMalformedPortsAreNoErrors) {
+  PeerWatch watch(0, 3, "test");
+  EXPECT_TRUE(watch.check(2).ok());
+  EXPECT_FALSE(watch.watching(2));
+  EXPECT_FALSE(PeerWatch::readPort({}).has_value());
+  EXPECT_FALSE(PeerWatch::readPort({1, 2, 3}).has_value());
+  EXPECT_FALSE(PeerWatch::readPort({0, 0}).has_value());
+  EXPECT_EQ(PeerWatch::readPort({0x39, 0x30}), 12345);
+}
+
+}  // namespace
+}  // namespace hcl
