@@ -92,8 +92,9 @@ constexpr std::array kParams = {
     ParamSpec{"HCL_TCP_STREAMS", Int, "1", "TCP sockets per peer pair; from 2, each direction has its own and large messages are striped over them (the lower rank's value is used). Unset: HCL_SOCKET_NTHREADS x HCL_NSOCKS_PERTHREAD", nullptr, 1, 64},
     ParamSpec{"HCL_SOCKET_NTHREADS", Int, "1",
               "With HCL_TCP_STREAMS unset, TCP sockets per peer pair are this times HCL_NSOCKS_PERTHREAD, as NCCL's "
-              "socket transport opens (HCL's sockets share the rank's progress, with no threads of their own)",
-              "NCCL_SOCKET_NTHREADS", 1, 16},
+              "socket transport opens (HCL's sockets share the rank's progress, with no threads of their own); "
+              "above 16, 16 with a warning, as NCCL",
+              "NCCL_SOCKET_NTHREADS", 1, std::numeric_limits<int32_t>::max()},
     ParamSpec{"HCL_NSOCKS_PERTHREAD", Int, "1", "See HCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD", 1, 64},
     ParamSpec{"HCL_OFI", String, "auto",
               "libfabric for links between hosts (and within one under HCL_SHM_DISABLE): auto (hardware "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <asio/io_context.hpp>
 
+#include "core/log.h"
 #include "core/netif.h"
 #include "core/params.h"
 #include "transports/tcp/tcp_listener.h"
@@ -52,9 +53,17 @@ class TcpTransport final : public Transport {
 std::unique_ptr<Transport> makeTcpTransport() { return std::make_unique<TcpTransport>(0); }
 
 int tcpStreamsWanted() {
-  const int64_t wanted = resolveParam("HCL_TCP_STREAMS").source != ParamSource::Default
-                             ? paramInt("HCL_TCP_STREAMS")
-                             : paramInt("HCL_SOCKET_NTHREADS") * paramInt("HCL_NSOCKS_PERTHREAD");
+  if (resolveParam("HCL_TCP_STREAMS").source != ParamSource::Default) {
+    return static_cast<int>(std::clamp<int64_t>(paramInt("HCL_TCP_STREAMS"), 1, tcp::kMaxStreams));
+  }
+  constexpr int64_t kNcclMostThreads = 16;
+  int64_t threads = paramInt("HCL_SOCKET_NTHREADS");
+  if (threads > kNcclMostThreads) {
+    log::warn(log::Init, "{}={} is above NCCL's maximum of {}; using {}", resolveParam("HCL_SOCKET_NTHREADS").origin,
+              threads, kNcclMostThreads, kNcclMostThreads);
+    threads = kNcclMostThreads;
+  }
+  const int64_t wanted = threads * paramInt("HCL_NSOCKS_PERTHREAD");
   return static_cast<int>(std::clamp<int64_t>(wanted, 1, tcp::kMaxStreams));
 }
 

@@ -17,7 +17,8 @@ std::unique_ptr<Transport> makeTcpTransport(int streams);
 
 // Sockets per pair: HCL_TCP_STREAMS, or where it is unset what NCCL's
 // socket transport would open, HCL_SOCKET_NTHREADS x HCL_NSOCKS_PERTHREAD
-// (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD); 1 to 64.
+// (NCCL_SOCKET_NTHREADS, at most 16 as in NCCL, and NCCL_NSOCKS_PERTHREAD);
+// 1 to 64.
 int tcpStreamsWanted();
 
 }  // namespace hcl

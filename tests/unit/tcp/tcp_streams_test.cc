@@ -80,7 +80,12 @@ TEST(TcpStreamsWanted, OwnSettingOrNcclsSocketsPerConnection) {
   EXPECT_EQ(tcpStreamsWanted(), 64) << "NCCL caps a connection's sockets at 64 too";
   ::setenv("NCCL_SOCKET_NTHREADS", "32", 1);
   ::setenv("NCCL_NSOCKS_PERTHREAD", "1", 1);
-  EXPECT_EQ(tcpStreamsWanted(), 1) << "threads beyond NCCL's 16 are out of range: the default, with a warning";
+  EXPECT_EQ(tcpStreamsWanted(), 16) << "threads beyond NCCL's 16 are 16, with a warning, as in NCCL";
+  ::setenv("NCCL_NSOCKS_PERTHREAD", "8", 1);
+  EXPECT_EQ(tcpStreamsWanted(), 64) << "16 threads x 8, capped";
+  ::setenv("NCCL_SOCKET_NTHREADS", "0", 1);
+  ::setenv("NCCL_NSOCKS_PERTHREAD", "2", 1);
+  EXPECT_EQ(tcpStreamsWanted(), 2) << "no threads is out of range: the default 1, with a warning";
   ::setenv("HCL_TCP_STREAMS", "3", 1);
   EXPECT_EQ(tcpStreamsWanted(), 3) << "HCL's own setting wins";
 }
