@@ -57,7 +57,9 @@ class BootstrapClient final : public Oob {
   ~BootstrapClient() override {
     if (joined_ && socket_.is_open()) {
       std::vector<uint8_t> bye;
-      bootwire::appendFrame(bye, bootwire::Kind::Bye, {});
+      const std::string reason = leftFailing_.substr(0, bootwire::kMaxByeReasonBytes);
+      bootwire::appendFrame(bye, bootwire::Kind::Bye,
+                            std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(reason.data()), reason.size()));
       WaitBudget budget{Deadline(kByeTimeoutMs), kByeTimeoutMs, nullptr, rootText_};
       Status st = sendAll(socket_, bye, budget, "saying bye");
       if (!st.ok()) log::trace(log::Bootstrap, "rank {}: {}", rank_, st.message());
@@ -69,6 +71,10 @@ class BootstrapClient final : public Oob {
 
   int rank() const override { return rank_; }
   int size() const override { return nranks_; }
+
+  void leaveFailed(const Status& why) override {
+    if (broken_.ok() && !why.ok()) leftFailing_ = why.message();
+  }
 
   Status join(const Deadline& deadline) {
     const WaitBudget budget{deadline, timeoutMs_, abortFlag_, rootText_};
@@ -212,6 +218,7 @@ class BootstrapClient final : public Oob {
   const std::atomic<bool>* abortFlag_;
   bool joined_ = false;
   Status broken_;  // sticky: a failed round leaves the stream out of step
+  std::string leftFailing_;  // leaveFailed()'s reason, sent with the bye
 };
 
 // With HCL_COMM_ID, rank 0 hosts the root on the agreed address.

@@ -48,6 +48,10 @@ class Oob {
   // the implementation routes them (the bootstrap root does); this default
   // carries every part to everyone over allgather.
   virtual Status alltoall(const std::vector<std::vector<uint8_t>>& toEach, std::vector<std::vector<uint8_t>>& fromEach);
+  // This rank gives up building the communicator for `why`, a failure of
+  // its own (not one the others told it of): on leaving, it tells them, and
+  // they fail quoting it instead of saying only that it left.
+  virtual void leaveFailed(const Status& /*why*/) {}
   Status barrier() {
     std::vector<std::vector<uint8_t>> all;
     return allgather({}, all);

@@ -131,7 +131,8 @@ class RootServer {
   void handleFrames(Conn& c);
   void handleBlob(Conn& c, std::vector<uint8_t> blob, bool routed);
   void routeRound();
-  void handleBye(Conn& c);
+  void handleBye(Conn& c, std::string reason);
+  std::string leftText(int rank) const;
   void connectionLost(Conn& c, const std::string& why);
   void failAll(const std::string& text);
   void notifyJoined(const std::string& text);
@@ -168,6 +169,7 @@ class RootServer {
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<Conn*> rankConn_;  // by rank; nullptr before joining and after leaving
   std::vector<bool> left_;       // by rank: said bye, or left after being told of an error
+  std::vector<std::string> byeReasons_;  // by rank: why it gave up, where its bye said
   int nranks_ = 0;
   int joined_ = 0;
   int firstLeaver_ = -1;
@@ -404,6 +406,7 @@ void RootServer::admit(Conn& c, const bootwire::Hello& hello) {
     nranks_ = hello.nranks;
     rankConn_.assign(nranks_, nullptr);
     left_.assign(nranks_, false);
+    byeReasons_.assign(static_cast<size_t>(nranks_), std::string());
   }
   if (!joinFailure_.empty()) {
     reject(c, ErrorKind::Fatal, joinFailure_);
@@ -470,7 +473,7 @@ void RootServer::handleFrames(Conn& c) {
     const auto begin = c.in.begin() + static_cast<ptrdiff_t>(pos + bootwire::kFrameHeaderBytes);
     pos += bootwire::kFrameHeaderBytes + header.length;
     if (header.kind == Kind::Bye) {
-      handleBye(c);
+      handleBye(c, std::string(begin, begin + static_cast<ptrdiff_t>(header.length)));
       return;
     }
     handleBlob(c, std::vector<uint8_t>(begin, begin + static_cast<ptrdiff_t>(header.length)),
@@ -481,7 +484,7 @@ void RootServer::handleFrames(Conn& c) {
 
 void RootServer::handleBlob(Conn& c, std::vector<uint8_t> blob, bool routed) {
   if (firstLeaver_ >= 0) {
-    send(c, Kind::Error, bootwire::encodeError(ErrorKind::Fatal, fmt::format("rank {} left the bootstrap", firstLeaver_)));
+    send(c, Kind::Error, bootwire::encodeError(ErrorKind::Fatal, leftText(firstLeaver_)));
     c.notified = true;
     return;
   }
@@ -557,14 +560,23 @@ void RootServer::routeRound() {
   }
 }
 
-void RootServer::handleBye(Conn& c) {
+// A rank that gave up says why in its bye; the others quote it.
+std::string RootServer::leftText(int rank) const {
+  const std::string& reason = byeReasons_[static_cast<size_t>(rank)];
+  if (reason.empty()) return fmt::format("rank {} left the bootstrap", rank);
+  return fmt::format("rank {} left the bootstrap, failing: {}", rank, reason);
+}
+
+void RootServer::handleBye(Conn& c, std::string reason) {
   const int rank = c.rank;
-  log::trace(log::Bootstrap, "bootstrap root {}: rank {} said bye", address_, rank);
+  log::trace(log::Bootstrap, "bootstrap root {}: rank {} said bye{}", address_, rank,
+             reason.empty() ? "" : " (failing: " + reason + ")");
   left_[rank] = true;
+  byeReasons_[static_cast<size_t>(rank)] = reason.substr(0, bootwire::kMaxByeReasonBytes);
   if (firstLeaver_ < 0) firstLeaver_ = rank;
   close(c);
   // Ranks waiting in a round can no longer complete it.
-  const auto text = fmt::format("rank {} left the bootstrap", rank);
+  const auto text = leftText(rank);
   for (Conn* rc : rankConn_) {
     if (rc != nullptr && rc->blob && !rc->notified) {
       rc->blob.reset();

@@ -22,13 +22,16 @@ inline constexpr size_t kHelloBytes = kSecretEnd + 4 + 4;  // + nranks, rank
 inline constexpr size_t kFrameHeaderBytes = 4 + 8;
 // Rejects corrupt headers before allocating; far above any real bootstrap blob.
 inline constexpr uint64_t kMaxFrameBytes = uint64_t{1} << 34;
+// The most of a leaving rank's reason a bye carries.
+inline constexpr size_t kMaxByeReasonBytes = 2048;
+
 // The most ranks a communicator may have: the root sizes its tables by a
 // joining rank's claim, so a bad one must not make it allocate gigabytes.
 inline constexpr int kMaxRanks = 1 << 20;
 
 enum class Kind : uint32_t {
   Blob = 1,    // rank -> root: this round's contribution
-  Bye = 2,     // rank -> root: leaving normally
+  Bye = 2,     // rank -> root: leaving; payload empty, or why it gave up (text)
   Route = 3,   // rank -> root: this round's parts for other ranks (encodeParts, by destination)
   JoinOk = 10, // root -> rank: every rank joined; payload u32 nranks
   Gather = 11, // root -> rank: u32 count, then per rank {u64 length, bytes}

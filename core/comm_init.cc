@@ -274,9 +274,11 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
 Status initCommunicator(Oob& oob, int nranks, int rank, const uint8_t secret[16], uint64_t commTag,
                         const CommSettings& settings, const std::atomic<bool>* cancel,
                         std::shared_ptr<Communicator>& out) {
-  return noThrow("communicator init", [&] {
+  const Status s = noThrow("communicator init", [&] {
     return initCommunicatorThrowing(oob, nranks, rank, secret, commTag, settings, cancel, out);
   });
+  if (!s.ok()) oob.leaveFailed(s);
+  return s;
 }
 
 }  // namespace hcl

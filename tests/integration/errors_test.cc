@@ -1023,6 +1023,31 @@ TEST(PeerWatch, ANetPluginThatHidesAPeersEndStillFailsTheSurvivor) {
 INSTANTIATE_TEST_SUITE_P(Transports, OverTransport, ::testing::Values("shm", "tcp", "ofi", "net_plugin", "ib"),
                          [](const auto& info) { return std::string(info.param); });
 
+// A rank whose init fails on its own (here it asks for a libfabric
+// provider there is none of) tells the others why as it leaves the
+// bootstrap: they fail quoting it, not only saying that it left.
+TEST(Bootstrap, OthersQuoteARanksOwnInitFailure) {
+  auto results = hcltest::runProcesses(
+      2,
+      [&](int rank) {
+        if (rank == 0) {
+          setenv("HCL_OFI", "on", 1);
+          setenv("HCL_OFI_PROVIDER", "no-such-provider", 1);
+        }
+        hclUniqueId id;
+        RANK_HCL(hclGetUniqueId(&id));
+        hclComm_t comm = nullptr;
+        const hclResult_t r = hclCommInitRank(&comm, 2, id, rank);
+        const std::string text = hclGetLastError(nullptr);
+        RANK_CHECK(r != hclSuccess, "rank %d: init succeeded", rank);
+        const char* want = rank == 0 ? "rank 0: HCL_OFI" : "rank 0 left the bootstrap, failing: rank 0: HCL_OFI";
+        RANK_CHECK(text.find(want) != std::string::npos, "rank %d: %s", rank, text.c_str());
+        return 0;
+      },
+      60, hcltest::rank0RootEnv("20000"));
+  EXPECT_EQ(hcltest::describeFailures(results), "");
+}
+
 TEST(Bootstrap, StrangerWithWrongSecretChangesNothing) {
   hclUniqueId id;
   ASSERT_EQ(hclGetUniqueId(&id), hclSuccess);

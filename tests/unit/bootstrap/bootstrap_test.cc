@@ -517,6 +517,30 @@ TEST(Bootstrap, RankLeavingMidRoundFailsTheOthers) {
   });
 }
 
+// A rank that gives up for a failure of its own says why as it leaves, and
+// the others quote it; one that leaves normally is only said to have left.
+TEST(Bootstrap, RankThatGivesUpTellsTheOthersWhy) {
+  constexpr int kRanks = 3;
+  const hclUniqueId id = freshId();
+  runRanks(kRanks, [&](int rank) {
+    std::unique_ptr<Oob> oob;
+    ASSERT_TRUE(connectBootstrap(id, kRanks, rank, 5000, nullptr, oob).ok());
+    ASSERT_TRUE(oob->barrier().ok());
+    if (rank == 1) {
+      oob->leaveFailed(systemError("rank 1: HCL_NET='IB': no RDMA device"));
+      return;
+    }
+    std::vector<std::vector<uint8_t>> all;
+    const Status st = oob->allgather(blobFor(rank, 1), all);
+    EXPECT_EQ(st.code(), hclRemoteError) << st.message();
+    EXPECT_NE(st.message().find("rank 1 left the bootstrap, failing: rank 1: HCL_NET='IB': no RDMA device"),
+              std::string::npos)
+        << st.message();
+    // This rank's failure came from the bootstrap: it has nothing to add.
+    oob->leaveFailed(st);
+  });
+}
+
 TEST(Bootstrap, MissingRankTimesOutOnTheClient) {
   const hclUniqueId id = freshId();
   runRanks(2, [&](int rank) {
