@@ -502,24 +502,10 @@ TEST(Bootstrap, CrashedRankFailsTheOthersWithAnError) {
   });
 }
 
-TEST(Bootstrap, RankLeavingMidRoundFailsTheOthers) {
-  constexpr int kRanks = 3;
-  const hclUniqueId id = freshId();
-  runRanks(kRanks, [&](int rank) {
-    std::unique_ptr<Oob> oob;
-    ASSERT_TRUE(connectBootstrap(id, kRanks, rank, 5000, nullptr, oob).ok());
-    ASSERT_TRUE(oob->barrier().ok());
-    if (rank == 1) return;  // leaves (says bye) while the others start another round
-    std::vector<std::vector<uint8_t>> all;
-    const Status st = oob->allgather(blobFor(rank, 1), all);
-    EXPECT_EQ(st.code(), hclRemoteError) << st.message();
-    EXPECT_NE(st.message().find("rank 1 left the bootstrap"), std::string::npos) << st.message();
-  });
-}
-
-// A rank that gives up for a failure of its own says why as it leaves, and
-// the others quote it; one that leaves normally is only said to have left.
-TEST(Bootstrap, RankThatGivesUpTellsTheOthersWhy) {
+// Rank 1 leaves (says bye) while the others start another round, after
+// giving up for a failure of its own where `reason` is set: the others
+// fail, quoting the reason where there is one.
+void expectRankLeavingMidRoundFailsTheOthers(const std::string& reason) {
   constexpr int kRanks = 3;
   const hclUniqueId id = freshId();
   runRanks(kRanks, [&](int rank) {
@@ -527,18 +513,26 @@ TEST(Bootstrap, RankThatGivesUpTellsTheOthersWhy) {
     ASSERT_TRUE(connectBootstrap(id, kRanks, rank, 5000, nullptr, oob).ok());
     ASSERT_TRUE(oob->barrier().ok());
     if (rank == 1) {
-      oob->leaveFailed(systemError("rank 1: HCL_NET='IB': no RDMA device"));
+      if (!reason.empty()) oob->leaveFailed(systemError(reason));
       return;
     }
     std::vector<std::vector<uint8_t>> all;
     const Status st = oob->allgather(blobFor(rank, 1), all);
     EXPECT_EQ(st.code(), hclRemoteError) << st.message();
-    EXPECT_NE(st.message().find("rank 1 left the bootstrap, failing: rank 1: HCL_NET='IB': no RDMA device"),
-              std::string::npos)
-        << st.message();
+    const std::string want = reason.empty() ? "rank 1 left the bootstrap" : "rank 1 left the bootstrap, failing: " + reason;
+    EXPECT_NE(st.message().find(want), std::string::npos) << st.message();
+    if (reason.empty()) {
+      EXPECT_EQ(st.message().find("failing"), std::string::npos) << st.message();
+    }
     // This rank's failure came from the bootstrap: it has nothing to add.
     oob->leaveFailed(st);
   });
+}
+
+TEST(Bootstrap, RankLeavingMidRoundFailsTheOthers) { expectRankLeavingMidRoundFailsTheOthers(""); }
+
+TEST(Bootstrap, RankThatGivesUpTellsTheOthersWhy) {
+  expectRankLeavingMidRoundFailsTheOthers("rank 1: HCL_NET='IB': no RDMA device");
 }
 
 TEST(Bootstrap, MissingRankTimesOutOnTheClient) {
