@@ -459,7 +459,8 @@ void RootServer::handleFrames(Conn& c) {
     const auto header = bootwire::decodeFrameHeader(
         std::span<const uint8_t, bootwire::kFrameHeaderBytes>(c.in.data() + pos, bootwire::kFrameHeaderBytes));
     if ((header.kind != Kind::Blob && header.kind != Kind::Route && header.kind != Kind::Bye) ||
-        header.length > bootwire::kMaxFrameBytes) {
+        header.length > bootwire::kMaxFrameBytes ||
+        (header.kind == Kind::Bye && header.length > bootwire::kMaxByeReasonBytes)) {
       failAll(fmt::format("rank {} sent a malformed bootstrap message (kind {}, length {})", c.rank,
                           static_cast<uint32_t>(header.kind), header.length));
       return;
@@ -572,7 +573,7 @@ void RootServer::handleBye(Conn& c, std::string reason) {
   log::trace(log::Bootstrap, "bootstrap root {}: rank {} said bye{}", address_, rank,
              reason.empty() ? "" : " (failing: " + reason + ")");
   left_[rank] = true;
-  byeReasons_[static_cast<size_t>(rank)] = reason.substr(0, bootwire::kMaxByeReasonBytes);
+  byeReasons_[static_cast<size_t>(rank)] = std::move(reason);
   if (firstLeaver_ < 0) firstLeaver_ = rank;
   close(c);
   // Ranks waiting in a round can no longer complete it.

@@ -86,7 +86,8 @@ Status checkSharedSettings(const std::vector<PeerInfo>& peers) {
   };
   HCL_TRY(check("HCL_CHUNK_BYTES", &PeerInfo::chunkBytes));
   HCL_TRY(check("HCL_STAGE_CHUNK_BYTES", &PeerInfo::stageChunkBytes));
-  return check("HCL_PROBE", &PeerInfo::probeLinks);
+  HCL_TRY(check("HCL_PROBE", &PeerInfo::probeLinks));
+  return check("HCL_PEER_WATCH", &PeerInfo::peerWatch);
 }
 
 // With more ranks of this communicator on the host than CPUs they may run
@@ -169,6 +170,7 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   self.chunkBytes = settings.chunkBytes;
   self.stageChunkBytes = settings.stageChunkBytes;
   self.probeLinks = paramBool("HCL_PROBE") ? 1 : 0;
+  self.peerWatch = paramBool("HCL_PEER_WATCH") ? 1 : 0;
   self.netName = settings.netName;
   self.netNameFrom = settings.netNameFrom;
   std::vector<std::unique_ptr<Transport>> transports;

@@ -45,6 +45,10 @@ constexpr std::array kParams = {
     ParamSpec{"HCL_PROBE", Bool, "0",
               "Measure latency and bandwidth of each link class at init; rank 0 publishes them",
               nullptr},
+    ParamSpec{"HCL_PEER_WATCH", Bool, "1",
+              "A TCP connection beside each libfabric and net-plugin link, so that a peer's death fails the "
+              "survivors at once (those networks may not report it); must be equal on all ranks",
+              nullptr},
     ParamSpec{"HCL_DIRECT", Bool, "1",
               "Allow the direct algorithms, which read and write peers' buffers, where every "
               "link can (shared memory with single copy, ranks of one process)",

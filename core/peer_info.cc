@@ -45,6 +45,7 @@ std::vector<uint8_t> PeerInfo::serialize() const {
   w.put(chunkBytes);
   w.put(stageChunkBytes);
   w.put(probeLinks);
+  w.put(peerWatch);
   w.put<uint32_t>(static_cast<uint32_t>(addresses.size()));
   for (const auto& a : addresses) {
     w.putString(a.ifname);
@@ -95,6 +96,7 @@ bool PeerInfo::deserialize(const uint8_t* data, size_t size, PeerInfo& out) {
   r.get(out.chunkBytes);
   r.get(out.stageChunkBytes);
   r.get(out.probeLinks);
+  r.get(out.peerWatch);
   r.get(naddr);
   if (!r.ok() || kind > static_cast<uint8_t>(DeviceKind::Sim) || naddr > 1024) return false;
   out.rank = rank;

@@ -74,6 +74,7 @@ struct PeerInfo {
   uint64_t chunkBytes = 0;       // HCL_CHUNK_BYTES in effect
   uint64_t stageChunkBytes = 0;  // HCL_STAGE_CHUNK_BYTES in effect
   uint64_t probeLinks = 0;       // HCL_PROBE in effect (it adds init rounds every rank must run)
+  uint64_t peerWatch = 1;        // HCL_PEER_WATCH in effect (both ends of a pair set a watch up)
 
   std::vector<uint8_t> serialize() const;
   static bool deserialize(const uint8_t* data, size_t size, PeerInfo& out);

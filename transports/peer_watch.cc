@@ -22,10 +22,12 @@ namespace {
 
 constexpr uint32_t kHelloMagic = 0x57434c48;  // "HLCW"
 constexpr size_t kHelloBytes = 16;            // magic, rank (4 bytes each), communicator tag (8), little-endian
-constexpr uint8_t kGoodbye = 'G';
+constexpr uint8_t kGoodbye = 'G';  // destroyed on purpose
+constexpr uint8_t kAborted = 'A';   // aborted (hclCommAbort, or a failure elsewhere)
 constexpr auto kLookEvery = std::chrono::milliseconds(5);
 // Data the peer sent just before it ended may still be on its way (its
-// kernel sends what it holds after the process is gone).
+// kernel sends what it holds after the process is gone): a death counts
+// once the link has stayed still this long since.
 constexpr auto kGrace = std::chrono::milliseconds(200);
 
 std::array<uint8_t, kHelloBytes> helloOf(int rank, uint64_t commTag) {
@@ -61,20 +63,30 @@ PeerWatch::PeerWatch(int rank, int nranks, std::string label)
 
 PeerWatch::~PeerWatch() { close(); }
 
-Status PeerWatch::prepare(const TransportContext& ctx, const std::vector<int>& peers) {
+Status PeerWatch::prepare(const TransportContext& ctx, const std::vector<int>& peers,
+                          const std::vector<std::string>& listenerIps) {
   std::lock_guard lock(mutex_);
+  bool anyBelow = false;
   for (int peer : peers) {
     const PeerInfo& p = (*ctx.peers)[static_cast<size_t>(peer)];
-    watched_[static_cast<size_t>(peer)].who = fmt::format("rank {} (pid {} on host {})", peer, p.pid, p.hostId);
+    Watched& w = watched_[static_cast<size_t>(peer)];
+    w.who = fmt::format("rank {} (pid {} on host {})", peer, p.pid, p.hostId);
+    w.listenerIp = listenerIps[static_cast<size_t>(peer)];
+    if (w.listenerIp.empty()) {
+      log::info(log::Net, "rank {}: no address for a {} peer watch with rank {}: its death shows at the timeout",
+                rank_, label_, peer);
+      continue;
+    }
+    peers_.push_back(peer);
+    anyBelow |= peer < rank_;
   }
-  const bool anyBelow = std::any_of(peers.begin(), peers.end(), [&](int p) { return p < rank_; });
   if (!anyBelow || listenFd_ >= 0) return {};
   return side::openListener(fmt::format("rank {}: {} peer watch listen", rank_, label_), &listenFd_, &listenPort_);
 }
 
 std::vector<uint8_t> PeerWatch::preparedFor(int peer) const {
   std::lock_guard lock(mutex_);
-  if (peer >= rank_ || listenFd_ < 0) return {};
+  if (peer >= rank_ || listenFd_ < 0 || watched_[static_cast<size_t>(peer)].listenerIp.empty()) return {};
   std::vector<uint8_t> out(2);
   storeLittleEndian(out.data(), listenPort_);
   return out;
@@ -93,8 +105,7 @@ std::optional<uint16_t> PeerWatch::readPort(const std::vector<uint8_t>& blob) {
   return port;
 }
 
-Status PeerWatch::connect(const TransportContext& ctx, const std::vector<int>& peers,
-                          const std::vector<WatchListener>& listeners) {
+Status PeerWatch::connect(const TransportContext& ctx, const std::vector<uint16_t>& ports) {
   const std::string where = fmt::format("rank {}: {} peer watch", rank_, label_);
   std::vector<Outgoing> outgoing;
   std::vector<int> expected;  // lower-ranked peers that connect here
@@ -109,16 +120,23 @@ Status PeerWatch::connect(const TransportContext& ctx, const std::vector<int>& p
       for (Incoming& i : in) closeFd(i.fd);
     }
   } leftovers{outgoing, incoming};
+  std::vector<int> peers;
+  {
+    std::lock_guard lock(mutex_);
+    peers = peers_;
+  }
   for (int peer : peers) {
     if (peer < rank_) {
       expected.push_back(peer);
       continue;
     }
-    const WatchListener& l = listeners[static_cast<size_t>(peer)];
+    const std::string& ip = watched_[static_cast<size_t>(peer)].listenerIp;
+    const uint16_t port = ports[static_cast<size_t>(peer)];
+    if (port == 0) return internalError(fmt::format("{}: rank {} sent no port to watch it by", where, peer));
     Outgoing& o = outgoing.emplace_back();
     o.peer = peer;
-    HCL_TRY(side::startConnect(l.ip, l.port, fmt::format("{} of rank {} at {} port {}", where, peer, l.ip, l.port),
-                               &o.fd, &o.connected));
+    HCL_TRY(side::startConnect(ip, port, fmt::format("{} of rank {} at {} port {}", where, peer, ip, port), &o.fd,
+                               &o.connected));
   }
   const Deadline deadline(ctx.timeoutMs);
   while (!outgoing.empty() || !expected.empty()) {
@@ -132,7 +150,8 @@ Status PeerWatch::connect(const TransportContext& ctx, const std::vector<int>& p
         continue;
       }
       std::lock_guard lock(mutex_);
-      watched_[static_cast<size_t>(it->peer)].fd = std::exchange(it->fd, -1);
+      if (!closed_) watched_[static_cast<size_t>(it->peer)].fd = std::exchange(it->fd, -1);
+      closeFd(it->fd);
       it = outgoing.erase(it);
       moved = true;
     }
@@ -161,7 +180,8 @@ Status PeerWatch::connect(const TransportContext& ctx, const std::vector<int>& p
         closeFd(it->fd);
       } else {
         std::lock_guard lock(mutex_);
-        watched_[static_cast<size_t>(from)].fd = std::exchange(it->fd, -1);
+        if (!closed_) watched_[static_cast<size_t>(from)].fd = std::exchange(it->fd, -1);
+        closeFd(it->fd);
         expected.erase(wanted);
       }
       it = incoming.erase(it);
@@ -185,12 +205,17 @@ Status PeerWatch::connect(const TransportContext& ctx, const std::vector<int>& p
   return {};
 }
 
-Status PeerWatch::check(int peer) {
+Status PeerWatch::check(int peer, bool linkMoved) {
   std::lock_guard lock(mutex_);
   Watched& w = watched_[static_cast<size_t>(peer)];
+  const auto abortedError = [&] {
+    return remoteError(fmt::format("rank {}: {} aborted (its {} peer watch says)", rank_, w.who, label_));
+  };
+  if (w.aborted) return abortedError();
   if (w.fd < 0) return {};
   const Clock::time_point now = Clock::now();
   if (w.endedAt) {
+    if (linkMoved) w.endedAt = now;
     if (now - *w.endedAt < kGrace) return {};
     return remoteError(fmt::format("rank {}: {} ended without closing its communicator (killed or crashed?): its "
                                    "{} peer-watch connection closed",
@@ -198,13 +223,18 @@ Status PeerWatch::check(int peer) {
   }
   if (now < w.nextLook) return {};
   w.nextLook = now + kLookEvery;
-  uint8_t byte = 0;
-  const ssize_t n = ::recv(w.fd, &byte, 1, MSG_DONTWAIT);
+  uint8_t word = 0;
+  const ssize_t n = ::recv(w.fd, &word, 1, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return {};
-  if (n == 1 && byte == kGoodbye) {
-    // Closed on purpose: the transport's notice or the timeout tell the rest.
+  if (n == 1 && word == kGoodbye) {
+    // Destroyed on purpose: the transport and the timeout tell the rest.
     closeFd(w.fd);
     return {};
+  }
+  if (n == 1 && word == kAborted) {
+    w.aborted = true;
+    closeFd(w.fd);
+    return abortedError();
   }
   w.endedAt = now;
   return {};
@@ -212,16 +242,21 @@ Status PeerWatch::check(int peer) {
 
 void PeerWatch::close() {
   std::lock_guard lock(mutex_);
-  closeLocked();
+  closeLocked(kGoodbye);
 }
 
-void PeerWatch::closeLocked() {
+void PeerWatch::abort() {
+  std::lock_guard lock(mutex_);
+  closeLocked(kAborted);
+}
+
+void PeerWatch::closeLocked(uint8_t word) {
   if (closed_) return;
   closed_ = true;
   closeFd(listenFd_);
   for (Watched& w : watched_) {
     if (w.fd < 0) continue;
-    (void)::send(w.fd, &kGoodbye, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)::send(w.fd, &word, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
     closeFd(w.fd);
   }
 }

@@ -5,9 +5,11 @@
 // such links keeps one idle TCP connection. The kernel closes it when
 // either process ends, however it ends; keepalive notices a host that died
 // or a dropped route within about 20 s. A rank that closes its end on
-// purpose (destroy, abort) first writes a goodbye, so only an end without
-// one counts as the peer's death: an abort is left to the transport's own
-// notice, and a destroyed peer to the timeout, as before.
+// purpose first says how: a goodbye (destroy), after which a call still
+// waiting on it is left to the transport and the timeout, as before; or an
+// abort (hclCommAbort, or a failure elsewhere), which fails such a call at
+// once, as shared memory's abort flag and TCP's reset do. An end without a
+// word is the peer's death.
 //
 // Setup follows the transport's phases: prepare() opens a listener where a
 // lower-ranked peer will connect, preparedFor() carries its port, connect()
@@ -26,12 +28,6 @@
 
 namespace hcl {
 
-// Where a higher-ranked peer's watch listener is.
-struct WatchListener {
-  std::string ip;  // numeric
-  uint16_t port = 0;
-};
-
 class PeerWatch {
  public:
   // `label` names the links in texts ("libfabric", "net plugin 'x'").
@@ -40,27 +36,33 @@ class PeerWatch {
   PeerWatch(const PeerWatch&) = delete;
   PeerWatch& operator=(const PeerWatch&) = delete;
 
-  Status prepare(const TransportContext& ctx, const std::vector<int>& peers);
-  // This rank's listener port, for a lower-ranked peer; empty otherwise.
+  // listenerIps[peer]: the numeric address the higher rank of the pair
+  // listens on, computed alike on both ends from published facts; empty:
+  // the pair has none, and neither end watches the other.
+  Status prepare(const TransportContext& ctx, const std::vector<int>& peers,
+                 const std::vector<std::string>& listenerIps);
+  // This rank's listener port, for a watched lower-ranked peer; empty otherwise.
   std::vector<uint8_t> preparedFor(int peer) const;
   // Where `peer` listens: the address of its NIC `nic` (an index into its
   // addresses) where that is one, else its first address; empty: none.
   static std::string addressOf(const PeerInfo& peer, int nic);
   // The port a higher-ranked peer's preparedFor() carried; nullopt when malformed.
   static std::optional<uint16_t> readPort(const std::vector<uint8_t>& blob);
-  // listeners[peer]: where each peer above this rank listens (others are
-  // not read). Blocks until every watch connection is up, within ctx's
-  // timeout and abort flag.
-  Status connect(const TransportContext& ctx, const std::vector<int>& peers,
-                 const std::vector<WatchListener>& listeners);
+  // ports[peer]: the port each watched peer above this rank sent with its
+  // preparedFor() (0: none came). Blocks until every watch connection is
+  // up, within ctx's timeout and abort flag.
+  Status connect(const TransportContext& ctx, const std::vector<uint16_t>& ports);
 
-  // Call only while transfers with `peer` are in flight: ok while its
-  // process lives; once its end closed without a goodbye (and a short grace
-  // for data still on its way has passed), an error naming it. Looks at the
-  // socket at most every few milliseconds.
-  Status check(int peer);
-  // Says goodbye to every peer and stops watching. Idempotent.
+  // Call only while transfers with `peer` are in flight; `linkMoved`: the
+  // link moved bytes since the last call. Ok while the peer lives; an error
+  // naming it once it aborted, or once its end closed without a word and
+  // the link then stayed still for a short grace (data its kernel still
+  // held may be on its way). Looks at the socket at most every 5 ms.
+  Status check(int peer, bool linkMoved);
+  // Tells every peer goodbye (close) or that this rank aborted (abort), and
+  // stops watching. The first of them counts.
   void close();
+  void abort();
 
   // Tests: whether `peer` is watched.
   bool watching(int peer) const;
@@ -70,17 +72,20 @@ class PeerWatch {
   struct Watched {
     int fd = -1;
     Clock::time_point nextLook{};
-    std::optional<Clock::time_point> endedAt;  // closed without a goodbye
+    std::optional<Clock::time_point> endedAt;  // closed without a word; since then the link stayed still
+    bool aborted = false;                      // it said it aborted
     std::string who;                           // "rank 2 (pid 4711 on host h1)"
+    std::string listenerIp;                    // empty: not watched
   };
 
-  void closeLocked();
+  void closeLocked(uint8_t word);
 
   int rank_;
   std::string label_;
   mutable std::mutex mutex_;
   int listenFd_ = -1;
   uint16_t listenPort_ = 0;
+  std::vector<int> peers_;        // those prepare() was given
   std::vector<Watched> watched_;  // by rank
   bool closed_ = false;
 };

@@ -484,8 +484,9 @@ TEST(LifecycleErrors, CommunicatorWhoseInitInAGroupFailed) {
 // A timeout beyond what the clock can hold means no timeout, not an
 // immediate one.
 // Settings every rank must share are compared at init: the chunk size
-// (the ranks would cut messages differently), and HCL_PROBE (it adds init
-// rounds, so ranks without it would read another round's data).
+// (the ranks would cut messages differently), HCL_PROBE (it adds init
+// rounds, so ranks without it would read another round's data) and
+// HCL_PEER_WATCH (one end of a pair would wait for the other's watch).
 TEST(LifecycleErrors, RanksWithDifferentSharedSettingsFailInitTogether) {
   SKIP_UNDER_TSAN();
   struct Case {
@@ -496,7 +497,9 @@ TEST(LifecycleErrors, RanksWithDifferentSharedSettingsFailInitTogether) {
   };
   for (const Case& c : {Case{"HCL_CHUNK_BYTES", "64K", "4K",
                              "HCL_CHUNK_BYTES differs between ranks (rank 0: 4096, rank 2: 65536)"},
-                        Case{"HCL_PROBE", "1", "0", "HCL_PROBE differs between ranks (rank 0: 0, rank 2: 1)"}}) {
+                        Case{"HCL_PROBE", "1", "0", "HCL_PROBE differs between ranks (rank 0: 0, rank 2: 1)"},
+                        Case{"HCL_PEER_WATCH", "0", "1",
+                             "HCL_PEER_WATCH differs between ranks (rank 0: 1, rank 2: 0)"}}) {
     SCOPED_TRACE(c.name);
     // The root runs in rank 0's process, which stays until the others have
     // their answer: its exit would close their root connection first.
@@ -982,42 +985,88 @@ TEST_P(OverTransport, SurvivorsOfAKilledRankGetAnErrorNamingIt) {
 // A killed peer is noticed from its link, not at HCL_TIMEOUT_MS (here
 // beyond the harness's own limit): over libfabric and net plugins, whose
 // networks need not say, through the peer watch (transports/peer_watch.h).
-void expectAKilledPeerNoticedFromItsLink(const hcltest::EnvList& env) {
+// Of `n` ranks rank 1 (of 2) or rank 2 is killed; every survivor must
+// fail naming a rank (the killed one, where it is the only peer), the ones
+// not linked to it through the others' aborts.
+void expectAKilledPeerNoticedFromItsLink(int n, const hcltest::EnvList& env) {
+  const int killed = n == 2 ? 1 : 2;
   auto results = onRankProcesses(
-      2, "600000",
+      n, "600000",
       [&](int rank, hclComm_t comm) {
         std::vector<float> v(1 << 16, 1.0f);
         RANK_HCL(hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr));
-        if (rank == 1) raise(SIGKILL);
+        if (rank == killed) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the others finish the call above
+          raise(SIGKILL);
+        }
         hclResult_t r = hclSuccess;
         for (int i = 0; i < 100 && r == hclSuccess; ++i) {
           r = hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr);
         }
         const std::string text = hclGetLastError(comm);
         RANK_CHECK(r == hclRemoteError || r == hclSystemError, "got %d: %s", static_cast<int>(r), text.c_str());
-        RANK_CHECK(text.find("rank 1") != std::string::npos, "the text names no rank 1: %s", text.c_str());
+        const std::string named = "rank " + std::to_string(n == 2 ? killed : 0);
+        RANK_CHECK(text.find(n == 2 ? named : std::string("rank")) != std::string::npos, "the text names no rank: %s",
+                   text.c_str());
         RANK_CHECK(text.find("no progress") == std::string::npos, "noticed only by the timeout: %s", text.c_str());
+        RANK_HCL(hclCommAbort(comm));
+        return 0;
+      },
+      env);
+  ASSERT_EQ(results.size(), static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    if (r == killed) {
+      EXPECT_FALSE(results[static_cast<size_t>(r)].exited);
+    } else {
+      EXPECT_TRUE(results[static_cast<size_t>(r)].exited && results[static_cast<size_t>(r)].code == 0)
+          << hcltest::describeFailures(results);
+    }
+  }
+}
+
+// HCL_PEER_WATCH=0: no watch is set up and libfabric links still carry
+// the calls; a killed peer is then found only at the timeout.
+TEST(PeerWatch, OffLeavesADeadPeerToTheTimeout) {
+  SKIP_UNDER_TSAN();
+  if (const std::string why = hcltest::ofiProviderMissing("tcp;ofi_rxm"); !why.empty()) GTEST_SKIP() << why;
+  hcltest::EnvList env = transportEnv("ofi");
+  env.push_back({"HCL_PEER_WATCH", "0"});
+  auto results = onRankProcesses(
+      2, "1500",
+      [&](int rank, hclComm_t comm) {
+        std::vector<float> v(1 << 16, 1.0f);
+        RANK_HCL(hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr));
+        RANK_CHECK(v.front() == 2.0f, "sum %g", static_cast<double>(v.front()));
+        if (rank == 1) raise(SIGKILL);
+        const hclResult_t r = hclAllReduce(v.data(), v.data(), v.size(), hclFloat, hclSum, comm, nullptr);
+        const std::string text = hclGetLastError(comm);
+        RANK_CHECK(r == hclRemoteError, "got %d: %s", static_cast<int>(r), text.c_str());
+        RANK_CHECK(text.find("no progress for 1500 ms") != std::string::npos, "not the timeout: %s", text.c_str());
         RANK_HCL(hclCommAbort(comm));
         return 0;
       },
       env);
   ASSERT_EQ(results.size(), 2u);
   EXPECT_TRUE(results[0].exited && results[0].code == 0) << hcltest::describeFailures(results);
-  EXPECT_FALSE(results[1].exited);
 }
 
 TEST_P(OverTransport, AKilledPeerIsNoticedFromItsLinkNotTheTimeout) {
   SKIP_UNDER_TSAN();
-  expectAKilledPeerNoticedFromItsLink(transportEnv(GetParam()));
+  expectAKilledPeerNoticedFromItsLink(2, transportEnv(GetParam()));
 }
 
 // The test plugin noticed the closed socket itself; here it hides it, as
-// networks that do not notice do, and the peer watch tells instead.
-TEST(PeerWatch, ANetPluginThatHidesAPeersEndStillFailsTheSurvivor) {
+// networks that do not notice do, and the peer watch tells instead. On a
+// ring of 4, rank 0 has no link with rank 2: it learns from the aborts of
+// ranks 1 and 3, which a plugin that hides ends does not pass on either,
+// and so from their watches.
+TEST(PeerWatch, ANetPluginThatHidesAPeersEndStillFailsTheSurvivors) {
   SKIP_UNDER_TSAN();
   hcltest::EnvList env = transportEnv("net_plugin");
   env.push_back({"HCL_TEST_NET_HIDE_PEER_END", "1"});
-  expectAKilledPeerNoticedFromItsLink(env);
+  expectAKilledPeerNoticedFromItsLink(2, env);
+  env.push_back({"HCL_ALGO", "ring"});
+  expectAKilledPeerNoticedFromItsLink(4, env);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, OverTransport, ::testing::Values("shm", "tcp", "ofi", "net_plugin", "ib"),

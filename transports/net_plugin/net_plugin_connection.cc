@@ -75,7 +75,7 @@ Status NetPluginConnection::progress(bool* madeProgress) {
   if (!send_.failure.ok() && (!toCut_.empty() || !awaiting_.empty())) return fail(send_.failure);
   if (!recv_.failure.ok() && !receives_.empty()) return fail(recv_.failure);
   if (watch_ && (!toCut_.empty() || !awaiting_.empty() || !receives_.empty())) {
-    if (Status ended = watch_->check(peer_); !ended.ok()) return fail(std::move(ended));
+    if (Status ended = watch_->check(peer_, moved); !ended.ok()) return fail(std::move(ended));
   }
   return {};
 }
@@ -234,7 +234,7 @@ Status NetPluginConnection::fail(Status why) {
 
 void NetPluginConnection::abort() {
   std::lock_guard lock(mutex_);
-  if (watch_) watch_->close();
+  if (watch_) watch_->abort();
   closed_ = true;
   toCut_.clear();
   awaiting_.clear();

@@ -92,9 +92,17 @@ class NetTransport final : public Transport {
       }
       HCL_TRY(net_->listen(d.index, l.handle.data(), &l.comm));
     }
-    if (source_->watchesPeers()) return {};
+    if (source_->watchesPeers() || !me.peerWatch) return {};
+    // The higher rank of a pair listens on its address on the network the
+    // link chose for TCP.
+    std::vector<std::string> listenerIps(static_cast<size_t>(ctx.nranks));
+    for (int peer : peers) {
+      listenerIps[static_cast<size_t>(peer)] =
+          PeerWatch::addressOf((*ctx.peers)[static_cast<size_t>(std::max(peer, ctx.rank))],
+                               (*ctx.links)[static_cast<size_t>(peer)].listenerAddress);
+    }
     if (!watch_) watch_ = std::make_shared<PeerWatch>(ctx.rank, ctx.nranks, source_->label());
-    return watch_->prepare(ctx, peers);
+    return watch_->prepare(ctx, peers, listenerIps);
   }
 
   // The peer's listener handle, this end's piece size, and where this
@@ -196,23 +204,12 @@ class NetTransport final : public Transport {
     return {};
   }
 
-  // The watch of a higher-ranked peer listens on its address on the
-  // network the link chose for TCP.
   Status connectWatch(const TransportContext& ctx, const std::vector<int>& peers) {
-    std::vector<WatchListener> listeners(static_cast<size_t>(ctx.nranks));
+    std::vector<uint16_t> ports(static_cast<size_t>(ctx.nranks));
     for (int peer : peers) {
-      if (peer < ctx.rank) continue;
-      const auto port = PeerWatch::readPort(opening_.at(peer).theirWatch);
-      WatchListener& l = listeners[static_cast<size_t>(peer)];
-      l.ip = PeerWatch::addressOf((*ctx.peers)[static_cast<size_t>(peer)],
-                                  (*ctx.links)[static_cast<size_t>(peer)].listenerAddress);
-      if (!port || l.ip.empty()) {
-        return internalError(fmt::format("rank {}: rank {} left no {} peer-watch listener for it", ctx.rank, peer,
-                                         source_->label()));
-      }
-      l.port = *port;
+      if (peer > ctx.rank) ports[static_cast<size_t>(peer)] = PeerWatch::readPort(opening_.at(peer).theirWatch).value_or(0);
     }
-    return watch_->connect(ctx, peers, listeners);
+    return watch_->connect(ctx, ports);
   }
 
   Status readHandle(const TransportContext& ctx, int peer, Opening& o) const {

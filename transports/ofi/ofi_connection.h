@@ -1,5 +1,5 @@
 // A Connection to one peer over the communicator's shared libfabric endpoint,
-// with the watch that tells when the peer's process ends (the provider may
+// with the watch (null: HCL_PEER_WATCH=0) that tells when the peer's process ends (the provider may
 // not: tcp;ofi_rxm leaves a receive from a killed peer pending).
 #pragma once
 
@@ -19,9 +19,11 @@ class OfiConnection final : public Connection {
 
   Status post(Transfer& transfer) override { return endpoint_->post(peer_, transfer); }
   Status progress(bool* madeProgress) override {
-    HCL_TRY(endpoint_->progress(peer_, madeProgress));
-    if (!endpoint_->inFlightWith(peer_)) return {};
-    if (Status ended = watch_->check(peer_); !ended.ok()) return endpoint_->failPeerFromOutside(peer_, ended);
+    bool moved = false;
+    HCL_TRY(endpoint_->progress(peer_, &moved));
+    if (moved && madeProgress) *madeProgress = true;
+    if (!watch_ || !endpoint_->inFlightWith(peer_)) return {};
+    if (Status ended = watch_->check(peer_, moved); !ended.ok()) return endpoint_->failPeerFromOutside(peer_, ended);
     return {};
   }
   // The communicator aborts all its links at once, so this closes the
@@ -29,7 +31,7 @@ class OfiConnection final : public Connection {
   // it closing.
   void abort() override {
     endpoint_->close();
-    watch_->close();
+    if (watch_) watch_->abort();
   }
   std::string describe() const override { return endpoint_->describe(peer_); }
 

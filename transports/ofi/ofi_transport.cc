@@ -66,31 +66,34 @@ class OfiTransport final : public Transport {
       HCL_TRY(endpoints_[static_cast<size_t>(mine)]->addPeer(peer, theirEndpoints[static_cast<size_t>(theirs)].address));
       used_[peer] = mine;
     }
+    if (!(*ctx.peers)[static_cast<size_t>(ctx.rank)].peerWatch) return {};
+    // The higher rank of a pair listens, on the address of the NIC its
+    // endpoint for the link sends from, which the link's fabric reaches.
+    std::vector<std::string> listenerIps(static_cast<size_t>(ctx.nranks));
+    for (int peer : peers) {
+      const PeerInfo& higher = (*ctx.peers)[static_cast<size_t>(std::max(peer, ctx.rank))];
+      const int endpoint = (*ctx.links)[static_cast<size_t>(peer)].listenerOfiEndpoint;
+      listenerIps[static_cast<size_t>(peer)] =
+          PeerWatch::addressOf(higher, higher.ofiEndpoints[static_cast<size_t>(endpoint)].nic);
+    }
     if (!watch_) watch_ = std::make_shared<PeerWatch>(ctx.rank, ctx.nranks, "libfabric");
-    return watch_->prepare(ctx, peers);
+    return watch_->prepare(ctx, peers, listenerIps);
   }
 
   std::vector<uint8_t> preparedFor(int peer) const override { return watch_ ? watch_->preparedFor(peer) : std::vector<uint8_t>{}; }
 
-  // The watch listens on the address of the NIC the higher rank's endpoint
-  // sends from, which the link's fabric reaches.
   Status connect(const TransportContext& ctx, const std::vector<int>& peers,
                  std::vector<std::unique_ptr<Connection>>& out) override {
-    std::vector<WatchListener> listeners(static_cast<size_t>(ctx.nranks));
-    for (int peer : peers) {
-      if (peer < ctx.rank) continue;
-      const PeerInfo& p = (*ctx.peers)[static_cast<size_t>(peer)];
-      const int theirs = (*ctx.links)[static_cast<size_t>(peer)].listenerOfiEndpoint;
-      const auto port = PeerWatch::readPort(preparedBlobOf(ctx, peer, TransportKind::Ofi));
-      WatchListener& l = listeners[static_cast<size_t>(peer)];
-      l.ip = PeerWatch::addressOf(p, p.ofiEndpoints[static_cast<size_t>(theirs)].nic);
-      if (!port || l.ip.empty()) {
-        return internalError(fmt::format("rank {}: rank {} left no libfabric peer-watch listener for it", ctx.rank,
-                                         peer));
+    if (watch_) {
+      std::vector<uint16_t> ports(static_cast<size_t>(ctx.nranks));
+      for (int peer : peers) {
+        if (peer > ctx.rank) {
+          ports[static_cast<size_t>(peer)] =
+              PeerWatch::readPort(preparedBlobOf(ctx, peer, TransportKind::Ofi)).value_or(0);
+        }
       }
-      l.port = *port;
+      HCL_TRY(watch_->connect(ctx, ports));
     }
-    HCL_TRY(watch_->connect(ctx, peers, listeners));
     for (int peer : peers) {
       out[static_cast<size_t>(peer)] =
           std::make_unique<ofi::OfiConnection>(endpoints_[static_cast<size_t>(used_.at(peer))], watch_, peer);
