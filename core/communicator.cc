@@ -93,7 +93,7 @@ void Communicator::fail(const Status& s) {
   // Every caller is an operation that noticed the failure, hence COLL.
   log::warn(log::Coll, "communicator failed: {}", s.message());
   for (auto& c : connections_) {
-    if (c) c->abort();
+    if (c) c->abortBecause(s);
   }
 }
 

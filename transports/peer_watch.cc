@@ -43,6 +43,27 @@ void closeFd(int& fd) {
   fd = -1;
 }
 
+// The reason that follows an abort word: a 2-byte little-endian length,
+// then the text. It was sent in one piece, so it is there or about to be;
+// what has not come within a few milliseconds is left out.
+std::string readReason(int fd) {
+  uint8_t buffer[2 + PeerWatch::kMostReasonBytes];
+  size_t got = 0, want = 2;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  while (got < want && std::chrono::steady_clock::now() < end) {
+    const ssize_t n = ::recv(fd, buffer + got, want - got, MSG_DONTWAIT);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+      if (got == 2) want = 2 + std::min<size_t>(loadLittleEndian<uint16_t>(buffer), PeerWatch::kMostReasonBytes);
+    } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      break;
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+  return got > 2 ? std::string(reinterpret_cast<const char*>(buffer) + 2, got - 2) : std::string();
+}
+
 struct Outgoing {
   int peer = -1;
   int fd = -1;
@@ -209,7 +230,8 @@ Status PeerWatch::check(int peer, bool linkMoved) {
   std::lock_guard lock(mutex_);
   Watched& w = watched_[static_cast<size_t>(peer)];
   const auto abortedError = [&] {
-    return remoteError(fmt::format("rank {}: {} aborted (its {} peer watch says)", rank_, w.who, label_));
+    return remoteError(fmt::format("rank {}: {} aborted (its {} peer watch says){}", rank_, w.who, label_,
+                                   w.abortReason.empty() ? "" : ", failing: " + w.abortReason));
   };
   if (w.aborted) return abortedError();
   if (w.fd < 0) return {};
@@ -233,6 +255,7 @@ Status PeerWatch::check(int peer, bool linkMoved) {
   }
   if (n == 1 && word == kAborted) {
     w.aborted = true;
+    w.abortReason = readReason(w.fd);
     closeFd(w.fd);
     return abortedError();
   }
@@ -242,21 +265,29 @@ Status PeerWatch::check(int peer, bool linkMoved) {
 
 void PeerWatch::close() {
   std::lock_guard lock(mutex_);
-  closeLocked(kGoodbye);
+  closeLocked(kGoodbye, {});
 }
 
-void PeerWatch::abort() {
+void PeerWatch::abort(const std::string& why) {
   std::lock_guard lock(mutex_);
-  closeLocked(kAborted);
+  closeLocked(kAborted, why);
 }
 
-void PeerWatch::closeLocked(uint8_t word) {
+void PeerWatch::closeLocked(uint8_t word, const std::string& why) {
   if (closed_) return;
   closed_ = true;
   closeFd(listenFd_);
+  std::vector<uint8_t> message{word};
+  if (word == kAborted) {
+    const size_t length = std::min(why.size(), kMostReasonBytes);
+    message.resize(3 + length);
+    storeLittleEndian(message.data() + 1, static_cast<uint16_t>(length));
+    std::memcpy(message.data() + 3, why.data(), length);
+  }
   for (Watched& w : watched_) {
     if (w.fd < 0) continue;
-    (void)::send(w.fd, &word, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    // One send, into an idle connection's empty buffer: it all goes.
+    (void)::send(w.fd, message.data(), message.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     closeFd(w.fd);
   }
 }

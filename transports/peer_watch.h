@@ -59,10 +59,12 @@ class PeerWatch {
   // the link then stayed still for a short grace (data its kernel still
   // held may be on its way). Looks at the socket at most every 5 ms.
   Status check(int peer, bool linkMoved);
-  // Tells every peer goodbye (close) or that this rank aborted (abort), and
-  // stops watching. The first of them counts.
+  // Tells every peer goodbye (close) or that this rank aborted (abort,
+  // with why, if for a failure: at most kMostReasonBytes of it), and stops
+  // watching. The first of them counts.
+  static constexpr size_t kMostReasonBytes = 1024;
   void close();
-  void abort();
+  void abort(const std::string& why = {});
 
   // Tests: whether `peer` is watched.
   bool watching(int peer) const;
@@ -74,11 +76,12 @@ class PeerWatch {
     Clock::time_point nextLook{};
     std::optional<Clock::time_point> endedAt;  // closed without a word; since then the link stayed still
     bool aborted = false;                      // it said it aborted
+    std::string abortReason;                   // and why, where it said
     std::string who;                           // "rank 2 (pid 4711 on host h1)"
     std::string listenerIp;                    // empty: not watched
   };
 
-  void closeLocked(uint8_t word);
+  void closeLocked(uint8_t word, const std::string& why);
 
   int rank_;
   std::string label_;

@@ -89,6 +89,10 @@ class Connection {
   // flag). After abort() the connection never touches a queued Transfer or
   // its buffer again, so the caller may free them at once.
   virtual void abort() = 0;
+  // abort() for a failure: where the link can carry text to the peer, it
+  // passes `why` on, so a rank that learns of a failure from this one's
+  // abort can name its cause.
+  virtual void abortBecause(const Status& /*why*/) { abort(); }
   // "tcp 10.0.0.2:41233 via eth0", "shm (single copy above 64 KiB)", ...
   virtual std::string describe() const = 0;
 

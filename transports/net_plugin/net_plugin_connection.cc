@@ -232,9 +232,9 @@ Status NetPluginConnection::fail(Status why) {
   return failed_;
 }
 
-void NetPluginConnection::abort() {
+void NetPluginConnection::abortBecause(const Status& why) {
   std::lock_guard lock(mutex_);
-  if (watch_) watch_->abort();
+  if (watch_) watch_->abort(why.message());
   closed_ = true;
   toCut_.clear();
   awaiting_.clear();

@@ -42,7 +42,8 @@ class NetPluginConnection final : public Connection {
 
   Status post(Transfer& transfer) override;
   Status progress(bool* madeProgress) override;
-  void abort() override;
+  void abort() override { abortBecause({}); }
+  void abortBecause(const Status& why) override;
   std::string describe() const override { return description_; }
 
  private:

@@ -29,9 +29,10 @@ class OfiConnection final : public Connection {
   // The communicator aborts all its links at once, so this closes the
   // shared endpoint and the watch; the peers notice their connections to
   // it closing.
-  void abort() override {
+  void abort() override { abortBecause({}); }
+  void abortBecause(const Status& why) override {
     endpoint_->close();
-    if (watch_) watch_->abort();
+    if (watch_) watch_->abort(why.message());
   }
   std::string describe() const override { return endpoint_->describe(peer_); }
 

@@ -91,7 +91,7 @@ class PeerWatchTest : public ::testing::Test {
       if (!watch.connect(ctx, {0, 0}).ok() || !watch.watching(0)) _exit(4);
       if (!toParent_.put(1) || toChild_.get() != 7) _exit(5);
       if (ending == Ending::Goodbye) watch.close();
-      if (ending == Ending::Abort) watch.abort();
+      if (ending == Ending::Abort) watch.abort("rank 1: a made-up failure");
       _exit(0);  // no destructor: without a word, only the kernel closes the socket
     }
     toParent_.keepReadEnd();
@@ -166,6 +166,7 @@ TEST_F(PeerWatchTest, AnAbortIsReportedAtOnce) {
   const Status seen = firstFailure(*watch, true, 10s);
   ASSERT_FALSE(seen.ok()) << "the abort was never reported";
   EXPECT_NE(seen.message().find("rank 1 (pid 1001 on host h1) aborted"), std::string::npos) << seen.message();
+  EXPECT_NE(seen.message().find(", failing: rank 1: a made-up failure"), std::string::npos) << seen.message();
   EXPECT_FALSE(watch->watching(1));
 }
 
