@@ -77,6 +77,19 @@ struct Incoming {
   size_t got = 0;
 };
 
+// Where a rank listens: the address of its NIC `nic` where that is one,
+// else its first address; empty: none.
+std::string addressOf(const PeerInfo& rank, int nic) {
+  if (nic >= 0 && static_cast<size_t>(nic) < rank.addresses.size()) return rank.addresses[static_cast<size_t>(nic)].ip;
+  if (!rank.rescueIp.empty()) return rank.rescueIp;
+  return rank.addresses.empty() ? std::string() : rank.addresses.front().ip;
+}
+
+// The port a higher-ranked peer's preparedFor() carried; 0: none, or malformed.
+uint16_t portIn(const std::vector<uint8_t>& blob) {
+  return blob.size() == 2 ? loadLittleEndian<uint16_t>(blob.data()) : 0;
+}
+
 }  // namespace
 
 PeerWatch::PeerWatch(int rank, int nranks, std::string label)
@@ -85,14 +98,14 @@ PeerWatch::PeerWatch(int rank, int nranks, std::string label)
 PeerWatch::~PeerWatch() { close(); }
 
 Status PeerWatch::prepare(const TransportContext& ctx, const std::vector<int>& peers,
-                          const std::vector<std::string>& listenerIps) {
+                          FunctionRef<int(int)> listenerNic) {
   std::lock_guard lock(mutex_);
   bool anyBelow = false;
   for (int peer : peers) {
     const PeerInfo& p = (*ctx.peers)[static_cast<size_t>(peer)];
     Watched& w = watched_[static_cast<size_t>(peer)];
     w.who = fmt::format("rank {} (pid {} on host {})", peer, p.pid, p.hostId);
-    w.listenerIp = listenerIps[static_cast<size_t>(peer)];
+    w.listenerIp = addressOf((*ctx.peers)[static_cast<size_t>(std::max(peer, rank_))], listenerNic(peer));
     if (w.listenerIp.empty()) {
       log::info(log::Net, "rank {}: no address for a {} peer watch with rank {}: its death shows at the timeout",
                 rank_, label_, peer);
@@ -113,20 +126,7 @@ std::vector<uint8_t> PeerWatch::preparedFor(int peer) const {
   return out;
 }
 
-std::string PeerWatch::addressOf(const PeerInfo& peer, int nic) {
-  if (nic >= 0 && static_cast<size_t>(nic) < peer.addresses.size()) return peer.addresses[static_cast<size_t>(nic)].ip;
-  if (!peer.rescueIp.empty()) return peer.rescueIp;
-  return peer.addresses.empty() ? std::string() : peer.addresses.front().ip;
-}
-
-std::optional<uint16_t> PeerWatch::readPort(const std::vector<uint8_t>& blob) {
-  if (blob.size() != 2) return std::nullopt;
-  const auto port = loadLittleEndian<uint16_t>(blob.data());
-  if (port == 0) return std::nullopt;
-  return port;
-}
-
-Status PeerWatch::connect(const TransportContext& ctx, const std::vector<uint16_t>& ports) {
+Status PeerWatch::connect(const TransportContext& ctx, FunctionRef<std::vector<uint8_t>(int)> preparedBy) {
   const std::string where = fmt::format("rank {}: {} peer watch", rank_, label_);
   std::vector<Outgoing> outgoing;
   std::vector<int> expected;  // lower-ranked peers that connect here
@@ -152,7 +152,7 @@ Status PeerWatch::connect(const TransportContext& ctx, const std::vector<uint16_
       continue;
     }
     const std::string& ip = watched_[static_cast<size_t>(peer)].listenerIp;
-    const uint16_t port = ports[static_cast<size_t>(peer)];
+    const uint16_t port = portIn(preparedBy(peer));
     if (port == 0) return internalError(fmt::format("{}: rank {} sent no port to watch it by", where, peer));
     Outgoing& o = outgoing.emplace_back();
     o.peer = peer;

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/function_ref.h"
 #include "core/status.h"
 #include "transports/transport.h"
 
@@ -36,22 +37,17 @@ class PeerWatch {
   PeerWatch(const PeerWatch&) = delete;
   PeerWatch& operator=(const PeerWatch&) = delete;
 
-  // listenerIps[peer]: the numeric address the higher rank of the pair
-  // listens on, computed alike on both ends from published facts; empty:
-  // the pair has none, and neither end watches the other.
-  Status prepare(const TransportContext& ctx, const std::vector<int>& peers,
-                 const std::vector<std::string>& listenerIps);
+  // The higher rank of each pair listens on the address of its NIC
+  // listenerNic(peer) (an index into that rank's addresses; -1: its first
+  // address), which both ends compute alike from published facts. A pair
+  // with no address is watched by neither end.
+  Status prepare(const TransportContext& ctx, const std::vector<int>& peers, FunctionRef<int(int)> listenerNic);
   // This rank's listener port, for a watched lower-ranked peer; empty otherwise.
   std::vector<uint8_t> preparedFor(int peer) const;
-  // Where `peer` listens: the address of its NIC `nic` (an index into its
-  // addresses) where that is one, else its first address; empty: none.
-  static std::string addressOf(const PeerInfo& peer, int nic);
-  // The port a higher-ranked peer's preparedFor() carried; nullopt when malformed.
-  static std::optional<uint16_t> readPort(const std::vector<uint8_t>& blob);
-  // ports[peer]: the port each watched peer above this rank sent with its
-  // preparedFor() (0: none came). Blocks until every watch connection is
-  // up, within ctx's timeout and abort flag.
-  Status connect(const TransportContext& ctx, const std::vector<uint16_t>& ports);
+  // preparedBy(peer): what a peer above this rank sent with its
+  // preparedFor(). Blocks until every watch connection is up, within
+  // ctx's timeout and abort flag.
+  Status connect(const TransportContext& ctx, FunctionRef<std::vector<uint8_t>(int)> preparedBy);
 
   // Call only while transfers with `peer` are in flight; `linkMoved`: the
   // link moved bytes since the last call. Ok while the peer lives; an error

@@ -95,14 +95,8 @@ class NetTransport final : public Transport {
     if (source_->watchesPeers() || !me.peerWatch) return {};
     // The higher rank of a pair listens on its address on the network the
     // link chose for TCP.
-    std::vector<std::string> listenerIps(static_cast<size_t>(ctx.nranks));
-    for (int peer : peers) {
-      listenerIps[static_cast<size_t>(peer)] =
-          PeerWatch::addressOf((*ctx.peers)[static_cast<size_t>(std::max(peer, ctx.rank))],
-                               (*ctx.links)[static_cast<size_t>(peer)].listenerAddress);
-    }
     if (!watch_) watch_ = std::make_shared<PeerWatch>(ctx.rank, ctx.nranks, source_->label());
-    return watch_->prepare(ctx, peers, listenerIps);
+    return watch_->prepare(ctx, peers, [&](int peer) { return (*ctx.links)[static_cast<size_t>(peer)].listenerAddress; });
   }
 
   // The peer's listener handle, this end's piece size, and where this
@@ -120,7 +114,7 @@ class NetTransport final : public Transport {
   Status connect(const TransportContext& ctx, const std::vector<int>& peers,
                  std::vector<std::unique_ptr<Connection>>& out) override {
     for (int peer : peers) HCL_TRY(readHandle(ctx, peer, opening_[peer]));
-    if (watch_) HCL_TRY(connectWatch(ctx, peers));
+    if (watch_) HCL_TRY(watch_->connect(ctx, [&](int peer) { return opening_.at(peer).theirWatch; }));
     const Deadline deadline(ctx.timeoutMs);
     while (!opening_.empty()) {
       bool moved = false;
@@ -202,14 +196,6 @@ class NetTransport final : public Transport {
                                           [&](const PeerInfo& p) { return p.hostId == me.hostId; });
     listening_[peer].device = usable[static_cast<size_t>(localIndex) % usable.size()];
     return {};
-  }
-
-  Status connectWatch(const TransportContext& ctx, const std::vector<int>& peers) {
-    std::vector<uint16_t> ports(static_cast<size_t>(ctx.nranks));
-    for (int peer : peers) {
-      if (peer > ctx.rank) ports[static_cast<size_t>(peer)] = PeerWatch::readPort(opening_.at(peer).theirWatch).value_or(0);
-    }
-    return watch_->connect(ctx, ports);
   }
 
   Status readHandle(const TransportContext& ctx, int peer, Opening& o) const {

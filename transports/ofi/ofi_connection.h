@@ -19,10 +19,10 @@ class OfiConnection final : public Connection {
 
   Status post(Transfer& transfer) override { return endpoint_->post(peer_, transfer); }
   Status progress(bool* madeProgress) override {
-    bool moved = false;
-    HCL_TRY(endpoint_->progress(peer_, &moved));
+    bool moved = false, inFlight = false;
+    HCL_TRY(endpoint_->progress(peer_, &moved, &inFlight));
     if (moved && madeProgress) *madeProgress = true;
-    if (!watch_ || !endpoint_->inFlightWith(peer_)) return {};
+    if (!watch_ || !inFlight) return {};
     if (Status ended = watch_->check(peer_, moved); !ended.ok()) return endpoint_->failPeerFromOutside(peer_, ended);
     return {};
   }

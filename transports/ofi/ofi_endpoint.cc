@@ -310,13 +310,15 @@ int Endpoint::submit(Op& op) {
   return static_cast<int>(fi_trecv(ep_, buffer, op.bytes, desc, FI_ADDR_UNSPEC, op.tag, 0, &op.context));
 }
 
-Status Endpoint::progress(int peer, bool* madeProgress) {
+Status Endpoint::progress(int peer, bool* madeProgress, bool* inFlight) {
   std::lock_guard lock(mutex_);
   const PeerState& p = peers_[static_cast<size_t>(peer)];
+  if (inFlight) *inFlight = false;
   if (!p.failure.ok()) return p.failure;
   if (closed_) return remoteError(fmt::format("rank {}: link to rank {} ({}) was aborted", rank_, peer, describe(peer)));
   if (refusedOps_ > 0) submitRefused(madeProgress);
   if (!closed_) drainCompletions(madeProgress);
+  if (inFlight) *inFlight = p.inFlight > 0;
   return p.failure;
 }
 
@@ -485,11 +487,6 @@ void Endpoint::failQueued() {
   }
   closeLocked(Notice::Peers);
   for (Transfer* t : transfers) t->complete(Transfer::State::Failed);
-}
-
-bool Endpoint::inFlightWith(int peer) const {
-  std::lock_guard lock(mutex_);
-  return peers_[static_cast<size_t>(peer)].inFlight > 0;
 }
 
 Status Endpoint::failPeerFromOutside(int peer, Status why) {

@@ -68,10 +68,9 @@ class Endpoint {
 
   Status post(int peer, Transfer& transfer);
   // Hands the provider what it refused before, reads completions for every
-  // peer, and returns `peer`'s failure, if any.
-  Status progress(int peer, bool* madeProgress);
-  // Whether a transfer with `peer` is posted and not yet done.
-  bool inFlightWith(int peer) const;
+  // peer, and returns `peer`'s failure, if any. *inFlight (where given):
+  // whether a transfer with `peer` is still posted and not done.
+  Status progress(int peer, bool* madeProgress, bool* inFlight = nullptr);
   // A failure `peer`'s link learnt of elsewhere (its process ended): fails
   // every queued transfer, as one the provider reports, and returns `why`
   // (or the failure that came first).

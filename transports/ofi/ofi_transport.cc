@@ -67,33 +67,20 @@ class OfiTransport final : public Transport {
       used_[peer] = mine;
     }
     if (!(*ctx.peers)[static_cast<size_t>(ctx.rank)].peerWatch) return {};
-    // The higher rank of a pair listens, on the address of the NIC its
-    // endpoint for the link sends from, which the link's fabric reaches.
-    std::vector<std::string> listenerIps(static_cast<size_t>(ctx.nranks));
-    for (int peer : peers) {
-      const PeerInfo& higher = (*ctx.peers)[static_cast<size_t>(std::max(peer, ctx.rank))];
-      const int endpoint = (*ctx.links)[static_cast<size_t>(peer)].listenerOfiEndpoint;
-      listenerIps[static_cast<size_t>(peer)] =
-          PeerWatch::addressOf(higher, higher.ofiEndpoints[static_cast<size_t>(endpoint)].nic);
-    }
+    // The higher rank of a pair listens on the NIC its endpoint for the
+    // link sends from, which the link's fabric reaches.
     if (!watch_) watch_ = std::make_shared<PeerWatch>(ctx.rank, ctx.nranks, "libfabric");
-    return watch_->prepare(ctx, peers, listenerIps);
+    return watch_->prepare(ctx, peers, [&](int peer) {
+      const PeerInfo& higher = (*ctx.peers)[static_cast<size_t>(std::max(peer, ctx.rank))];
+      return higher.ofiEndpoints[static_cast<size_t>((*ctx.links)[static_cast<size_t>(peer)].listenerOfiEndpoint)].nic;
+    });
   }
 
   std::vector<uint8_t> preparedFor(int peer) const override { return watch_ ? watch_->preparedFor(peer) : std::vector<uint8_t>{}; }
 
   Status connect(const TransportContext& ctx, const std::vector<int>& peers,
                  std::vector<std::unique_ptr<Connection>>& out) override {
-    if (watch_) {
-      std::vector<uint16_t> ports(static_cast<size_t>(ctx.nranks));
-      for (int peer : peers) {
-        if (peer > ctx.rank) {
-          ports[static_cast<size_t>(peer)] =
-              PeerWatch::readPort(preparedBlobOf(ctx, peer, TransportKind::Ofi)).value_or(0);
-        }
-      }
-      HCL_TRY(watch_->connect(ctx, ports));
-    }
+    if (watch_) HCL_TRY(watch_->connect(ctx, [&](int peer) { return preparedBlobOf(ctx, peer, TransportKind::Ofi); }));
     for (int peer : peers) {
       out[static_cast<size_t>(peer)] =
           std::make_unique<ofi::OfiConnection>(endpoints_[static_cast<size_t>(used_.at(peer))], watch_, peer);

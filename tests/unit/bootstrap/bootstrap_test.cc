@@ -535,6 +535,34 @@ TEST(Bootstrap, RankThatGivesUpTellsTheOthersWhy) {
   expectRankLeavingMidRoundFailsTheOthers("rank 1: HCL_NET='IB': no RDMA device");
 }
 
+// A bye whose reason is longer than a bye may carry is a malformed
+// message: the root fails the others naming it, and keeps none of it.
+TEST(Bootstrap, AByeTooLongFailsTheOthers) {
+  const hclUniqueId id = freshId();
+  const UniqueIdContents contents = contentsOf(id);
+  runRanks(2, [&](int rank) {
+    if (rank == 1) {
+      RawClient client(id);
+      client.sendHello(contents, 2, rank);
+      bootwire::Kind kind{};
+      std::vector<uint8_t> payload;
+      ASSERT_TRUE(client.readFrame(kind, payload));
+      EXPECT_EQ(kind, bootwire::Kind::JoinOk);
+      std::vector<uint8_t> bye;
+      bootwire::appendFrame(bye, bootwire::Kind::Bye, std::vector<uint8_t>(bootwire::kMaxByeReasonBytes + 1, 'x'));
+      client.send(bye);
+      return;
+    }
+    std::unique_ptr<Oob> oob;
+    ASSERT_TRUE(connectBootstrap(id, 2, rank, 5000, nullptr, oob).ok());
+    std::vector<std::vector<uint8_t>> all;
+    const Status st = oob->allgather(blobFor(rank, 0), all);
+    EXPECT_EQ(st.code(), hclRemoteError) << st.message();
+    EXPECT_NE(st.message().find("rank 1 sent a malformed bootstrap message (kind 2, length 2049)"), std::string::npos)
+        << st.message();
+  });
+}
+
 TEST(Bootstrap, MissingRankTimesOutOnTheClient) {
   const hclUniqueId id = freshId();
   runRanks(2, [&](int rank) {

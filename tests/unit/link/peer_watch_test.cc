@@ -39,10 +39,17 @@ TransportContext contextOf(int rank, const std::vector<PeerInfo>& peers, int64_t
   return ctx;
 }
 
-// Both ranks' view of the pair: rank 1 listens on loopback.
-const std::vector<std::string> kLoopback{"127.0.0.1", "127.0.0.1"};
+// The listener's NIC: none, so its first address (twoPeers: loopback).
+const auto firstAddress = [](int /*peer*/) { return -1; };
 
-std::vector<uint16_t> portFor1(uint16_t port) { return {0, port}; }
+// What preparedFor() carries: the port, little-endian.
+uint16_t portIn(const std::vector<uint8_t>& blob) {
+  return blob.size() == 2 ? static_cast<uint16_t>(blob[0] | blob[1] << 8) : 0;
+}
+std::vector<uint8_t> blobOf(uint16_t port) {
+  return {static_cast<uint8_t>(port & 0xff), static_cast<uint8_t>(port >> 8)};
+}
+const auto nothing = [](int /*peer*/) { return std::vector<uint8_t>{}; };
 
 // One end of a pipe per process after the fork, so that a process that
 // ends closes its end and the other's read returns.
@@ -85,10 +92,10 @@ class PeerWatchTest : public ::testing::Test {
       const auto peers = twoPeers();
       const TransportContext ctx = contextOf(1, peers);
       PeerWatch watch(1, 2, "test");
-      if (!watch.prepare(ctx, {0}, kLoopback).ok()) _exit(2);
-      const auto port = PeerWatch::readPort(watch.preparedFor(0));
-      if (!port || !toParent_.put(*port)) _exit(3);
-      if (!watch.connect(ctx, {0, 0}).ok() || !watch.watching(0)) _exit(4);
+      if (!watch.prepare(ctx, {0}, firstAddress).ok()) _exit(2);
+      const uint16_t port = portIn(watch.preparedFor(0));
+      if (port == 0 || !toParent_.put(port)) _exit(3);
+      if (!watch.connect(ctx, nothing).ok() || !watch.watching(0)) _exit(4);
       if (!toParent_.put(1) || toChild_.get() != 7) _exit(5);
       if (ending == Ending::Goodbye) watch.close();
       if (ending == Ending::Abort) watch.abort("rank 1: a made-up failure");
@@ -104,9 +111,10 @@ class PeerWatchTest : public ::testing::Test {
   std::unique_ptr<PeerWatch> connectRank0(const std::vector<PeerInfo>& peers) {
     auto watch = std::make_unique<PeerWatch>(0, 2, "test");
     const TransportContext ctx = contextOf(0, peers);
-    EXPECT_TRUE(watch->prepare(ctx, {1}, kLoopback).ok());
+    EXPECT_TRUE(watch->prepare(ctx, {1}, firstAddress).ok());
     EXPECT_TRUE(watch->preparedFor(1).empty()) << "the lower rank of a pair does not listen";
-    const Status s = watch->connect(ctx, portFor1(toParent_.get()));
+    const std::vector<uint8_t> blob = blobOf(toParent_.get());
+    const Status s = watch->connect(ctx, [&](int) { return blob; });
     EXPECT_TRUE(s.ok()) << s.message();
     EXPECT_TRUE(watch->watching(1));
     EXPECT_EQ(toParent_.get(), 1);
@@ -182,26 +190,27 @@ TEST(PeerWatch, AStrangerIsDroppedAndThePeerStillAccepted) {
   const auto peers = twoPeers();
   PeerWatch listener(1, 2, "test");
   const TransportContext ctx1 = contextOf(1, peers);
-  ASSERT_TRUE(listener.prepare(ctx1, {0}, kLoopback).ok());
-  const auto port = PeerWatch::readPort(listener.preparedFor(0));
-  ASSERT_TRUE(port.has_value());
+  ASSERT_TRUE(listener.prepare(ctx1, {0}, firstAddress).ok());
+  const std::vector<uint8_t> blob = listener.preparedFor(0);
+  const uint16_t port = portIn(blob);
+  ASSERT_NE(port, 0);
   // Another communicator's rank 0: right magic and rank, wrong tag.
   const int stranger = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in to{};
   to.sin_family = AF_INET;
-  to.sin_port = htons(*port);
+  to.sin_port = htons(port);
   to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(connect(stranger, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
   const uint8_t hello[16] = {0x48, 0x4c, 0x43, 0x57, 0, 0, 0, 0, 0x99};
   ASSERT_EQ(send(stranger, hello, sizeof hello, 0), 16);
   Status accepted;
   {
-    std::jthread rank1([&] { accepted = listener.connect(ctx1, {0, 0}); });
+    std::jthread rank1([&] { accepted = listener.connect(ctx1, nothing); });
     PeerWatch connector(0, 2, "test");
     const TransportContext ctx0 = contextOf(0, peers);
-    EXPECT_TRUE(connector.prepare(ctx0, {1}, kLoopback).ok());
+    EXPECT_TRUE(connector.prepare(ctx0, {1}, firstAddress).ok());
     std::this_thread::sleep_for(50ms);  // the stranger first
-    EXPECT_TRUE(connector.connect(ctx0, portFor1(*port)).ok());
+    EXPECT_TRUE(connector.connect(ctx0, [&](int) { return blob; }).ok());
   }
   EXPECT_TRUE(accepted.ok()) << accepted.message();
   EXPECT_TRUE(listener.watching(0));
@@ -214,8 +223,8 @@ TEST(PeerWatch, APeerThatNeverConnectsFailsSetupNamingIt) {
   const auto peers = twoPeers();
   PeerWatch listener(1, 2, "test");
   const TransportContext ctx = contextOf(1, peers, 200);
-  ASSERT_TRUE(listener.prepare(ctx, {0}, kLoopback).ok());
-  const Status s = listener.connect(ctx, {0, 0});
+  ASSERT_TRUE(listener.prepare(ctx, {0}, firstAddress).ok());
+  const Status s = listener.connect(ctx, nothing);
   EXPECT_EQ(s.code(), hclSystemError);
   EXPECT_NE(s.message().find("no watch connection with rank(s) 0 within 200 ms"), std::string::npos) << s.message();
 }
@@ -223,27 +232,38 @@ TEST(PeerWatch, APeerThatNeverConnectsFailsSetupNamingIt) {
 // A pair whose listener has no address is watched by neither end, and
 // both get through setup at once.
 TEST(PeerWatch, APairWithoutAnAddressIsNotWatched) {
-  const auto peers = twoPeers();
-  const std::vector<std::string> none{"", ""};
+  auto peers = twoPeers();
+  for (PeerInfo& p : peers) p.rescueIp.clear();  // and no addresses either
   PeerWatch lower(0, 2, "test"), higher(1, 2, "test");
   const TransportContext ctx0 = contextOf(0, peers, 200), ctx1 = contextOf(1, peers, 200);
-  ASSERT_TRUE(lower.prepare(ctx0, {1}, none).ok());
-  ASSERT_TRUE(higher.prepare(ctx1, {0}, none).ok());
+  ASSERT_TRUE(lower.prepare(ctx0, {1}, firstAddress).ok());
+  ASSERT_TRUE(higher.prepare(ctx1, {0}, firstAddress).ok());
   EXPECT_TRUE(higher.preparedFor(0).empty());
-  EXPECT_TRUE(lower.connect(ctx0, {0, 0}).ok());
-  EXPECT_TRUE(higher.connect(ctx1, {0, 0}).ok());
+  EXPECT_TRUE(lower.connect(ctx0, nothing).ok());
+  EXPECT_TRUE(higher.connect(ctx1, nothing).ok());
   EXPECT_FALSE(lower.watching(1));
   EXPECT_TRUE(lower.check(1, false).ok());
 }
 
-TEST(PeerWatch, UnwatchedPeersAndMalformedPortsAreNoErrors) {
+// A watched peer above this rank that sent no port, or a malformed one,
+// fails setup naming it.
+TEST(PeerWatch, AMissingOrMalformedPortFailsSetupNamingThePeer) {
+  const auto peers = twoPeers();
+  for (const std::vector<uint8_t>& sent : {std::vector<uint8_t>{}, std::vector<uint8_t>{1, 2, 3}}) {
+    PeerWatch lower(0, 2, "test");
+    const TransportContext ctx = contextOf(0, peers, 200);
+    ASSERT_TRUE(lower.prepare(ctx, {1}, firstAddress).ok());
+    const Status s = lower.connect(ctx, [&](int) { return sent; });
+    EXPECT_EQ(s.code(), hclInternalError);
+    EXPECT_NE(s.message().find("rank 0: test peer watch: rank 1 sent no port to watch it by"), std::string::npos)
+        << s.message();
+  }
+}
+
+TEST(PeerWatch, UnwatchedPeersAreNoErrors) {
   PeerWatch watch(0, 3, "test");
   EXPECT_TRUE(watch.check(2, false).ok());
   EXPECT_FALSE(watch.watching(2));
-  EXPECT_FALSE(PeerWatch::readPort({}).has_value());
-  EXPECT_FALSE(PeerWatch::readPort({1, 2, 3}).has_value());
-  EXPECT_FALSE(PeerWatch::readPort({0, 0}).has_value());
-  EXPECT_EQ(PeerWatch::readPort({0x39, 0x30}), 12345);
 }
 
 }  // namespace
