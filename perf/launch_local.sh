@@ -28,8 +28,16 @@ done
 
 status=0
 while [ ${#pids[@]} -gt 0 ]; do
+  done_pid=
   wait -n -p done_pid "${pids[@]}"
   rc=$?
+  # Processes that ended together may have been reaped already, which leaves
+  # `wait -n` nothing to report: take their saved statuses one at a time.
+  if [ -z "$done_pid" ]; then
+    done_pid=${pids[0]}
+    wait "$done_pid"
+    rc=$?
+  fi
   left=()
   for pid in "${pids[@]}"; do
     [ "$pid" != "$done_pid" ] && left+=("$pid")

@@ -98,6 +98,10 @@ class ShmConnection final : public Connection {
                       t.isSend ? "send" : "receive", t.bytes, peer_));
     }
     t.progressed = 0;
+    if (Status reserved = reserveFor(t); !reserved.ok()) {
+      t.complete(Transfer::State::Failed);
+      return fail(std::move(reserved));
+    }
     if (t.isSend) {
       // A send may land in a free slot at once: the clock is read first, so
       // a peer gone for longer than the check interval is noticed before the
@@ -243,6 +247,25 @@ class ShmConnection final : public Connection {
       }
     }
     return kBulkLane;
+  }
+
+  // Makes present what a message touches in the slots of its lane (the
+  // header line, and the payload where it is copied through them) before
+  // either side stores or polls there (Segment::reserve).
+  Status reserveFor(const Transfer& t) {
+    const Lane lane = laneFor(t.bytes);
+    const int fifo = t.isSend ? side_ : 1 - side_;
+    const LaneState& state = lanes_[lane];
+    const bool copied = t.isSend ? chooseMode(t.bytes) == MessageMode::Copy : expectCopiedPayload(t.bytes);
+    const uint64_t prefix =
+        std::min(kSlotHeaderBytes + (copied ? std::min<uint64_t>(t.bytes, state.slotBytes) : 0), state.stride);
+    uint64_t& reserved = reservedPrefix_[fifo][lane];
+    if (prefix <= reserved) return {};
+    if (Status s = segment_->reserve(fifo, lane, prefix); !s.ok()) {
+      return Status(s.code(), fmt::format("rank {}: {}", rank_, s.message()));
+    }
+    reserved = prefix;
+    return {};
   }
 
   // Whether a message travels whole in one slot of a lane short of the
@@ -555,6 +578,8 @@ class ShmConnection final : public Connection {
   Status sentInAnotherLane(const LaneState& expected, const Transfer& t) const {
     for (const LaneState& other : lanes_) {
       if (&other == &expected || other.slots == 0) continue;
+      // Nothing was ever sent there (and its pages may not exist).
+      if (!segment_->headersReserved(1 - side_, static_cast<Lane>(&other - lanes_))) continue;
       const uint8_t* slot = peekReceiveSlot(other);
       if (slot == nullptr) continue;
       const SlotHeader h = headerOf(other, slot);
@@ -734,6 +759,8 @@ class ShmConnection final : public Connection {
   uint32_t idlePolls_ = 0;
 
   LaneState lanes_[kLanes];
+  // What this side has reserved, per FIFO and lane (Segment::reserve).
+  uint64_t reservedPrefix_[2][kLanes] = {};
 
   // Producer side of FIFO side_.
   uint32_t sendOrdinal_ = 0;  // of the message being pushed, modulo 2^32

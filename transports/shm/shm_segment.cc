@@ -4,12 +4,16 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <utility>
+#include <vector>
 
 #include "core/params.h"
 
@@ -76,6 +80,45 @@ class Fd {
 };
 
 std::string errnoText(int err) { return fmt::format("{} ({})", std::strerror(err), err); }
+
+constexpr const char* kShrinkAdvice =
+    " (enlarge /dev/shm, lower HCL_SHM_SLOTS, HCL_SHM_MEDIUM_SLOTS or HCL_SHM_SMALL_SLOTS or their _SLOT_BYTES, or "
+    "set HCL_SHM_DISABLE=1)";
+
+constexpr const char* kLaneNames[kLanes] = {"packed", "small", "medium", "bulk"};
+
+uint64_t pageBytes() {
+  static const uint64_t bytes = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  return bytes;
+}
+
+// Where the kernel has no MADV_POPULATE_WRITE (before Linux 5.14): a load
+// from each page faults it in too, but a full /dev/shm is then a SIGBUS.
+void populateByLoads(uint8_t* begin, uint64_t bytes) {
+  for (uint64_t at = 0; at < bytes; at += pageBytes()) {
+    (void)*static_cast<volatile uint8_t*>(begin + at);
+  }
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+// Faults [begin, begin + bytes) in for writing; 0 or an errno.
+int populate(uint8_t* begin, uint64_t bytes) {
+  if (::madvise(begin, bytes, MADV_POPULATE_WRITE) == 0) return 0;
+  const int err = errno;
+  if (err != EINVAL) return err;
+  populateByLoads(begin, bytes);
+  return 0;
+}
+
+// Capacity of the file system behind shm_open, 0 when it cannot be read.
+uint64_t devShmBytes() {
+  struct statvfs fs {};
+  if (::statvfs("/dev/shm", &fs) != 0) return 0;
+  return static_cast<uint64_t>(fs.f_blocks) * fs.f_frsize;
+}
 
 }  // namespace
 
@@ -153,6 +196,49 @@ uint8_t* Segment::slot(int fifo, Lane lane, uint64_t index) const {
   return static_cast<uint8_t*>(base_) + l.offset + static_cast<uint64_t>(fifo) * fifoBytes(l) + index * l.slotStride;
 }
 
+Status Segment::reserve(int fifo, Lane lane, uint64_t prefixBytes) {
+  SegmentHeader& h = header();
+  const LaneLayout& l = h.lanes[lane];
+  std::atomic<uint64_t>& shared = h.reservedPrefix[fifo][lane];
+  prefixBytes = std::min(prefixBytes, l.slotStride);
+  if (l.slots == 0 || prefixBytes <= shared.load(std::memory_order_acquire)) return {};
+  // The pages under each slot's prefix; neighbours less than a page apart are one run.
+  const uint64_t page = pageBytes();
+  const auto pageOf = [&](const uint8_t* p) { return reinterpret_cast<uintptr_t>(p) / page * page; };
+  std::vector<std::pair<uintptr_t, uintptr_t>> runs;
+  for (uint64_t i = 0; i < l.slots; ++i) {
+    const uint8_t* start = slot(fifo, lane, i);
+    const uintptr_t begin = pageOf(start);
+    const uintptr_t end = pageOf(start + prefixBytes - 1) + page;
+    if (runs.empty() || begin > runs.back().second) {
+      runs.emplace_back(begin, end);
+    } else {
+      runs.back().second = std::max(runs.back().second, end);
+    }
+  }
+  uint64_t total = 0;
+  for (const auto& [begin, end] : runs) total += end - begin;
+  for (const auto& [begin, end] : runs) {
+    if (const int err = populate(reinterpret_cast<uint8_t*>(begin), end - begin); err != 0) {
+      const bool full = err == EFAULT || err == ENOMEM || err == ENOSPC;
+      return systemError(fmt::format(
+          "{} the {} lane's slots from rank {} to rank {} in shm segment {} ({} bytes): {}{}",
+          full ? "no room in /dev/shm for" : "could not reserve", kLaneNames[lane], h.ranks[fifo],
+          h.ranks[1 - fifo], name_, total, full ? "the file system is full" : errnoText(err),
+          full ? kShrinkAdvice : ""));
+    }
+  }
+  uint64_t seen = shared.load(std::memory_order_relaxed);
+  while (seen < prefixBytes && !shared.compare_exchange_weak(seen, prefixBytes, std::memory_order_release)) {
+  }
+  return {};
+}
+
+bool Segment::headersReserved(int fifo, Lane lane) const {
+  // Any prefix a side reserves holds a slot's header line (all of a packed slot).
+  return header().reservedPrefix[fifo][lane].load(std::memory_order_acquire) != 0;
+}
+
 Status Segment::create(const std::string& name, const Geometry& geometry, int low, int high,
                        std::shared_ptr<Segment>& out) {
   LaneLayout lanes[kLanes];
@@ -167,17 +253,21 @@ Status Segment::create(const std::string& name, const Geometry& geometry, int lo
   }
   auto fail = [&](std::string what, int err) {
     ::shm_unlink(name.c_str());
-    return systemError(
-        fmt::format("rank {}: {} of shm segment {} ({} bytes) for rank {} failed: {}{}", low, what,
-                    name, total, high, errnoText(err),
-                    err == ENOSPC || err == ENOMEM
-                        ? " (enlarge /dev/shm, lower HCL_SHM_SLOTS, HCL_SHM_MEDIUM_SLOTS or HCL_SHM_SMALL_SLOTS "
-                          "or their _SLOT_BYTES, or set HCL_SHM_DISABLE=1)"
-                        : ""));
+    return systemError(fmt::format("rank {}: {} of shm segment {} ({} bytes) for rank {} failed: {}{}", low, what,
+                                   name, total, high, errnoText(err),
+                                   err == ENOSPC || err == ENOMEM ? kShrinkAdvice : ""));
   };
+  // The slots are reserved as they come into use; one pair's segment that
+  // could never fit is refused here all the same.
+  if (const uint64_t capacity = devShmBytes(); capacity != 0 && total > capacity) {
+    ::shm_unlink(name.c_str());
+    return systemError(fmt::format("rank {}: shm segment {} for rank {} needs {} bytes, more than /dev/shm holds "
+                                   "({} bytes){}",
+                                   low, name, high, total, capacity, kShrinkAdvice));
+  }
   if (::ftruncate(fd.get(), static_cast<off_t>(total)) != 0) return fail("ftruncate", errno);
-  // Reserve the pages now: a full /dev/shm becomes an error here instead of SIGBUS later.
-  if (const int err = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(total)); err != 0) {
+  // The header now, so that a full /dev/shm is an error here instead of a SIGBUS.
+  if (const int err = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(slotsOffset())); err != 0) {
     return fail("posix_fallocate", err);
   }
   void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);

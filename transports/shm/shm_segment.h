@@ -2,6 +2,11 @@
 // single-producer/single-consumer FIFOs per lane. FIFO d carries messages
 // from side d to side 1-d (side 0 is the low rank, which creates it).
 //
+// Only the header's pages are taken at creation. A FIFO's slots are made
+// present (Segment::reserve) by the first message either side posts to them,
+// so a pair costs /dev/shm only for the lanes its messages use: a full mesh
+// of 32 ranks held 3 GiB of segments when every pair reserved all of them.
+//
 // A message goes through the first lane (packed, small, medium) whose slot
 // it fits, else through the bulk lane. Both sides pick the lane by the message's
 // size, so each lane keeps the order of the messages it carries. The many
@@ -28,7 +33,7 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<int64_t>::is_always_lock_free);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
 
-constexpr uint64_t kSegmentMagic = 0x35304d48534c4348ull;  // "HCLSHM05"
+constexpr uint64_t kSegmentMagic = 0x36304d48534c4348ull;  // "HCLSHM06"
 constexpr size_t kCacheLine = 64;
 
 // In order of slot size: a message takes the first lane it fits, else the bulk lane.
@@ -72,6 +77,11 @@ struct SegmentHeader {
   LaneLayout lanes[kLanes];
   SideInfo side[2];
   FifoControl fifo[2];
+  // Bytes at the start of every slot of FIFO f's lane l that are present,
+  // raised by whichever side reserved them: a receiver looks at the head of
+  // another lane only where some side did, so that looking never faults in
+  // a page /dev/shm may have no room for.
+  std::atomic<uint64_t> reservedPrefix[2][kLanes];
 };
 
 // Inline: a message of at most kSlotInlineBytes carried in the header's own
@@ -164,6 +174,12 @@ class Segment {
   SegmentHeader& header() const;
   // Slot `index` (< the lane's slots) of one FIFO of one lane.
   uint8_t* slot(int fifo, Lane lane, uint64_t index) const;
+  // Makes the first `prefixBytes` of every slot of one FIFO of one lane
+  // present in /dev/shm (the whole FIFO where the gaps between prefixes are
+  // under a page), so a full /dev/shm is this error, not a SIGBUS on a store.
+  Status reserve(int fifo, Lane lane, uint64_t prefixBytes);
+  // Whether some side reserved at least the slots' header lines there.
+  bool headersReserved(int fifo, Lane lane) const;
 
  private:
   std::string name_;
