@@ -32,11 +32,24 @@ while [ ${#pids[@]} -gt 0 ]; do
   wait -n -p done_pid "${pids[@]}"
   rc=$?
   # Processes that ended together may have been reaped already, which leaves
-  # `wait -n` nothing to report: take their saved statuses one at a time.
+  # `wait -n` nothing to report: take the saved status of one that is gone.
   if [ -z "$done_pid" ]; then
-    done_pid=${pids[0]}
-    wait "$done_pid"
-    rc=$?
+    for pid in "${pids[@]}"; do
+      if ! kill -0 "$pid" 2>/dev/null; then
+        done_pid=$pid
+        wait "$pid"
+        rc=$?
+        break
+      fi
+    done
+    if [ -z "$done_pid" ]; then
+      sleep 0.05
+      continue
+    fi
+  fi
+  # Any signal but the SIGTERM this script sends the others after a failure.
+  if [ "$rc" -gt 128 ] && [ "$rc" -lt 160 ] && { [ "$status" -eq 0 ] || [ "$rc" -ne 143 ]; }; then
+    echo "launch_local.sh: process $done_pid ended by signal $((rc - 128))" >&2
   fi
   left=()
   for pid in "${pids[@]}"; do

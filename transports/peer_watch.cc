@@ -279,10 +279,10 @@ void PeerWatch::closeLocked(uint8_t word, const std::string& why) {
   closeFd(listenFd_);
   std::vector<uint8_t> message{word};
   if (word == kAborted) {
-    const size_t length = std::min(why.size(), kMostReasonBytes);
-    message.resize(3 + length);
-    storeLittleEndian(message.data() + 1, static_cast<uint16_t>(length));
-    std::memcpy(message.data() + 3, why.data(), length);
+    const std::string text = shortenedAbortReason(why, kMostReasonBytes);
+    message.resize(3 + text.size());
+    storeLittleEndian(message.data() + 1, static_cast<uint16_t>(text.size()));
+    std::memcpy(message.data() + 3, text.data(), text.size());
   }
   for (Watched& w : watched_) {
     if (w.fd < 0) continue;

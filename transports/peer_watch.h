@@ -25,6 +25,7 @@
 
 #include "core/function_ref.h"
 #include "core/status.h"
+#include "transports/abort_reason.h"
 #include "transports/transport.h"
 
 namespace hcl {
@@ -56,9 +57,9 @@ class PeerWatch {
   // held may be on its way). Looks at the socket at most every 5 ms.
   Status check(int peer, bool linkMoved);
   // Tells every peer goodbye (close) or that this rank aborted (abort,
-  // with why, if for a failure: at most kMostReasonBytes of it), and stops
+  // with why, if for a failure: shortenedAbortReason of it), and stops
   // watching. The first of them counts.
-  static constexpr size_t kMostReasonBytes = 1024;
+  static constexpr size_t kMostReasonBytes = kMostAbortReasonBytes;
   void close();
   void abort(const std::string& why = {});
 

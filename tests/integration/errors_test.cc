@@ -1069,6 +1069,16 @@ TEST(PeerWatch, ANetPluginThatHidesAPeersEndStillFailsTheSurvivors) {
   expectAKilledPeerNoticedFromItsLink(4, env);
 }
 
+// Over shared memory too, a rank with no link in use to a dead rank (rank
+// 0 on a ring of 4, rank 2 killed) learns of it from a neighbour's abort,
+// whose text the segment carries: every survivor names rank 2.
+TEST(Cascade, ShmSurvivorsWithNoLinkToTheDeadRankNameIt) {
+  SKIP_UNDER_TSAN();
+  hcltest::EnvList env = transportEnv("shm");
+  env.push_back({"HCL_ALGO", "ring"});
+  expectAKilledPeerNoticedFromItsLink(4, env);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, OverTransport, ::testing::Values("shm", "tcp", "ofi", "net_plugin", "ib"),
                          [](const auto& info) { return std::string(info.param); });
 

@@ -150,6 +150,18 @@ class ShmConnection final : public Connection {
   // buffers once this returns (peerAbortedAfterCopy): a seq_cst store alone
   // does not order later plain stores after it on every architecture (it
   // does on x86); the fence does.
+  // A failure's text goes into this side's reason first, once: a peer
+  // that sees the flag then quotes it.
+  void abortBecause(const Status& why) override {
+    if (!why.ok() && header_.side[side_].aborted.load(std::memory_order_relaxed) == 0) {
+      AbortReason& reason = header_.abortReason[side_];
+      const std::string text = shortenedAbortReason(why.message());
+      std::memcpy(reason.text, text.data(), text.size());
+      reason.bytes.store(static_cast<uint32_t>(text.size()), std::memory_order_release);
+    }
+    abort();
+  }
+
   void abort() override {
     header_.side[side_].aborted.store(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -664,7 +676,10 @@ class ShmConnection final : public Connection {
     return peerAborted();
   }
   Status peerAbortedError() const {
-    return remoteError(fmt::format("rank {}: rank {} (pid {}, shm) aborted", rank_, peer_, peerPid_));
+    const AbortReason& reason = header_.abortReason[1 - side_];
+    const size_t bytes = std::min<size_t>(reason.bytes.load(std::memory_order_acquire), sizeof reason.text);
+    return remoteError(fmt::format("rank {}: rank {} (pid {}, shm) aborted{}", rank_, peer_, peerPid_,
+                                   bytes == 0 ? "" : ", failing: " + std::string(reason.text, bytes)));
   }
 
   // Copies in pieces of at most kMaxBytesPerProgress until done (the kernel

@@ -74,6 +74,7 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -92,25 +93,23 @@ uint64_t pageBytes() {
   return bytes;
 }
 
-// Where the kernel has no MADV_POPULATE_WRITE (before Linux 5.14): a load
-// from each page faults it in too, but a full /dev/shm is then a SIGBUS.
-void populateByLoads(uint8_t* begin, uint64_t bytes) {
-  for (uint64_t at = 0; at < bytes; at += pageBytes()) {
-    (void)*static_cast<volatile uint8_t*>(begin + at);
-  }
-}
-
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
 
-// Faults [begin, begin + bytes) in for writing; 0 or an errno.
-int populate(uint8_t* begin, uint64_t bytes) {
-  if (::madvise(begin, bytes, MADV_POPULATE_WRITE) == 0) return 0;
-  const int err = errno;
-  if (err != EINVAL) return err;
-  populateByLoads(begin, bytes);
-  return 0;
+// Whether this kernel populates shared mappings for writing on request
+// (Linux 5.14 and later, where no sandbox refuses it). Without it,
+// segments keep their descriptor to reserve with fallocate instead.
+bool populateWriteWorks() {
+  static const bool works = [] {
+    const size_t bytes = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    void* page = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return false;
+    const bool ok = ::madvise(page, bytes, MADV_POPULATE_WRITE) == 0;
+    ::munmap(page, bytes);
+    return ok;
+  }();
+  return works;
 }
 
 // Capacity of the file system behind shm_open, 0 when it cannot be read.
@@ -184,10 +183,13 @@ std::string segmentName(const uint8_t (&secret)[16], uint64_t commTag, int low, 
   return name;
 }
 
-Segment::Segment(std::string name, void* base, size_t bytes)
-    : name_(std::move(name)), base_(base), bytes_(bytes) {}
+Segment::Segment(std::string name, void* base, size_t bytes, int fd)
+    : name_(std::move(name)), base_(base), bytes_(bytes), fd_(fd) {}
 
-Segment::~Segment() { ::munmap(base_, bytes_); }
+Segment::~Segment() {
+  ::munmap(base_, bytes_);
+  if (fd_ >= 0) ::close(fd_);
+}
 
 SegmentHeader& Segment::header() const { return *std::launder(static_cast<SegmentHeader*>(base_)); }
 
@@ -219,19 +221,28 @@ Status Segment::reserve(int fifo, Lane lane, uint64_t prefixBytes) {
   uint64_t total = 0;
   for (const auto& [begin, end] : runs) total += end - begin;
   for (const auto& [begin, end] : runs) {
-    if (const int err = populate(reinterpret_cast<uint8_t*>(begin), end - begin); err != 0) {
-      const bool full = err == EFAULT || err == ENOMEM || err == ENOSPC;
+    if (const int err = populate(begin, end - begin); err != 0) {
+      // Populating fails with EFAULT where the fault would have been a SIGBUS.
+      const bool full = err == EFAULT || err == ENOSPC;
       return systemError(fmt::format(
           "{} the {} lane's slots from rank {} to rank {} in shm segment {} ({} bytes): {}{}",
           full ? "no room in /dev/shm for" : "could not reserve", kLaneNames[lane], h.ranks[fifo],
           h.ranks[1 - fifo], name_, total, full ? "the file system is full" : errnoText(err),
-          full ? kShrinkAdvice : ""));
+          full || err == ENOMEM ? kShrinkAdvice : ""));
     }
   }
   uint64_t seen = shared.load(std::memory_order_relaxed);
   while (seen < prefixBytes && !shared.compare_exchange_weak(seen, prefixBytes, std::memory_order_release)) {
   }
   return {};
+}
+
+int Segment::populate(uintptr_t begin, uint64_t bytes) {
+  if (fd_ >= 0) {
+    const auto offset = static_cast<off_t>(begin - reinterpret_cast<uintptr_t>(base_));
+    return ::posix_fallocate(fd_, offset, static_cast<off_t>(bytes));
+  }
+  return ::madvise(reinterpret_cast<void*>(begin), bytes, MADV_POPULATE_WRITE) == 0 ? 0 : errno;
 }
 
 bool Segment::headersReserved(int fifo, Lane lane) const {
@@ -257,19 +268,22 @@ Status Segment::create(const std::string& name, const Geometry& geometry, int lo
                                    name, total, high, errnoText(err),
                                    err == ENOSPC || err == ENOMEM ? kShrinkAdvice : ""));
   };
-  // The slots are reserved as they come into use; one pair's segment that
-  // could never fit is refused here all the same.
+  // The slots are reserved as they come into use, so a pair that uses only
+  // some lanes would fit; a segment larger than the whole file system is
+  // refused all the same, as the settings that size it are surely wrong.
   if (const uint64_t capacity = devShmBytes(); capacity != 0 && total > capacity) {
     ::shm_unlink(name.c_str());
     return systemError(fmt::format("rank {}: shm segment {} for rank {} needs {} bytes, more than /dev/shm holds "
                                    "({} bytes){}",
                                    low, name, high, total, capacity, kShrinkAdvice));
   }
-  if (::ftruncate(fd.get(), static_cast<off_t>(total)) != 0) return fail("ftruncate", errno);
-  // The header now, so that a full /dev/shm is an error here instead of a SIGBUS.
+  // The header's pages first, so that a full /dev/shm is an error here
+  // instead of a SIGBUS, and an opener that finds the file this large may
+  // read the header.
   if (const int err = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(slotsOffset())); err != 0) {
     return fail("posix_fallocate", err);
   }
+  if (::ftruncate(fd.get(), static_cast<off_t>(total)) != 0) return fail("ftruncate", errno);
   void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (base == MAP_FAILED) return fail("mmap", errno);
 
@@ -279,7 +293,7 @@ Status Segment::create(const std::string& name, const Geometry& geometry, int lo
   h->ranks[0] = low;
   h->ranks[1] = high;
   h->magic.store(kSegmentMagic, std::memory_order_release);
-  out = std::make_shared<Segment>(name, base, total);
+  out = std::make_shared<Segment>(name, base, total, populateWriteWorks() ? -1 : fd.release());
   return {};
 }
 
@@ -312,7 +326,7 @@ Status Segment::open(const std::string& name, int low, int high, std::shared_ptr
     return systemError(
         fmt::format("rank {}: mmap of shm segment {} failed: {}", high, name, errnoText(errno)));
   }
-  auto segment = std::make_shared<Segment>(name, base, size);
+  auto segment = std::make_shared<Segment>(name, base, size, populateWriteWorks() ? -1 : fd.release());
   const SegmentHeader& h = segment->header();
   if (h.magic.load(std::memory_order_acquire) != kSegmentMagic) {
     *missing = true;  // not initialised yet

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "transports/abort_reason.h"
 
 namespace hcl::shm {
 
@@ -70,6 +71,13 @@ struct LaneLayout {
   uint64_t offset;      // of FIFO 0's first slot; FIFO 1's follow them
 };
 
+// What a side that aborted for a failure says of it (abortBecause): the
+// text, then its length (release), then the side's aborted flag.
+struct AbortReason {
+  std::atomic<uint32_t> bytes;
+  char text[kMostAbortReasonBytes];
+};
+
 struct SegmentHeader {
   std::atomic<uint64_t> magic;  // stored last by the creator
   uint64_t totalBytes;
@@ -82,6 +90,7 @@ struct SegmentHeader {
   // another lane only where some side did, so that looking never faults in
   // a page /dev/shm may have no room for.
   std::atomic<uint64_t> reservedPrefix[2][kLanes];
+  AbortReason abortReason[2];
 };
 
 // Inline: a message of at most kSlotInlineBytes carried in the header's own
@@ -157,7 +166,8 @@ std::string segmentName(const uint8_t (&secret)[16], uint64_t commTag, int low, 
 // One mapping of a segment; unmapped on destruction. Does not unlink.
 class Segment {
  public:
-  Segment(std::string name, void* base, size_t bytes);
+  // fd: kept open (and closed here) where reserving needs it; -1 if not.
+  Segment(std::string name, void* base, size_t bytes, int fd = -1);
   ~Segment();
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;
@@ -176,15 +186,20 @@ class Segment {
   uint8_t* slot(int fifo, Lane lane, uint64_t index) const;
   // Makes the first `prefixBytes` of every slot of one FIFO of one lane
   // present in /dev/shm (the whole FIFO where the gaps between prefixes are
-  // under a page), so a full /dev/shm is this error, not a SIGBUS on a store.
+  // under a page), so a full /dev/shm is this error, not a SIGBUS on a store:
+  // madvise(MADV_POPULATE_WRITE), or fallocate where the kernel lacks it.
   Status reserve(int fifo, Lane lane, uint64_t prefixBytes);
   // Whether some side reserved at least the slots' header lines there.
   bool headersReserved(int fifo, Lane lane) const;
 
  private:
+  // Makes [begin, begin + bytes) of the mapping present; 0 or an errno.
+  int populate(uintptr_t begin, uint64_t bytes);
+
   std::string name_;
   void* base_;
   size_t bytes_;
+  int fd_;
 };
 
 }  // namespace hcl::shm

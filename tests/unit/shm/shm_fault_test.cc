@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "shm_test_fixture.h"
+#include "transports/abort_reason.h"
 #include "transports/shm/shm_process.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/shm/shm_transport.h"
@@ -237,13 +238,19 @@ TEST_F(ShmTest, PeerKilledDuringCopyThroughTransferFailsSurvivor) {
       runProcesses(2, [&](int rank) { return killedMidTransfer(rank, id_, shared, "0"); }));
 }
 
-// Rank 0 aborts its connection while rank 1 waits for a message.
-int abortingPeer(int rank, const CommIdentity& id, SharedState& shared) {
+// Rank 0 aborts its connection while rank 1 waits for a message; for a
+// failure (`why` not empty), rank 1 quotes it.
+int abortingPeer(int rank, const CommIdentity& id, SharedState& shared, const std::string& why = {}) {
   RankSetup setup;
   CHILD_CHECK_OK(setUpRank(rank, 2, id, shared.barrier, setup));
   Connection& c = *setup.connections[1 - rank];
   if (rank == 0) {
-    c.abort();
+    if (why.empty()) {
+      c.abort();
+    } else {
+      c.abortBecause(remoteError(why));
+      c.abortBecause(remoteError("a later failure, which must not replace the first"));
+    }
     // Stay alive, so the peer sees an abort and not an exit.
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (shared.flag.load() == 0 && std::chrono::steady_clock::now() < deadline) {
@@ -261,6 +268,8 @@ int abortingPeer(int rank, const CommIdentity& id, SharedState& shared) {
   CHILD_CHECK(s.code() == hclRemoteError, "got {} ({})", s.message(), static_cast<int>(s.code()));
   CHILD_CHECK(contains(s.message(), "rank 1: rank 0 (pid ") && contains(s.message(), "aborted"),
               "message: {}", s.message());
+  const std::string quoted = why.empty() ? std::string() : ", failing: " + shortenedAbortReason(why);
+  CHILD_CHECK(s.message().ends_with("shm) aborted" + quoted), "message: {}", s.message());
   CHILD_CHECK(recv.failed(), "receive not marked failed");
   return 0;
 }
@@ -268,6 +277,20 @@ int abortingPeer(int rank, const CommIdentity& id, SharedState& shared) {
 TEST_F(ShmTest, PeerAbortIsDetected) {
   SharedState& shared = makeShared(2);
   expectAllExitedZero(runProcesses(2, [&](int rank) { return abortingPeer(rank, id_, shared); }));
+}
+
+// A peer that aborts for a failure says which; a long chain of quotes keeps
+// its start and its end, where the first cause is.
+TEST_F(ShmTest, PeerAbortForAFailureIsQuoted) {
+  const std::string cause = "hclAllReduce: rank 0: rank 7 (pid 4711, shm) exited";
+  SharedState& shared = makeShared(2);
+  expectAllExitedZero(runProcesses(2, [&](int rank) { return abortingPeer(rank, id_, shared, cause); }));
+  std::string chain = cause;
+  for (int hop = 0; hop < 40; ++hop) chain = "rank 0: rank 1 (pid 4712, shm) aborted, failing: " + chain;
+  ASSERT_GT(chain.size(), kMostAbortReasonBytes);
+  ASSERT_TRUE(shortenedAbortReason(chain).ends_with(cause));
+  SharedState& again = makeShared(2);
+  expectAllExitedZero(runProcesses(2, [&](int rank) { return abortingPeer(rank, id_, again, chain); }));
 }
 
 // Rank 0 publishes a single-copy send, then aborts while staying alive (its
