@@ -10,6 +10,7 @@
 #include "core/bootstrap_root.h"
 #include "core/bootstrap_socket.h"
 #include "core/bootstrap_wire.h"
+#include "core/fd_limit.h"
 #include "core/log.h"
 #include "core/no_throw.h"
 
@@ -246,6 +247,15 @@ Status connectBootstrapThrowing(const hclUniqueId& id, int nranks, int rank, int
   if (ec) return invalidArgument(fmt::format("hclUniqueId holds an unusable root address {}", contents.rootIp));
   const Deadline deadline(timeoutMs);
   const bool hostsRoot = contents.rootStartedByRank0 && rank == 0;
+  // A root in this process holds a socket per rank until they all joined.
+  constexpr size_t kBesideRoot = 64;
+  const bool rootHere = hostsRoot || bootstrapRootRunning(contents.rootPort);
+  if (const Status room = ensureDescriptorRoom(
+          rank, openDescriptors() + kBesideRoot + (rootHere ? static_cast<size_t>(nranks) : 0),
+          rootHere ? "the bootstrap root in this process" : "joining the bootstrap");
+      !room.ok()) {
+    log::warn(log::Bootstrap, "{}", room.message());
+  }
   if (hostsRoot) HCL_TRY(startRootForRank0(contents, ip, deadline, timeoutMs, abortFlag));
 
   auto client = std::make_unique<BootstrapClient>(contents, tcp::endpoint(ip, contents.rootPort), nranks, rank,

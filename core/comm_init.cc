@@ -13,6 +13,7 @@
 
 #include "core/comm_plan.h"
 #include "core/cpu_family.h"
+#include "core/fd_limit.h"
 #include "core/host_cpus.h"
 #include "core/host_identity.h"
 #include "core/link_probe.h"
@@ -102,6 +103,20 @@ void avoidSpinningWhenOversubscribed(Communicator& comm) {
     comm.setSpinUs(0);
     log::info(log::Init, "rank {}: the ranks on this host outnumber the CPUs they may run on: waits yield instead of "
               "busy-polling", comm.rank());
+  }
+}
+
+// The links about to be set up, and what else a communicator opens while
+// it runs (memfds of shared scratch, its rescue port), must fit under the
+// descriptor limit; a shortfall is only warned of, as the count is an
+// upper estimate and setup reports a real one.
+void makeDescriptorRoom(int rank, const std::vector<std::unique_ptr<Transport>>& transports,
+                        const std::vector<std::vector<int>>& peersByKind) {
+  constexpr size_t kBesideLinks = 64;
+  size_t wanted = openDescriptors() + kBesideLinks;
+  for (size_t k = 0; k < transports.size(); ++k) wanted += peersByKind[k].size() * transports[k]->descriptorsPerPeer();
+  if (const Status room = ensureDescriptorRoom(rank, wanted, "this communicator's links"); !room.ok()) {
+    log::warn(log::Init, "{}", room.message());
   }
 }
 
@@ -213,6 +228,7 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   ctx.peers = &peers;
   ctx.links = &links;
 
+  makeDescriptorRoom(rank, transports, peersByKind);
   for (size_t k = 0; k < transports.size(); ++k) {
     if (!peersByKind[k].empty()) HCL_TRY(transports[k]->prepare(ctx, peersByKind[k]));
   }

@@ -153,6 +153,9 @@ class Transport {
                          std::vector<std::unique_ptr<Connection>>& out) = 0;
   // After a second barrier: drop names other ranks no longer need (unlink).
   virtual void finish() = 0;
+  // At most how many descriptors a link to one peer holds open (sockets, a
+  // segment's descriptor); init makes room for them (core/fd_limit.h).
+  virtual size_t descriptorsPerPeer() const { return 0; }
   // GPU-direct seam: true when this transport can register memory of `device`
   // (dma-buf or peer memory) and move it without staging through the host.
   // No transport of this build can yet; verbs and libfabric's FI_HMEM will.

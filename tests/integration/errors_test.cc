@@ -25,6 +25,7 @@
 
 #include "core/bootstrap.h"
 #include "core/bootstrap_root.h"
+#include "core/fd_limit.h"
 #include "hcl.h"
 #include "multiprocess.h"
 #include "ofi_probe.h"
@@ -550,15 +551,14 @@ TEST(LifecycleErrors, RunningOutOfFileDescriptorsIsAnErrorNotACrash) {
   // In a child, with the descriptor limit at many levels, create ids and
   // communicators until one fails: each failure must be a returned error
   // (an exception escaping from an asio object used to abort the process).
+  // The hard limit comes down too, as init would raise a soft one alone;
+  // lowering it needs no privilege, raising it again would.
   auto results = hcltest::runProcesses(
       1,
       [&](int) {
-        rlimit old{};
-        getrlimit(RLIMIT_NOFILE, &old);
         int failures = 0;
-        for (rlim_t limit = 40; limit <= 120; limit += 4) {
-          rlimit low = old;
-          low.rlim_cur = limit;
+        for (rlim_t limit = 120; limit >= 40; limit -= 4) {
+          const rlimit low{limit, limit};
           RANK_CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0, "setrlimit %d", (int)limit);
           std::vector<hclComm_t> made;
           for (int i = 0; i < 64; ++i) {
@@ -576,12 +576,42 @@ TEST(LifecycleErrors, RunningOutOfFileDescriptorsIsAnErrorNotACrash) {
           for (int i = 0; i < 64 && hclGetUniqueId(&id) == hclSuccess; ++i) {
           }
           for (hclComm_t c : made) RANK_HCL(hclCommDestroy(c));
-          RANK_CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0, "restoring the limit");
         }
         RANK_CHECK(failures > 0, "no limit made an init fail");
         return 0;
       },
       120, {{"HCL_DEBUG", "NONE"}, {"HCL_TIMEOUT_MS", "5000"}});
+  EXPECT_EQ(hcltest::describeFailures(results), "");
+}
+
+// A soft descriptor limit too low for a communicator's links (the common
+// 1024 stops a few hundred ranks) is raised at init, up to the hard limit:
+// twelve ranks over TCP, each started with room for 6 more descriptors.
+TEST(LifecycleErrors, ALowSoftDescriptorLimitIsRaisedForTheLinks) {
+  hcltest::EnvList env = hcltest::rank0RootEnv("30000");
+  env.push_back({"HCL_SHM_DISABLE", "1"});
+  constexpr int kRanks = 12;
+  auto results = hcltest::runProcesses(
+      kRanks,
+      [&](int rank) {
+        rlimit limit{};
+        getrlimit(RLIMIT_NOFILE, &limit);
+        limit.rlim_cur = hcl::openDescriptors() + 6;
+        RANK_CHECK(setrlimit(RLIMIT_NOFILE, &limit) == 0, "setrlimit");
+        const rlim_t before = limit.rlim_cur;
+        hclUniqueId id;
+        RANK_HCL(hclGetUniqueId(&id));
+        hclComm_t comm;
+        RANK_HCL(hclCommInitRank(&comm, kRanks, id, rank));
+        int32_t v = rank;
+        RANK_HCL(hclAllReduce(&v, &v, 1, hclInt32, hclSum, comm, nullptr));
+        RANK_CHECK(v == kRanks * (kRanks - 1) / 2, "sum %d", v);
+        getrlimit(RLIMIT_NOFILE, &limit);
+        RANK_CHECK(limit.rlim_cur > before, "the soft limit stayed %d", static_cast<int>(before));
+        RANK_HCL(hclCommDestroy(comm));
+        return 0;
+      },
+      120, env);
   EXPECT_EQ(hcltest::describeFailures(results), "");
 }
 

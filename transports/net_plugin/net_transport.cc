@@ -161,6 +161,9 @@ class NetTransport final : public Transport {
   }
 
   void finish() override { closeLeftovers(); }
+  // A plugin's send and receive connections (sockets on a socket plugin),
+  // and the peer watch or verbs' side connection.
+  size_t descriptorsPerPeer() const override { return 3; }
 
  private:
   Status listDevices(const TransportContext& ctx, std::vector<std::string>& names) {

@@ -89,6 +89,9 @@ class OfiTransport final : public Transport {
   }
 
   // Endpoints without a link on them close now (the connections keep the others).
+  // The provider's connection (a socket on tcp;ofi_rxm) and the peer watch.
+  size_t descriptorsPerPeer() const override { return 2; }
+
   void finish() override {
     endpoints_.clear();
     used_.clear();

@@ -104,6 +104,8 @@ class ShmTransport final : public Transport {
   }
 
   void finish() override { unlinkCreated(); }
+  // A segment keeps its descriptor where the kernel cannot populate it.
+  size_t descriptorsPerPeer() const override { return 1; }
 
  private:
   static Status checkPeerRank(const TransportContext& ctx, int peer, const char* phase) {

@@ -41,6 +41,9 @@ class TcpTransport final : public Transport {
   }
 
   void finish() override { listeners_.clear(); }
+  size_t descriptorsPerPeer() const override {
+    return static_cast<size_t>(streams_ > 0 ? streams_ : tcpStreamsWanted());
+  }
 
  private:
   int streams_;  // 0: HCL_TCP_STREAMS

@@ -1,0 +1,105 @@
+// The descriptor limit is raised for a communicator's links, and a hard
+// limit too low for them is named. Each case runs in a forked child, since
+// the limit belongs to the process.
+#include "core/fd_limit.h"
+
+#include <gmock/gmock.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+#include <string>
+
+namespace hcl {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Runs `body` in a child; its text comes back, and its exit code is 0 for a pass.
+std::string inChild(const std::function<std::string()>& body, int* code) {
+  int fds[2];
+  if (::pipe(fds) != 0) return "pipe failed";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    const std::string text = body();
+    (void)!::write(fds[1], text.data(), text.size());
+    ::_exit(text.rfind("ok", 0) == 0 ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  *code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return text;
+}
+
+rlimit current() {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  return limit;
+}
+
+TEST(FdLimit, CountsTheDescriptorsOpen) {
+  const size_t before = openDescriptors();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  EXPECT_EQ(openDescriptors(), before + 2);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_EQ(openDescriptors(), before);
+}
+
+// The soft limit a child has after asking for room for `wanted` with its
+// soft limit at `soft`, as "ok <limit>", or what went wrong.
+std::string softLimitAfter(rlim_t soft, size_t wanted, int* code) {
+  return inChild(
+      [&] {
+        rlimit limit = current();
+        limit.rlim_cur = soft;
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return std::string("setrlimit failed");
+        if (Status s = ensureDescriptorRoom(3, wanted, "this communicator's links"); !s.ok()) return s.message();
+        return "ok " + std::to_string(current().rlim_cur);
+      },
+      code);
+}
+
+TEST(FdLimit, RaisesALowSoftLimitToTwiceWhatTheLinksNeed) {
+  if (current().rlim_max != RLIM_INFINITY && current().rlim_max < 2000) GTEST_SKIP() << "hard limit below 2000";
+  int code = 0;
+  const std::string text = softLimitAfter(64, 1000, &code);
+  EXPECT_EQ(code, 0) << text;
+  EXPECT_EQ(text, "ok 2000");
+}
+
+TEST(FdLimit, LeavesALimitThatSufficesAlone) {
+  int code = 0;
+  const std::string text = softLimitAfter(512, 500, &code);
+  EXPECT_EQ(code, 0) << text;
+  EXPECT_EQ(text, "ok 512");
+}
+
+TEST(FdLimit, NamesAHardLimitTooLow) {
+  int code = 0;
+  const std::string text = inChild(
+      [] {
+        const rlimit limit{100, 100};
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return std::string("setrlimit failed");
+        const Status s = ensureDescriptorRoom(3, 1000, "this communicator's links");
+        if (s.ok()) return std::string("no error");
+        if (current().rlim_cur != 100) return std::string("the limit changed");
+        return "ok " + s.message();
+      },
+      &code);
+  EXPECT_EQ(code, 0) << text;
+  EXPECT_THAT(text, HasSubstr("rank 3: about 1000 file descriptors are needed in all, for this communicator's links"));
+  EXPECT_THAT(text, HasSubstr("hard limit 100, soft limit 100"));
+  EXPECT_THAT(text, HasSubstr("HCL_PEER_WATCH=0"));
+}
+
+}  // namespace
+}  // namespace hcl
