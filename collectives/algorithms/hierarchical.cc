@@ -7,6 +7,7 @@
 
 #include "collectives/algorithms/hier_groups.h"
 #include "collectives/algorithms/hier_steps.h"
+#include "collectives/algorithms/schedule_start.h"
 
 namespace hcl {
 namespace {
@@ -19,7 +20,7 @@ using hier::Range;
 using hier::Split;
 
 Schedule startSchedule(const CollArgs& a) {
-  Schedule s;
+  Schedule s = emptySchedule(a);
   s.tag = static_cast<uint32_t>(a.kind);
   s.algorithm = "hier";
   return s;

@@ -3,12 +3,13 @@
 
 #include "collectives/algorithms/hier_groups.h"
 #include "collectives/algorithms/hierarchical.h"
+#include "collectives/algorithms/schedule_start.h"
 
 namespace hcl {
 namespace {
 
 Schedule startSchedule(const CollArgs& a) {
-  Schedule s;
+  Schedule s = emptySchedule(a);
   s.tag = static_cast<uint32_t>(a.kind);
   s.algorithm = "hier";
   return s;

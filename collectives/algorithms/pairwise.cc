@@ -1,9 +1,11 @@
 #include "collectives/algorithms/pairwise.h"
 
+#include "collectives/algorithms/schedule_start.h"
+
 namespace hcl {
 
 Schedule pairwiseAlltoAll(const CollArgs& a) {
-  Schedule s;
+  Schedule s = emptySchedule(a);
   s.tag = static_cast<uint32_t>(a.kind);
   s.algorithm = "pairwise";
   ScheduleBuilder b(s);
@@ -28,7 +30,7 @@ Schedule pairwiseAlltoAll(const CollArgs& a) {
 }
 
 Schedule directGather(const CollArgs& a) {
-  Schedule s;
+  Schedule s = emptySchedule(a);
   s.tag = static_cast<uint32_t>(a.kind);
   s.algorithm = "direct";
   ScheduleBuilder b(s);
@@ -45,7 +47,7 @@ Schedule directGather(const CollArgs& a) {
 }
 
 Schedule directScatter(const CollArgs& a) {
-  Schedule s;
+  Schedule s = emptySchedule(a);
   s.tag = static_cast<uint32_t>(a.kind);
   s.algorithm = "direct";
   ScheduleBuilder b(s);

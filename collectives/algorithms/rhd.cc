@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "collectives/algorithms/schedule_start.h"
+
 namespace hcl {
 namespace {
 
@@ -93,7 +95,7 @@ void waitIfAny(ScheduleBuilder& b, uint32_t transfer) {
 }
 
 Schedule newSchedule(const CollArgs& a) {
-  Schedule s;
+  Schedule s = emptySchedule(a);
   s.tag = static_cast<uint32_t>(a.kind);
   s.algorithm = "rhd";
   return s;

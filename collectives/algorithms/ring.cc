@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "collectives/algorithms/schedule_start.h"
+
 namespace hcl {
 namespace {
 
@@ -129,7 +131,7 @@ void emitRingAllGather(ScheduleBuilder& b, const CollArgs& a, const Chunks& ch) 
 }  // namespace
 
 Schedule ringAllReduce(const CollArgs& a) {
-  Schedule s;
+  Schedule s = emptySchedule(a);
   s.tag = static_cast<uint32_t>(a.kind);
   s.algorithm = "ring";
   ScheduleBuilder b(s);
@@ -146,7 +148,7 @@ Schedule ringAllReduce(const CollArgs& a) {
 }
 
 Schedule ringReduceScatter(const CollArgs& a) {
-  Schedule s;
+  Schedule s = emptySchedule(a);
   s.tag = static_cast<uint32_t>(a.kind);
   s.algorithm = "ring";
   ScheduleBuilder b(s);
@@ -161,7 +163,7 @@ Schedule ringReduceScatter(const CollArgs& a) {
 }
 
 Schedule ringAllGather(const CollArgs& a) {
-  Schedule s;
+  Schedule s = emptySchedule(a);
   s.tag = static_cast<uint32_t>(a.kind);
   s.algorithm = "ring";
   ScheduleBuilder b(s);
@@ -172,7 +174,7 @@ Schedule ringAllGather(const CollArgs& a) {
 }
 
 Schedule ringBroadcast(const CollArgs& a) {
-  Schedule s;
+  Schedule s = emptySchedule(a);
   s.tag = static_cast<uint32_t>(a.kind);
   s.algorithm = "ring";
   ScheduleBuilder b(s);
@@ -201,7 +203,7 @@ Schedule ringBroadcast(const CollArgs& a) {
 }
 
 Schedule ringReduce(const CollArgs& a) {
-  Schedule s;
+  Schedule s = emptySchedule(a);
   s.tag = static_cast<uint32_t>(a.kind);
   s.algorithm = "ring";
   ScheduleBuilder b(s);

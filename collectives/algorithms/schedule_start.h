@@ -3,12 +3,20 @@
 
 #include "collectives/plan/collective.h"
 #include "collectives/plan/schedule.h"
+#include "collectives/plan/step_pool.h"
 
 namespace hcl {
 
+// An empty schedule, its steps' storage from the args' pool where they have one.
+inline Schedule emptySchedule(const CollArgs& a) {
+  Schedule s;
+  if (a.stepPool) s.steps = a.stepPool->take();
+  return s;
+}
+
 // An empty schedule of `algorithm`, tagged with the collective.
 inline Schedule beginSchedule(const CollArgs& a, const char* algorithm) {
-  Schedule s;
+  Schedule s = emptySchedule(a);
   s.tag = static_cast<uint32_t>(a.kind);
   s.algorithm = algorithm;
   const CallBufferBytes bytes = callBufferBytes(a);

@@ -5,6 +5,8 @@
 #include <span>
 #include <vector>
 
+#include "collectives/algorithms/schedule_start.h"
+
 namespace hcl {
 namespace {
 
@@ -66,7 +68,7 @@ size_t sliceElements(size_t chunkBytes, size_t elemBytes, size_t longestPiece) {
 }
 
 Schedule newSchedule(const CollArgs& a) {
-  Schedule s;
+  Schedule s = emptySchedule(a);
   s.tag = static_cast<uint32_t>(a.kind);
   s.algorithm = "tree";
   return s;

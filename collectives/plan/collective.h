@@ -28,6 +28,8 @@ enum class CollKind : uint8_t {
 
 const char* collKindName(CollKind k);
 
+class StepPool;
+
 struct CollArgs {
   CollKind kind = CollKind::AllReduce;
   int rank = 0;
@@ -57,6 +59,9 @@ struct CollArgs {
   // Each rank's place in recursive doubling's pairing, where ranks pinned
   // to shared CPUs should meet last (sharedCpuPairingOrder); null: rank order.
   const std::vector<int>* pairingOrder = nullptr;
+  // Where the schedule takes its steps' storage (the planner's, reused
+  // between the schedules it prices); null: a new vector.
+  StepPool* stepPool = nullptr;
 };
 
 // The bytes of this rank's send and receive buffers a call covers (0 for a

@@ -5,6 +5,7 @@
 
 #include "collectives/plan/plan.h"
 #include "collectives/plan/schedule_timing.h"
+#include "collectives/plan/step_pool.h"
 
 namespace hcl {
 namespace {
@@ -18,7 +19,7 @@ constexpr CollKind kPlannedKinds[] = {CollKind::AllReduce,     CollKind::Broadca
                                       CollKind::AlltoAll,      CollKind::Gather,    CollKind::Scatter};
 
 ScheduleEstimate priceAlgorithm(const AlgorithmEntry& e, const LinkGraph& graph, const Topology& topology,
-                                size_t bytes, size_t chunkBytes, CpuFamily family, bool sharedCpus) {
+                                size_t bytes, size_t chunkBytes, CpuFamily family, bool sharedCpus, StepPool& pool) {
   std::vector<Schedule> schedules;
   schedules.reserve(static_cast<size_t>(graph.nranks));
   for (int r = 0; r < graph.nranks; ++r) {
@@ -32,9 +33,12 @@ ScheduleEstimate priceAlgorithm(const AlgorithmEntry& e, const LinkGraph& graph,
     a.topology = topology.flat() ? nullptr : &topology;
     a.cpuFamily = family;
     a.sharedCpus = sharedCpus;
+    a.stepPool = &pool;
     schedules.push_back(e.generate(a));
   }
-  return estimateSchedules(schedules, graph);
+  const ScheduleEstimate estimate = estimateSchedules(schedules, graph);
+  for (Schedule& s : schedules) pool.give(std::move(s.steps));
+  return estimate;
 }
 
 std::vector<std::string> classNames(const ScheduleEstimate& est, const LinkGraph& graph) {
@@ -51,21 +55,45 @@ PlanTable Planner::buildTable(const LinkGraph& graph, const Topology& topology, 
   table.graph = graph;
   table.topology = topology;
   table.choices.resize(allowed_.size());
+  StepPool pool;
   for (CollKind kind : kPlannedKinds) {
     auto& perBucket = table.choices[static_cast<size_t>(kind)];
     perBucket.resize(PlanTable::kBuckets);
-    for (int b = 0; b < PlanTable::kBuckets; ++b) {
+    // Largest first: the pool's storage then fits every smaller size after it.
+    for (int b = PlanTable::kBuckets - 1; b >= 0; --b) {
       const size_t bytes = PlanTable::bucketBytes(b);
       const AlgorithmEntry* dflt = fallback(kind, bytes, graph.nranks, peerAccess_);
       const AlgorithmEntry* best = nullptr;
       ScheduleEstimate bestEst, dfltEst;
       std::string candidates;
       const bool chosenRuns = chosenAlgorithmRuns(kind, bytes, graph.nranks, peerAccess_);
-      for (const AlgorithmEntry* e : allowed_[static_cast<size_t>(kind)]) {
-        if (!usable(*e, bytes, graph.nranks, peerAccess_) || (chosenRuns && lastResort(*e))) continue;
-        const ScheduleEstimate est = priceAlgorithm(*e, graph, table.topology, bytes, chunkBytes, cpuFamily_, sharedCpus_);
+      const auto& allowed = allowed_[static_cast<size_t>(kind)];
+      const auto runs = [&](const AlgorithmEntry* e) {
+        return usable(*e, bytes, graph.nranks, peerAccess_) && !(chosenRuns && lastResort(*e));
+      };
+      const auto price = [&](const AlgorithmEntry* e) {
+        const ScheduleEstimate est =
+            priceAlgorithm(*e, graph, table.topology, bytes, chunkBytes, cpuFamily_, sharedCpus_, pool);
         candidates += fmt::format("{}{} {}", candidates.empty() ? "" : ", ", e->name,
                                   est.valid ? fmt::format("{:.1f} us", est.us) : std::string("invalid"));
+        return est;
+      };
+      // A default that reaches peers' buffers is chosen whatever the model
+      // says of the others (below), so they are priced only if it cannot be.
+      const bool defaultDecides = dflt && dflt->needsPeerAccess && runs(dflt) &&
+                                  std::find(allowed.begin(), allowed.end(), dflt) != allowed.end();
+      if (defaultDecides) {
+        dfltEst = price(dflt);
+        if (dfltEst.valid) {
+          best = dflt;
+          bestEst = dfltEst;
+          candidates += " (the measured choice where peers' buffers are reachable; the others are not priced)";
+        }
+      }
+      for (const AlgorithmEntry* e : allowed) {
+        if (best && defaultDecides) break;
+        if (!runs(e) || (defaultDecides && e == dflt)) continue;
+        const ScheduleEstimate est = price(e);
         if (!est.valid) continue;
         if (e == dflt) dfltEst = est;
         if (!best || est.us < bestEst.us) {

@@ -143,6 +143,46 @@ TEST(PlanTable, PricesTheScheduleForRanksThatShareCpus) {
   EXPECT_GT(estimate(true), estimate(false));
 }
 
+// Where the default reaches peers' buffers (one host), it is chosen
+// whatever the model says, so only it is priced; where an override leaves
+// it out, the others are priced as before. The estimate is the default's
+// own either way, and the same as when every candidate was priced.
+TEST(PlanTable, ADefaultThatReachesPeersIsTheOnlyOnePriced) {
+  Planner planner;
+  planner.setPeerAccess(true);
+  const PlanTable t = planner.buildTable(uniform(4, {1, 6000}), {}, 512 * 1024);
+  const PlanChoice* c = t.find(CollKind::AllReduce, size_t{4} << 20);
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(c->algorithm == "window" || c->algorithm == "direct") << c->algorithm;
+  EXPECT_EQ(c->candidates.rfind(c->algorithm + " ", 0), 0u) << c->candidates;
+  EXPECT_NE(c->candidates.find("the others are not priced"), std::string::npos) << c->candidates;
+  EXPECT_EQ(c->candidates.find("ring"), std::string::npos) << c->candidates;
+
+  Planner chosenOnly("allreduce:" + c->algorithm);
+  chosenOnly.setPeerAccess(true);
+  std::vector<Schedule> schedules;
+  for (int r = 0; r < 4; ++r) {
+    CollArgs a;
+    a.kind = CollKind::AllReduce;
+    a.rank = r;
+    a.nranks = 4;
+    a.count = (size_t{4} << 20) / 4;
+    a.chunkBytes = 512 * 1024;
+    schedules.push_back(chosenOnly.plan(a));
+  }
+  const ScheduleEstimate direct = estimateSchedules(schedules, uniform(4, {1, 6000}));
+  ASSERT_TRUE(direct.valid);
+  EXPECT_DOUBLE_EQ(c->estimatedUs, direct.us);
+
+  Planner overridden("allreduce:ring,rd");
+  overridden.setPeerAccess(true);
+  const PlanTable o = overridden.buildTable(uniform(4, {1, 6000}), {}, 512 * 1024);
+  const PlanChoice* oc = o.find(CollKind::AllReduce, size_t{4} << 20);
+  ASSERT_NE(oc, nullptr);
+  EXPECT_EQ(oc->algorithm, "ring");
+  EXPECT_EQ(oc->candidates.find("not priced"), std::string::npos) << oc->candidates;
+}
+
 TEST(PlanOverride, NamesThatSelectNothingAreReported) {
   EXPECT_TRUE(overrideProblems("").empty());
   EXPECT_TRUE(overrideProblems("ring,tree;allreduce:hier").empty());
