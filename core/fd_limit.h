@@ -18,9 +18,10 @@ size_t openDescriptors();
 
 // Makes room for `wanted` descriptors in all, for `forWhat` ("this
 // communicator's links"): raises the soft limit (to twice `wanted`, at most
-// the hard limit) where it is lower, and logs it. An error naming both
-// limits where the hard limit is lower; the caller warns and goes on, since
-// the count is an estimate.
+// the hard limit; never lowering it) where it is lower, and logs it. Where
+// the hard limit is lower, raises the soft one to it and returns an error
+// naming both; the caller warns and goes on, since the count is an
+// estimate. HCL_RAISE_FD_LIMIT=0: does nothing.
 Status ensureDescriptorRoom(int rank, size_t wanted, std::string_view forWhat);
 
 }  // namespace hcl

@@ -49,6 +49,10 @@ constexpr std::array kParams = {
               "A TCP connection beside each libfabric and net-plugin link, so that a peer's death fails the "
               "survivors at once (those networks may not report it); must be equal on all ranks",
               nullptr},
+    ParamSpec{"HCL_RAISE_FD_LIMIT", Bool, "1",
+              "Raise the soft file descriptor limit, up to the hard one, where a communicator needs more "
+              "(0: leave it, for programs that use select())",
+              nullptr},
     ParamSpec{"HCL_DIRECT", Bool, "1",
               "Allow the direct algorithms, which read and write peers' buffers, where every "
               "link can (shared memory with single copy, ranks of one process)",

@@ -295,7 +295,7 @@ typedef struct {
   char algorithm[32];      /* "ring", "tree", "rhd", "rd", "hier", ...; "ipc" where the ranks' devices map each other's memory */
   double estimatedUs;      /* the model's estimate; 0 when no table was built */
   char linkClasses[256];   /* link classes carrying its data: "shm,net:wan" */
-  char candidates[1024];   /* every allowed algorithm with its estimate */
+  char candidates[1024];   /* the allowed algorithms priced, with their estimates */
   char groups[256];        /* group of each rank per level, innermost first: "0 0 1 1; 0 0 0 0" */
 } hclPlanInfo_t;
 hclResult_t hclCommGetPlan(hclComm_t comm, const char* collective, size_t bytes, hclPlanInfo_t* info);

@@ -83,22 +83,40 @@ TEST(FdLimit, LeavesALimitThatSufficesAlone) {
   EXPECT_EQ(text, "ok 512");
 }
 
-TEST(FdLimit, NamesAHardLimitTooLow) {
+// Below the hard limit, the soft one is raised to it all the same (the
+// count is an upper estimate), and both are named.
+TEST(FdLimit, NamesAHardLimitTooLowAndRaisesTheSoftLimitToIt) {
   int code = 0;
   const std::string text = inChild(
       [] {
-        const rlimit limit{100, 100};
+        const rlimit limit{64, 100};
         if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return std::string("setrlimit failed");
         const Status s = ensureDescriptorRoom(3, 1000, "this communicator's links");
         if (s.ok()) return std::string("no error");
-        if (current().rlim_cur != 100) return std::string("the limit changed");
+        if (current().rlim_cur != 100) return "the soft limit is " + std::to_string(current().rlim_cur);
         return "ok " + s.message();
       },
       &code);
   EXPECT_EQ(code, 0) << text;
   EXPECT_THAT(text, HasSubstr("rank 3: about 1000 file descriptors are needed in all, for this communicator's links"));
-  EXPECT_THAT(text, HasSubstr("hard limit 100, soft limit 100"));
+  EXPECT_THAT(text, HasSubstr("hard limit 100, soft limit 100, raised from 64"));
   EXPECT_THAT(text, HasSubstr("HCL_PEER_WATCH=0"));
+}
+
+TEST(FdLimit, HCL_RAISE_FD_LIMIT_0_LeavesTheLimitAlone) {
+  int code = 0;
+  const std::string text = inChild(
+      [] {
+        ::setenv("HCL_RAISE_FD_LIMIT", "0", 1);
+        rlimit limit = current();
+        limit.rlim_cur = 64;
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return std::string("setrlimit failed");
+        if (Status s = ensureDescriptorRoom(3, 1000, "this communicator's links"); !s.ok()) return s.message();
+        return "ok " + std::to_string(current().rlim_cur);
+      },
+      &code);
+  EXPECT_EQ(code, 0) << text;
+  EXPECT_EQ(text, "ok 64");
 }
 
 }  // namespace
