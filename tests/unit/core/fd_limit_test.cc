@@ -77,6 +77,7 @@ TEST(FdLimit, RaisesALowSoftLimitToTwiceWhatTheLinksNeed) {
 }
 
 TEST(FdLimit, LeavesALimitThatSufficesAlone) {
+  if (current().rlim_max != RLIM_INFINITY && current().rlim_max < 512) GTEST_SKIP() << "hard limit below 512";
   int code = 0;
   const std::string text = softLimitAfter(512, 500, &code);
   EXPECT_EQ(code, 0) << text;
