@@ -211,7 +211,8 @@ Status Segment::reserve(int fifo, Lane lane, uint64_t prefixBytes) {
   for (uint64_t i = 0; i < l.slots; ++i) {
     const uint8_t* start = slot(fifo, lane, i);
     const uintptr_t begin = pageOf(start);
-    const uintptr_t end = pageOf(start + prefixBytes - 1) + page;
+    // Not past the file's end: fallocate there would grow the file.
+    const uintptr_t end = std::min(pageOf(start + prefixBytes - 1) + page, reinterpret_cast<uintptr_t>(base_) + bytes_);
     if (runs.empty() || begin > runs.back().second) {
       runs.emplace_back(begin, end);
     } else {
