@@ -146,10 +146,6 @@ class ShmConnection final : public Connection {
     return {};
   }
 
-  // The flag must be visible before any store the caller makes to its
-  // buffers once this returns (peerAbortedAfterCopy): a seq_cst store alone
-  // does not order later plain stores after it on every architecture (it
-  // does on x86); the fence does.
   // A failure's text goes into this side's reason first, once: a peer
   // that sees the flag then quotes it.
   void abortBecause(const Status& why) override {
@@ -162,6 +158,10 @@ class ShmConnection final : public Connection {
     abort();
   }
 
+  // The flag must be visible before any store the caller makes to its
+  // buffers once this returns (peerAbortedAfterCopy): a seq_cst store alone
+  // does not order later plain stores after it on every architecture (it
+  // does on x86); the fence does.
   void abort() override {
     header_.side[side_].aborted.store(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
