@@ -1115,6 +1115,15 @@ TEST(Cascade, ShmSurvivorsWithNoLinkToTheDeadRankNameIt) {
   expectAKilledPeerNoticedFromItsLink(4, env);
 }
 
+// Over TCP the neighbours' aborts carry the text too, in a notice frame
+// written before the reset (transports/tcp/tcp_abort_notice.h).
+TEST(Cascade, TcpSurvivorsWithNoLinkToTheDeadRankNameIt) {
+  SKIP_UNDER_TSAN();
+  hcltest::EnvList env = transportEnv("tcp");
+  env.push_back({"HCL_ALGO", "ring"});
+  expectAKilledPeerNoticedFromItsLink(4, env);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, OverTransport, ::testing::Values("shm", "tcp", "ofi", "net_plugin", "ib"),
                          [](const auto& info) { return std::string(info.param); });
 

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <thread>
+
 #include "transports/tcp/tcp_stripe.h"
 
 namespace hcl::tcp {
@@ -60,13 +63,39 @@ Status TcpConnection::abortedStatus() const {
 
 Status TcpConnection::fail(Status status) {
   if (aborted_.load(std::memory_order_acquire)) status = abortedStatus();
+  // Tell the peer at once, and why, instead of letting it wait for messages
+  // that will not come.
+  sendAbortNotices(status);
   failure_ = std::move(status);
-  // Tell the peer at once instead of letting it wait for messages that will not come.
   for (auto& stream : streams_) {
     stream->reset();
     stream->failAll();
   }
   return failure_;
+}
+
+void TcpConnection::abortBecause(const Status& why) {
+  if (failure_.ok()) sendAbortNotices(why);
+  abort();
+}
+
+// A reset drops what is still unsent, so the notices get a moment to go
+// out first (waiting for the peer's acknowledgement would wait out its
+// delayed ACK). Only where a stream had nothing unsent before its notice:
+// otherwise the peer is not reading, and would not read the notice before
+// the reset either.
+void TcpConnection::sendAbortNotices(const Status& why) {
+  if (why.ok() || aborted_.load(std::memory_order_acquire)) return;
+  std::vector<TcpStream*> awaited;
+  for (auto& stream : streams_) {
+    const bool idle = stream->unsentBytes() == 0;
+    if (stream->sendAbortNotice(why.message()) && idle) awaited.push_back(stream.get());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  while (!awaited.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::erase_if(awaited, [](TcpStream* s) { return s->unsentBytes() == 0; });
+    if (!awaited.empty()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
 }
 
 void TcpConnection::abort() {

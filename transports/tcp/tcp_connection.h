@@ -1,7 +1,8 @@
 // A Connection over one or more TcpStreams to one peer, with the stream
 // layout of tcp_stripe.h: with several streams each direction has its own,
-// and large messages are cut into pieces over them. post() and progress()
-// must not run concurrently; abort() may be called from any thread.
+// and large messages are cut into pieces over them. post(), progress() and
+// abortBecause() must not run concurrently; abort() may be called from any
+// thread.
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -25,10 +26,15 @@ class TcpConnection final : public Connection {
   Status post(Transfer& transfer) override;
   Status progress(bool* madeProgress) override;
   void abort() override;
+  // Writes `why` to the peer in a notice on each stream where no frame is
+  // half sent (tcp_abort_notice.h) and waits briefly for it to be
+  // acknowledged, then aborts. Not while progress() runs.
+  void abortBecause(const Status& why) override;
   std::string describe() const override;
 
  private:
   Status fail(Status status);
+  void sendAbortNotices(const Status& why);
   Status abortedStatus() const;
 
   int rank_;

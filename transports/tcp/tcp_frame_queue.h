@@ -42,16 +42,20 @@ class FrameQueue {
   // caller resets transfer.progressed before queueing the first piece.
   void pushPiece(Transfer& transfer, size_t offset, size_t bytes, uint32_t flags,
                  size_t transferFrameBytes);
-  bool empty() const { return frames_.empty(); }
 
   // Fills `iov` with the not yet moved bytes of the queued frames, in order,
   // at most maxBytes in total.
   void gather(std::vector<asio::mutable_buffer>& iov, size_t maxBytes);
 
-  // Credits `moved` bytes to the queued frames in order. onHeader(frame) runs
-  // once a frame's header is complete, before the frame can complete; a
-  // failure it returns stops the crediting. A transfer whose frames have all
-  // finished completes Done.
+  bool empty() const { return frames_.empty(); }
+  // No frame is partly moved: the next byte on the wire starts a frame.
+  bool betweenFrames() const { return frames_.empty() || frames_.front().moved == 0; }
+
+  // Credits `moved` bytes to the queued frames in order. onHeader(frame,
+  // afterHeader) runs once a frame's header is complete, before the frame
+  // can complete; afterHeader is how many of the `moved` bytes came after
+  // the header's end. A failure it returns stops the crediting. A transfer
+  // whose frames have all finished completes Done.
   template <typename OnHeader>
   Status advance(size_t moved, OnHeader&& onHeader) {
     while (moved > 0 && !frames_.empty()) {
@@ -62,7 +66,9 @@ class FrameQueue {
       frame.moved += take;
       transfer.progressed += take;
       moved -= take;
-      if (headerWasIncomplete && frame.moved >= kFrameHeaderBytes) HCL_TRY(onHeader(frame));
+      if (headerWasIncomplete && frame.moved >= kFrameHeaderBytes) {
+        HCL_TRY(onHeader(frame, frame.moved - kFrameHeaderBytes + moved));
+      }
       if (frame.moved == frame.frameBytes()) {
         const size_t total = frame.transferFrameBytes;
         frames_.pop_front();

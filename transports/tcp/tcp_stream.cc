@@ -1,11 +1,18 @@
 #include "transports/tcp/tcp_stream.h"
 
 #include <fmt/format.h>
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <asio/error.hpp>
+#include <cerrno>
+#include <chrono>
 
+#include "transports/abort_reason.h"
+#include "transports/tcp/tcp_abort_notice.h"
 #include "transports/tcp/tcp_stripe.h"
 
 namespace hcl::tcp {
@@ -36,10 +43,10 @@ Status TcpStream::progressSends(bool* madeProgress) {
     const size_t n = socket_.write_some(iov_, ec);
     if (ec == asio::error::would_block) return recvs_.empty() ? checkPeerStillThere() : Status{};
     if (ec == asio::error::interrupted) continue;  // a signal arrived first; nothing was sent
-    if (ec) return socketFailure(ec, "sending");
+    if (ec) return linkFailure(ec, "sending");
     if (n > 0 && madeProgress) *madeProgress = true;
     moved += n;
-    HCL_TRY(sends_.advance(n, [](const PendingFrame&) { return Status{}; }));
+    HCL_TRY(sends_.advance(n, [](const PendingFrame&, size_t) { return Status{}; }));
     if (n < wanted) break;  // the socket buffer is full
   }
   return {};
@@ -54,17 +61,22 @@ Status TcpStream::progressRecvs(bool* madeProgress) {
     const size_t n = socket_.read_some(iov_, ec);
     if (ec == asio::error::would_block) break;
     if (ec == asio::error::interrupted) continue;  // a signal arrived first; nothing was received
-    if (ec) return socketFailure(ec, "receiving");
+    if (ec) return linkFailure(ec, "receiving");
     if (n > 0 && madeProgress) *madeProgress = true;
     moved += n;
-    HCL_TRY(recvs_.advance(n, [this](const PendingFrame& frame) { return checkHeader(frame); }));
+    HCL_TRY(recvs_.advance(
+        n, [this, n](const PendingFrame& frame, size_t afterHeader) { return checkHeader(frame, n, afterHeader); }));
     if (n < wanted) break;  // nothing more has arrived
   }
   return {};
 }
 
-Status TcpStream::checkHeader(const PendingFrame& frame) const {
+Status TcpStream::checkHeader(const PendingFrame& frame, size_t readBytes, size_t afterHeader) {
   const FrameHeader header = decodeFrameHeader(frame.header);
+  if (isAbortNotice(header)) {
+    return peerAbortedWith(rank_, peer_, description_,
+                           noticeText(readBytes - afterHeader, readBytes, static_cast<size_t>(header.bytes)));
+  }
   const Transfer& expected = *frame.transfer;
   if (header.tag != expected.tag || header.bytes != expected.bytes) {
     return messageMismatch(rank_, peer_, header.tag, header.bytes, expected.tag, expected.bytes);
@@ -75,6 +87,68 @@ Status TcpStream::checkHeader(const PendingFrame& frame) const {
       "rank {}: message from rank {} ({}) arrived as piece {} of {}, expected piece {} of {}",
       rank_, peer_, description_, pieceIndexOf(header.flags) + 1, pieceCountOf(header.flags),
       pieceIndexOf(frame.flags) + 1, pieceCountOf(frame.flags)));
+}
+
+// The read went on into the receive's buffer and the frames queued after
+// it; the text is taken from there before anything else reads the socket.
+std::string TcpStream::noticeText(size_t from, size_t readBytes, size_t textBytes) {
+  std::string text;
+  const size_t end = std::min(readBytes, from + textBytes);
+  size_t at = 0;  // where iov_[i] starts in the read
+  for (const asio::mutable_buffer& buffer : iov_) {
+    if (at >= end) break;
+    const size_t lo = std::max(at, from);
+    const size_t hi = std::min(at + buffer.size(), end);
+    if (lo < hi) text.append(static_cast<const char*>(buffer.data()) + (lo - at), hi - lo);
+    at += buffer.size();
+  }
+  // The peer wrote the notice whole before its reset: the rest is there or
+  // about to be.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  char chunk[kMostAbortReasonBytes];
+  while (text.size() < textBytes) {
+    const ssize_t n = ::recv(fd_, chunk, std::min(sizeof chunk, textBytes - text.size()), MSG_DONTWAIT);
+    if (n > 0) {
+      text.append(chunk, static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) break;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd_, POLLIN, 0};
+    ::poll(&p, 1, static_cast<int>(left.count()));
+  }
+  return text;
+}
+
+bool TcpStream::sendAbortNotice(std::string_view why) {
+  if (!sends_.betweenFrames()) return false;
+  const std::vector<uint8_t> notice = encodeAbortNotice(why);
+  const ssize_t n = ::send(fd_, notice.data(), notice.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  return n == static_cast<ssize_t>(notice.size());
+}
+
+size_t TcpStream::unsentBytes() const {
+  int bytes = 0;
+  if (::ioctl(fd_, SIOCOUTQNSD, &bytes) != 0) return 0;
+  return static_cast<size_t>(std::max(bytes, 0));
+}
+
+// Data the peer sent before its notice may wait unread in front of it (no
+// receive was posted for it): whole frames of it are stepped over, up to
+// what one peek holds.
+Status TcpStream::linkFailure(const asio::error_code& ec, const char* doing) {
+  if (recvs_.betweenFrames()) {
+    constexpr size_t kMostPeekBytes = size_t{64} << 10;
+    std::vector<uint8_t> pending(kMostPeekBytes);
+    const ssize_t n = ::recv(fd_, pending.data(), pending.size(), MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) {
+      if (std::optional<std::string> why = findAbortNotice({pending.data(), static_cast<size_t>(n)})) {
+        return peerAbortedWith(rank_, peer_, description_, *why);
+      }
+    }
+  }
+  return socketFailure(ec, doing);
 }
 
 // Asked of poll(), not of a peek: data the peer sent before it shut the
@@ -89,10 +163,10 @@ Status TcpStream::checkPeerStillThere() {
     int error = 0;
     socklen_t length = sizeof error;
     if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error != 0) {
-      return socketFailure(asio::error_code(error, asio::system_category()), "waiting to send");
+      return linkFailure(asio::error_code(error, asio::system_category()), "waiting to send");
     }
   }
-  if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) return socketFailure(asio::error::eof, "waiting to send");
+  if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) return linkFailure(asio::error::eof, "waiting to send");
   return {};
 }
 

@@ -6,6 +6,7 @@
 #include <asio/buffer.hpp>
 #include <asio/ip/tcp.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -43,15 +44,30 @@ class TcpStream {
   // call from another thread while progress() runs.
   void reset();
 
+  // Writes an abort notice carrying `why` (tcp_abort_notice.h), without
+  // blocking, where no frame is half sent; true when all of it went into
+  // the socket. Not while progress() runs.
+  bool sendAbortNotice(std::string_view why);
+  // Bytes written into the socket that have not gone out on the wire yet.
+  size_t unsentBytes() const;
+
   const std::string& description() const { return description_; }
 
  private:
   Status progressSends(bool* madeProgress);
   Status progressRecvs(bool* madeProgress);
-  Status checkHeader(const PendingFrame& frame) const;
+  // `readBytes`: what the read that completed the header moved;
+  // `afterHeader`: how many of them came after it.
+  Status checkHeader(const PendingFrame& frame, size_t readBytes, size_t afterHeader);
+  // A notice's text that starts `from` bytes into the last read: what the
+  // read put into iov_, then the rest from the socket.
+  std::string noticeText(size_t from, size_t readBytes, size_t textBytes);
   // With sends stuck and no receive posted nothing reads the socket; poll it
   // so that a peer that went away is still noticed.
   Status checkPeerStillThere();
+  // The failure of the socket, or, where the peer wrote a notice before it
+  // reset the link and the notice waits to be read, what the notice says.
+  Status linkFailure(const asio::error_code& ec, const char* doing);
   // `doing`: what failed ("sending", "receiving", ...), for the message.
   Status socketFailure(const asio::error_code& ec, const char* doing) const;
 

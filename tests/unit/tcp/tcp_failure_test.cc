@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <vector>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -88,10 +89,12 @@ TEST_P(TcpPeerGoneTest, SenderLeavingMidMessageFailsTheReceiver) {
   });
 }
 
-// With one socket per link, a sender stuck on a full socket notices that its
-// peer aborted, although data the peer sent before its reset sits unread in
-// the socket (a peek returns that data, not the end of the stream).
-TEST_F(TcpTest, BlockedSenderNoticesAnAbortBehindUnreadData) {
+// With one socket per link, rank 0 is stuck sending on a full socket, with
+// data rank 1 sent before it aborted unread in front of the reset (a peek
+// returns that data, not the end of the stream); `abortIt` aborts rank 1's
+// end. Returns what rank 0's wait reports.
+Status blockedSenderSeesThePeerAbort(const std::function<void(Connection&)>& abortIt) {
+  Status seen;
   MeshSpec mesh(2);
   mesh.streams = {1, 1};
   runPair(mesh, [&](int rank, std::unique_ptr<Connection>& conn, std::barrier<>& barrier) {
@@ -111,9 +114,7 @@ TEST_F(TcpTest, BlockedSenderNoticesAnAbortBehindUnreadData) {
       EXPECT_FALSE(send.done());
       barrier.arrive_and_wait();
       barrier.arrive_and_wait();  // rank 1 has aborted
-      const Status status = waitAll({conn.get()}, {&send});
-      EXPECT_TRUE(isSocketFailure(status)) << status.message();
-      EXPECT_NE(status.message().find("reset while"), std::string::npos) << status.message();
+      seen = waitAll({conn.get()}, {&send});
     } else {
       uint8_t early[64] = {};
       Transfer send;
@@ -122,10 +123,27 @@ TEST_F(TcpTest, BlockedSenderNoticesAnAbortBehindUnreadData) {
       EXPECT_TRUE(waitAll({conn.get()}, {&send}).ok());
       barrier.arrive_and_wait();
       barrier.arrive_and_wait();  // rank 0 is stuck sending
-      conn->abort();              // keeps the object, so its socket stays open
+      abortIt(*conn);             // keeps the object, so its socket stays open
       barrier.arrive_and_wait();
     }
   });
+  return seen;
+}
+
+TEST_F(TcpTest, BlockedSenderNoticesAnAbortBehindUnreadData) {
+  const Status status = blockedSenderSeesThePeerAbort([](Connection& c) { c.abort(); });
+  EXPECT_TRUE(isSocketFailure(status)) << status.message();
+  EXPECT_NE(status.message().find("reset while"), std::string::npos) << status.message();
+}
+
+// An abort for a failure leaves a notice behind the unread data, which the
+// blocked sender finds and quotes (tcp_abort_notice.h).
+TEST_F(TcpTest, BlockedSenderQuotesANoticeBehindUnreadData) {
+  const std::string cause = "rank 1: " + std::string(600, 'c') + " the cause";
+  const Status status = blockedSenderSeesThePeerAbort([&](Connection& c) { c.abortBecause(remoteError(cause)); });
+  EXPECT_TRUE(isSocketFailure(status)) << status.message();
+  EXPECT_NE(status.message().find("rank 0: rank 1 (tcp "), std::string::npos) << status.message();
+  EXPECT_TRUE(status.message().ends_with(") aborted, failing: " + cause)) << status.message();
 }
 
 // After abort() a receive whose data has already arrived is not completed:

@@ -144,7 +144,7 @@ TEST(TcpFrameQueuePieces, TransferCompletesWhenAllItsPiecesHaveMoved) {
   EXPECT_EQ(header.bytes, 300u);  // the whole message's size
   EXPECT_EQ(header.flags, pieceFlags(1, 2));
 
-  auto ok = [](const PendingFrame&) { return Status{}; };
+  auto ok = [](const PendingFrame&, size_t) { return Status{}; };
   ASSERT_TRUE(b.advance(kFrameHeaderBytes + 200, ok).ok());
   EXPECT_TRUE(b.empty());
   EXPECT_FALSE(t.done());

@@ -78,7 +78,7 @@ TEST(TcpFrameQueue, GathersAcrossFramesAndCompletesInOrder) {
   EXPECT_EQ(asio::buffer_size(iov), 3 * kFrameHeaderBytes + 45);
 
   int headers = 0;
-  auto countHeaders = [&](const PendingFrame&) {
+  auto countHeaders = [&](const PendingFrame&, size_t) {
     ++headers;
     return Status{};
   };
@@ -115,7 +115,7 @@ TEST(TcpFrameQueue, HeaderCheckFailureStopsCrediting) {
   FrameQueue queue;
   queue.push(t);
   const Status status =
-      queue.advance(24, [](const PendingFrame&) { return invalidUsage("mismatch"); });
+      queue.advance(24, [](const PendingFrame&, size_t) { return invalidUsage("mismatch"); });
   EXPECT_EQ(status.code(), hclInvalidUsage);
   EXPECT_FALSE(t.done());
 }
