@@ -250,9 +250,10 @@ Status connectBootstrapThrowing(const hclUniqueId& id, int nranks, int rank, int
   // A root in this process holds a socket per rank until they all joined.
   constexpr size_t kBesideRoot = 64;
   const bool rootHere = hostsRoot || bootstrapRootRunning(contents.rootPort);
-  if (const Status room = ensureDescriptorRoom(
-          rank, openDescriptors() + kBesideRoot + (rootHere ? static_cast<size_t>(nranks) : 0),
-          rootHere ? "the bootstrap root in this process" : "joining the bootstrap");
+  DescriptorClaim claim;
+  if (const Status room = ensureDescriptorRoom(rank, kBesideRoot + (rootHere ? static_cast<size_t>(nranks) : 0),
+                                               rootHere ? "the bootstrap root in this process" : "joining the bootstrap",
+                                               claim);
       !room.ok()) {
     log::warn(log::Bootstrap, "{}", room.message());
   }

@@ -109,15 +109,18 @@ void avoidSpinningWhenOversubscribed(Communicator& comm) {
 // The links about to be set up, and what else a communicator opens while
 // it runs (memfds of shared scratch, its rescue port), must fit under the
 // descriptor limit; a shortfall is only warned of, as the count is an
-// upper estimate and setup reports a real one.
-void makeDescriptorRoom(int rank, const std::vector<std::unique_ptr<Transport>>& transports,
-                        const std::vector<std::vector<int>>& peersByKind) {
+// upper estimate and setup reports a real one. The claim is held until
+// the links are up.
+DescriptorClaim makeDescriptorRoom(int rank, const std::vector<std::unique_ptr<Transport>>& transports,
+                                   const std::vector<std::vector<int>>& peersByKind) {
   constexpr size_t kBesideLinks = 64;
-  size_t wanted = openDescriptors() + kBesideLinks;
-  for (size_t k = 0; k < transports.size(); ++k) wanted += peersByKind[k].size() * transports[k]->descriptorsPerPeer();
-  if (const Status room = ensureDescriptorRoom(rank, wanted, "this communicator's links"); !room.ok()) {
+  size_t coming = kBesideLinks;
+  for (size_t k = 0; k < transports.size(); ++k) coming += peersByKind[k].size() * transports[k]->descriptorsPerPeer();
+  DescriptorClaim claim;
+  if (const Status room = ensureDescriptorRoom(rank, coming, "this communicator's links", claim); !room.ok()) {
     log::warn(log::Init, "{}", room.message());
   }
+  return claim;
 }
 
 }  // namespace
@@ -228,7 +231,7 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   ctx.peers = &peers;
   ctx.links = &links;
 
-  makeDescriptorRoom(rank, transports, peersByKind);
+  DescriptorClaim linkDescriptors = makeDescriptorRoom(rank, transports, peersByKind);
   for (size_t k = 0; k < transports.size(); ++k) {
     if (!peersByKind[k].empty()) HCL_TRY(transports[k]->prepare(ctx, peersByKind[k]));
   }
@@ -244,6 +247,7 @@ Status initCommunicatorThrowing(Oob& oob, int nranks, int rank, const uint8_t se
   }
   HCL_TRY(oob.barrier());
   for (auto& t : transports) t->finish();
+  linkDescriptors = {};  // they are open now
 
   for (int p = 0; p < nranks; ++p) {
     if (p == rank) continue;

@@ -1,5 +1,6 @@
 #include "core/fd_limit.h"
 
+#include <fcntl.h>
 #include <sys/resource.h>
 
 #include <fmt/format.h>
@@ -16,19 +17,63 @@
 
 namespace hcl {
 
-size_t openDescriptors() {
-  std::error_code ec;
+size_t openDescriptorsByAsking() {
+  rlimit limit{};
+  constexpr rlim_t kMostAsked = 1 << 16;
+  const rlim_t asked = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 ? std::min(limit.rlim_cur, kMostAsked) : kMostAsked;
   size_t n = 0;
-  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) ++n;
+  for (rlim_t fd = 0; fd < asked; ++fd) n += ::fcntl(static_cast<int>(fd), F_GETFD) != -1 ? 1 : 0;
   return n;
 }
 
-Status ensureDescriptorRoom(int rank, size_t wanted, std::string_view forWhat) {
+size_t openDescriptors() {
+  std::error_code ec;
+  std::filesystem::directory_iterator it("/proc/self/fd", ec);
+  if (ec) return openDescriptorsByAsking();
+  size_t n = 0;
+  for (std::filesystem::directory_iterator end; !ec && it != end; it.increment(ec)) ++n;
+  // The directory's own descriptor was open while it was read.
+  return n > 0 ? n - 1 : 0;
+}
+
+namespace {
+
+// Ranks of one process may initialise at once: one must not lower what
+// another raised, and each counts what the others claimed.
+struct Claims {
+  std::mutex mutex;
+  size_t claimed = 0;
+};
+
+Claims& claims() {
+  static Claims c;
+  return c;
+}
+
+}  // namespace
+
+DescriptorClaim::~DescriptorClaim() {
+  if (count_ == 0) return;
+  const std::lock_guard lock(claims().mutex);
+  claims().claimed -= count_;
+}
+
+DescriptorClaim& DescriptorClaim::operator=(DescriptorClaim&& other) noexcept {
+  if (this != &other) {
+    DescriptorClaim dropped(std::move(*this));
+    count_ = std::exchange(other.count_, 0);
+  }
+  return *this;
+}
+
+Status ensureDescriptorRoom(int rank, size_t coming, std::string_view forWhat, DescriptorClaim& claim) {
+  claim = DescriptorClaim();
+  const size_t open = openDescriptors();
+  const std::lock_guard lock(claims().mutex);
+  const size_t wanted = open + claims().claimed + coming;
+  claims().claimed += coming;
+  claim.count_ = coming;
   if (!paramBool("HCL_RAISE_FD_LIMIT")) return {};
-  // Ranks of one process may initialise at once: one must not lower what
-  // another raised.
-  static std::mutex mutex;
-  const std::lock_guard lock(mutex);
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return {};
   if (limit.rlim_cur == RLIM_INFINITY || wanted <= limit.rlim_cur) return {};

@@ -54,6 +54,21 @@ TEST(FdLimit, CountsTheDescriptorsOpen) {
   EXPECT_EQ(openDescriptors(), before);
 }
 
+// What counts them where /proc is not mounted.
+TEST(FdLimit, AskingEachNumberCountsTheSame) {
+  EXPECT_EQ(openDescriptorsByAsking(), openDescriptors());
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  EXPECT_EQ(openDescriptorsByAsking(), openDescriptors());
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+// Asks for room for `wanted` descriptors in all, those open included.
+Status roomInAll(size_t wanted, DescriptorClaim& claim) {
+  return ensureDescriptorRoom(3, wanted - openDescriptors(), "this communicator's links", claim);
+}
+
 // The soft limit a child has after asking for room for `wanted` with its
 // soft limit at `soft`, as "ok <limit>", or what went wrong.
 std::string softLimitAfter(rlim_t soft, size_t wanted, int* code) {
@@ -62,7 +77,8 @@ std::string softLimitAfter(rlim_t soft, size_t wanted, int* code) {
         rlimit limit = current();
         limit.rlim_cur = soft;
         if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return std::string("setrlimit failed");
-        if (Status s = ensureDescriptorRoom(3, wanted, "this communicator's links"); !s.ok()) return s.message();
+        DescriptorClaim claim;
+        if (Status s = roomInAll(wanted, claim); !s.ok()) return s.message();
         return "ok " + std::to_string(current().rlim_cur);
       },
       code);
@@ -92,7 +108,8 @@ TEST(FdLimit, NamesAHardLimitTooLowAndRaisesTheSoftLimitToIt) {
       [] {
         const rlimit limit{64, 100};
         if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return std::string("setrlimit failed");
-        const Status s = ensureDescriptorRoom(3, 1000, "this communicator's links");
+        DescriptorClaim claim;
+        const Status s = roomInAll(1000, claim);
         if (s.ok()) return std::string("no error");
         if (current().rlim_cur != 100) return "the soft limit is " + std::to_string(current().rlim_cur);
         return "ok " + s.message();
@@ -104,6 +121,49 @@ TEST(FdLimit, NamesAHardLimitTooLowAndRaisesTheSoftLimitToIt) {
   EXPECT_THAT(text, HasSubstr("HCL_PEER_WATCH=0"));
 }
 
+// Two setups of one process at once (ranks of one process initialising
+// together): the second makes room for the first's claim too, until the
+// first lets go of it.
+TEST(FdLimit, CountsWhatOtherSetupsOfTheProcessClaimed) {
+  if (current().rlim_max != RLIM_INFINITY && current().rlim_max < 16000) GTEST_SKIP() << "hard limit below 16000";
+  int code = 0;
+  const std::string text = inChild(
+      [] {
+        rlimit limit = current();
+        limit.rlim_cur = 64;
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return std::string("setrlimit failed");
+        const size_t open = openDescriptors();
+        DescriptorClaim first;
+        if (Status s = ensureDescriptorRoom(3, 1000, "the first", first); !s.ok()) return s.message();
+        if (current().rlim_cur != 2 * (open + 1000)) return "first: " + std::to_string(current().rlim_cur);
+        DescriptorClaim second;
+        if (Status s = ensureDescriptorRoom(4, 2000, "the second", second); !s.ok()) return s.message();
+        if (current().rlim_cur != 2 * (open + 3000)) return "second: " + std::to_string(current().rlim_cur);
+        // A claim moved keeps counting; one dropped no longer does.
+        DescriptorClaim moved = std::move(first);
+        first = DescriptorClaim();
+        DescriptorClaim third;
+        if (Status s = ensureDescriptorRoom(5, 4000, "the third", third); !s.ok()) return s.message();
+        if (current().rlim_cur != 2 * (open + 7000)) return "third: " + std::to_string(current().rlim_cur);
+        moved = DescriptorClaim();
+        second = DescriptorClaim();
+        DescriptorClaim fourth;
+        if (Status s = ensureDescriptorRoom(6, 100, "the fourth", fourth); !s.ok()) return s.message();
+        third = DescriptorClaim();
+        fourth = DescriptorClaim();
+        // Limits are never lowered, so the claims left are asked for again.
+        limit = current();
+        limit.rlim_cur = 64;
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return std::string("setrlimit failed");
+        DescriptorClaim alone;
+        if (Status s = ensureDescriptorRoom(7, 500, "alone", alone); !s.ok()) return s.message();
+        if (current().rlim_cur != 2 * (open + 500)) return "alone: " + std::to_string(current().rlim_cur);
+        return std::string("ok");
+      },
+      &code);
+  EXPECT_EQ(code, 0) << text;
+}
+
 TEST(FdLimit, HCL_RAISE_FD_LIMIT_0_LeavesTheLimitAlone) {
   int code = 0;
   const std::string text = inChild(
@@ -112,7 +172,8 @@ TEST(FdLimit, HCL_RAISE_FD_LIMIT_0_LeavesTheLimitAlone) {
         rlimit limit = current();
         limit.rlim_cur = 64;
         if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return std::string("setrlimit failed");
-        if (Status s = ensureDescriptorRoom(3, 1000, "this communicator's links"); !s.ok()) return s.message();
+        DescriptorClaim claim;
+        if (Status s = roomInAll(1000, claim); !s.ok()) return s.message();
         return "ok " + std::to_string(current().rlim_cur);
       },
       &code);
