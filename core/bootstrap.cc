@@ -251,9 +251,9 @@ Status connectBootstrapThrowing(const hclUniqueId& id, int nranks, int rank, int
   constexpr size_t kBesideRoot = 64;
   const bool rootHere = hostsRoot || bootstrapRootRunning(contents.rootPort);
   DescriptorClaim claim;
-  if (const Status room = ensureDescriptorRoom(rank, kBesideRoot + (rootHere ? static_cast<size_t>(nranks) : 0),
+  if (const Status room = ensureDescriptorRoom(rank, kBesideRoot,
                                                rootHere ? "the bootstrap root in this process" : "joining the bootstrap",
-                                               claim);
+                                               claim, rootHere ? static_cast<size_t>(nranks) : 0);
       !room.ok()) {
     log::warn(log::Bootstrap, "{}", room.message());
   }

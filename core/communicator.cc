@@ -79,7 +79,7 @@ void Communicator::requestAbort() {
   // leaves the gate; connections are only touched by its holder.
   const ExecutionGate::Hold hold = executionGate_.enter();
   for (auto& c : connections_) {
-    if (c) c->abort();
+    if (c) c->abortOnPurpose();
   }
 }
 

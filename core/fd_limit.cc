@@ -66,11 +66,13 @@ DescriptorClaim& DescriptorClaim::operator=(DescriptorClaim&& other) noexcept {
   return *this;
 }
 
-Status ensureDescriptorRoom(int rank, size_t coming, std::string_view forWhat, DescriptorClaim& claim) {
+Status ensureDescriptorRoom(int rank, size_t coming, std::string_view forWhat, DescriptorClaim& claim,
+                            size_t shared) {
   claim = DescriptorClaim();
-  const size_t open = openDescriptors();
+  // Counted under the lock: a setup that opens its links and then lets go
+  // of its claim meanwhile would otherwise be counted nowhere.
   const std::lock_guard lock(claims().mutex);
-  const size_t wanted = open + claims().claimed + coming;
+  const size_t wanted = openDescriptors() + claims().claimed + coming + shared;
   claims().claimed += coming;
   claim.count_ = coming;
   if (!paramBool("HCL_RAISE_FD_LIMIT")) return {};

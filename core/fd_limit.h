@@ -35,7 +35,7 @@ class DescriptorClaim {
   DescriptorClaim& operator=(const DescriptorClaim&) = delete;
 
  private:
-  friend Status ensureDescriptorRoom(int, size_t, std::string_view, DescriptorClaim&);
+  friend Status ensureDescriptorRoom(int, size_t, std::string_view, DescriptorClaim&, size_t);
   size_t count_ = 0;
 };
 
@@ -45,8 +45,11 @@ class DescriptorClaim {
 // (to twice the total, at most the hard limit; never lowering it) where it
 // is lower, and logs it. Where the hard limit is lower, raises the soft one
 // to it and returns an error naming both; the caller warns and goes on,
-// since the count is an estimate. HCL_RAISE_FD_LIMIT=0: claims and nothing
-// else.
-Status ensureDescriptorRoom(int rank, size_t coming, std::string_view forWhat, DescriptorClaim& claim);
+// since the count is an estimate. `shared`: descriptors that something the
+// setups share is about to open (a bootstrap root in this process),
+// counted but not claimed, since each setup that shares it counts them.
+// HCL_RAISE_FD_LIMIT=0: claims and nothing else.
+Status ensureDescriptorRoom(int rank, size_t coming, std::string_view forWhat, DescriptorClaim& claim,
+                            size_t shared = 0);
 
 }  // namespace hcl

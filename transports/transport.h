@@ -91,8 +91,13 @@ class Connection {
   virtual void abort() = 0;
   // abort() for a failure: where the link can carry text to the peer, it
   // passes `why` on, so a rank that learns of a failure from this one's
-  // abort can name its cause.
+  // abort can name its cause. Safe from any thread; over TCP it may wait
+  // up to 20 ms for the text to leave the socket.
   virtual void abortBecause(const Status& /*why*/) { abort(); }
+  // abort() by this rank's own choice (hclCommAbort, revoke): where the
+  // link's abort alone would read as a broken link (TCP's reset), it tells
+  // the peer that this rank aborted.
+  virtual void abortOnPurpose() { abort(); }
   // "tcp 10.0.0.2:41233 via eth0", "shm (single copy above 64 KiB)", ...
   virtual std::string describe() const = 0;
 

@@ -52,9 +52,20 @@ Status TcpConnection::progress(bool* madeProgress) {
   if (!failure_.ok()) return failure_;
   for (auto& stream : streams_) {
     Status status = stream->progress(madeProgress);
-    if (!status.ok()) return fail(std::move(status));
+    if (!status.ok()) return fail(peersNoticeOr(std::move(status)));
   }
   return {};
+}
+
+// A peer that aborts writes its notice only on the streams where it was
+// between frames; the stream that failed here may not be one of them, and
+// resetting the others would drop the notice they hold.
+Status TcpConnection::peersNoticeOr(Status status) {
+  if (status.code() != hclRemoteError || streams_.size() < 2) return status;
+  for (auto& stream : streams_) {
+    if (std::optional<Status> notice = stream->pendingAbortNotice()) return *std::move(notice);
+  }
+  return status;
 }
 
 Status TcpConnection::abortedStatus() const {
@@ -65,7 +76,7 @@ Status TcpConnection::fail(Status status) {
   if (aborted_.load(std::memory_order_acquire)) status = abortedStatus();
   // Tell the peer at once, and why, instead of letting it wait for messages
   // that will not come.
-  sendAbortNotices(status);
+  sendAbortNotices(status.message());
   failure_ = std::move(status);
   for (auto& stream : streams_) {
     stream->reset();
@@ -75,7 +86,12 @@ Status TcpConnection::fail(Status status) {
 }
 
 void TcpConnection::abortBecause(const Status& why) {
-  if (failure_.ok()) sendAbortNotices(why);
+  if (!why.ok()) sendAbortNotices(why.message());
+  abort();
+}
+
+void TcpConnection::abortOnPurpose() {
+  sendAbortNotices({});
   abort();
 }
 
@@ -84,16 +100,17 @@ void TcpConnection::abortBecause(const Status& why) {
 // delayed ACK). Only where a stream had nothing unsent before its notice:
 // otherwise the peer is not reading, and would not read the notice before
 // the reset either.
-void TcpConnection::sendAbortNotices(const Status& why) {
-  if (why.ok() || aborted_.load(std::memory_order_acquire)) return;
+void TcpConnection::sendAbortNotices(std::string_view why) {
+  // The first only: fail()'s, or that of the abort that follows it.
+  if (aborted_.load(std::memory_order_acquire) || noticeSent_.exchange(true)) return;
   std::vector<TcpStream*> awaited;
   for (auto& stream : streams_) {
     const bool idle = stream->unsentBytes() == 0;
-    if (stream->sendAbortNotice(why.message()) && idle) awaited.push_back(stream.get());
+    if (stream->sendAbortNotice(why) && idle) awaited.push_back(stream.get());
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
   while (!awaited.empty() && std::chrono::steady_clock::now() < deadline) {
-    std::erase_if(awaited, [](TcpStream* s) { return s->unsentBytes() == 0; });
+    std::erase_if(awaited, [](TcpStream* s) { return s->unsentBytes() == 0 || s->brokenOff(); });
     if (!awaited.empty()) std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }

@@ -1,8 +1,8 @@
 // A Connection over one or more TcpStreams to one peer, with the stream
 // layout of tcp_stripe.h: with several streams each direction has its own,
-// and large messages are cut into pieces over them. post(), progress() and
-// abortBecause() must not run concurrently; abort() may be called from any
-// thread.
+// and large messages are cut into pieces over them. post() and progress()
+// must not run concurrently; abort() and abortBecause() may be called from
+// any thread.
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -27,14 +27,18 @@ class TcpConnection final : public Connection {
   Status progress(bool* madeProgress) override;
   void abort() override;
   // Writes `why` to the peer in a notice on each stream where no frame is
-  // half sent (tcp_abort_notice.h) and waits briefly for it to be
-  // acknowledged, then aborts. Not while progress() runs.
+  // half sent (tcp_abort_notice.h) and waits briefly for it to leave the
+  // socket, then aborts.
   void abortBecause(const Status& why) override;
+  // The same with a notice of no text: the peer reports that this rank
+  // aborted, not that the link was reset.
+  void abortOnPurpose() override;
   std::string describe() const override;
 
  private:
   Status fail(Status status);
-  void sendAbortNotices(const Status& why);
+  Status peersNoticeOr(Status status);
+  void sendAbortNotices(std::string_view why);
   Status abortedStatus() const;
 
   int rank_;
@@ -43,6 +47,7 @@ class TcpConnection final : public Connection {
   std::vector<std::unique_ptr<TcpStream>> streams_;
   Status failure_;
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> noticeSent_{false};
 };
 
 }  // namespace hcl::tcp

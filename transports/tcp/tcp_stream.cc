@@ -35,6 +35,7 @@ Status TcpStream::progress(bool* madeProgress) {
 }
 
 Status TcpStream::progressSends(bool* madeProgress) {
+  const std::lock_guard lock(sendSide_);
   size_t moved = 0;
   while (!sends_.empty() && moved < kMaxBytesPerProgress) {
     sends_.gather(iov_, kMaxBytesPerProgress - moved);
@@ -122,7 +123,8 @@ std::string TcpStream::noticeText(size_t from, size_t readBytes, size_t textByte
 }
 
 bool TcpStream::sendAbortNotice(std::string_view why) {
-  if (!sends_.betweenFrames()) return false;
+  const std::unique_lock lock(sendSide_, std::try_to_lock);
+  if (!lock.owns_lock() || !sends_.betweenFrames()) return false;
   const std::vector<uint8_t> notice = encodeAbortNotice(why);
   const ssize_t n = ::send(fd_, notice.data(), notice.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   return n == static_cast<ssize_t>(notice.size());
@@ -137,18 +139,25 @@ size_t TcpStream::unsentBytes() const {
 // Data the peer sent before its notice may wait unread in front of it (no
 // receive was posted for it): whole frames of it are stepped over, up to
 // what one peek holds.
+std::optional<Status> TcpStream::pendingAbortNotice() {
+  if (!recvs_.betweenFrames()) return std::nullopt;
+  constexpr size_t kMostPeekBytes = size_t{64} << 10;
+  std::vector<uint8_t> pending(kMostPeekBytes);
+  const ssize_t n = ::recv(fd_, pending.data(), pending.size(), MSG_PEEK | MSG_DONTWAIT);
+  if (n <= 0) return std::nullopt;
+  std::optional<std::string> why = findAbortNotice({pending.data(), static_cast<size_t>(n)});
+  if (!why) return std::nullopt;
+  return peerAbortedWith(rank_, peer_, description_, *why);
+}
+
 Status TcpStream::linkFailure(const asio::error_code& ec, const char* doing) {
-  if (recvs_.betweenFrames()) {
-    constexpr size_t kMostPeekBytes = size_t{64} << 10;
-    std::vector<uint8_t> pending(kMostPeekBytes);
-    const ssize_t n = ::recv(fd_, pending.data(), pending.size(), MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0) {
-      if (std::optional<std::string> why = findAbortNotice({pending.data(), static_cast<size_t>(n)})) {
-        return peerAbortedWith(rank_, peer_, description_, *why);
-      }
-    }
-  }
+  if (std::optional<Status> notice = pendingAbortNotice()) return *std::move(notice);
   return socketFailure(ec, doing);
+}
+
+bool TcpStream::brokenOff() const {
+  pollfd p{fd_, 0, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP)) != 0;
 }
 
 // Asked of poll(), not of a peek: data the peer sent before it shut the
@@ -183,7 +192,10 @@ Status TcpStream::socketFailure(const asio::error_code& ec, const char* doing) c
 }
 
 void TcpStream::failAll() {
-  sends_.failAll();
+  {
+    const std::lock_guard lock(sendSide_);
+    sends_.failAll();
+  }
   recvs_.failAll();
 }
 

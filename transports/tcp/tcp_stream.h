@@ -5,6 +5,8 @@
 
 #include <asio/buffer.hpp>
 #include <asio/ip/tcp.hpp>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,13 +26,20 @@ class TcpStream {
   // `socket` must be connected and past the hello exchange.
   TcpStream(int rank, int peer, asio::ip::tcp::socket socket, std::string description);
 
-  void postSend(Transfer& transfer) { sends_.push(transfer); }
+  void postSend(Transfer& transfer) {
+    const std::lock_guard lock(sendSide_);
+    sends_.push(transfer);
+  }
   void postRecv(Transfer& transfer) { recvs_.push(transfer); }
   // One piece of a striped transfer (FrameQueue::pushPiece).
   void postPiece(Transfer& transfer, size_t offset, size_t bytes, uint32_t flags,
                  size_t transferFrameBytes) {
-    (transfer.isSend ? sends_ : recvs_)
-        .pushPiece(transfer, offset, bytes, flags, transferFrameBytes);
+    if (!transfer.isSend) {
+      recvs_.pushPiece(transfer, offset, bytes, flags, transferFrameBytes);
+      return;
+    }
+    const std::lock_guard lock(sendSide_);
+    sends_.pushPiece(transfer, offset, bytes, flags, transferFrameBytes);
   }
 
   // Moves bytes in both directions; returns the first failure.
@@ -46,10 +55,16 @@ class TcpStream {
 
   // Writes an abort notice carrying `why` (tcp_abort_notice.h), without
   // blocking, where no frame is half sent; true when all of it went into
-  // the socket. Not while progress() runs.
+  // the socket. Safe from another thread: where the send side is busy
+  // there, it writes nothing.
   bool sendAbortNotice(std::string_view why);
   // Bytes written into the socket that have not gone out on the wire yet.
   size_t unsentBytes() const;
+  // The socket has an error or the peer hung up.
+  bool brokenOff() const;
+  // Where no receive is half read and the peer's abort notice waits to be
+  // read (behind whole unread frames, within 64 KiB), what it says.
+  std::optional<Status> pendingAbortNotice();
 
   const std::string& description() const { return description_; }
 
@@ -76,6 +91,9 @@ class TcpStream {
   asio::ip::tcp::socket socket_;
   int fd_;  // for reset() from other threads
   std::string description_;
+  // The send queue, and writes to the socket: a notice from another thread
+  // takes turns with the frames, so it never lands inside one.
+  std::mutex sendSide_;
   FrameQueue sends_;
   FrameQueue recvs_;
   std::vector<asio::mutable_buffer> iov_;

@@ -51,9 +51,12 @@ TEST(TcpAbortNotice, FindsNothingWhereFramesDoNotFitOrNoNoticeFollows) {
   pending = messageFrame(7, tcp::pieceFlags(5, 3), 1000, 0);
   append(pending, encodeAbortNotice("why"));
   EXPECT_EQ(findAbortNotice(pending), std::nullopt);
-  // A message's header whose tag happens to be the notice's is a message.
+  // A message's header whose tag happens to be the notice's is a message,
+  // stepped over to the notice behind it.
   pending = messageFrame(tcp::kAbortNoticeTag, 0, 4, 4);
   EXPECT_EQ(findAbortNotice(pending), std::nullopt);
+  append(pending, encodeAbortNotice("behind it"));
+  EXPECT_EQ(findAbortNotice(pending), "behind it");
 }
 
 TEST(TcpAbortNotice, ATruncatedNoticeGivesWhatArrivedAndALongTextKeepsBothEnds) {
@@ -148,6 +151,87 @@ INSTANTIATE_TEST_SUITE_P(Receives, TcpAbortNoticeReceiveTest,
                            return std::to_string(info.param.streams) + "streams_" +
                                   std::to_string(info.param.receiveBytes) + "bytes";
                          });
+
+// The read that brings the notice's header goes on into the receives
+// queued behind it (their headers and buffers): the text is taken back
+// from all of them, whole.
+TEST_F(TcpTest, ATextThatRunsIntoLaterReceivesIsTakenBackWhole) {
+  MeshSpec mesh(2);
+  mesh.streams = {1, 1};
+  runPair(mesh, [&](int rank, std::unique_ptr<Connection>& conn, std::barrier<>& barrier) {
+    if (rank == 0) {
+      Traffic traffic;
+      std::vector<std::vector<uint8_t>> buffers;
+      for (size_t bytes : {size_t{8}, size_t{0}, size_t{24}, size_t{4096}}) {
+        buffers.emplace_back(bytes);
+        ASSERT_TRUE(traffic.receive(conn.get(), buffers.back().data(), bytes, 3).ok());
+      }
+      barrier.arrive_and_wait();
+      barrier.arrive_and_wait();  // the notice is in the socket before the first read
+      const Status status = traffic.wait();
+      EXPECT_EQ(status.code(), hclRemoteError);
+      EXPECT_TRUE(status.message().ends_with(") aborted, failing: " + kCause)) << status.message();
+    } else {
+      barrier.arrive_and_wait();
+      conn->abortBecause(remoteError(kCause));
+      barrier.arrive_and_wait();
+    }
+  });
+}
+
+// Over several streams a peer that aborts mid-frame on the streams of a
+// striped message leaves its notice on the others only; the stream reset
+// under a receive here finds it there.
+TEST_F(TcpTest, ANoticeOnAnotherStreamIsQuotedWhenTheReceivingOneIsReset) {
+  constexpr size_t kLarge = size_t{64} << 20;
+  MeshSpec mesh(2);
+  mesh.streams = {4, 4};
+  runPair(mesh, [&](int rank, std::unique_ptr<Connection>& conn, std::barrier<>& barrier) {
+    auto data = std::make_unique_for_overwrite<uint8_t[]>(kLarge);
+    Transfer t;
+    t.isSend = rank == 1, t.buffer = data.get(), t.bytes = kLarge, t.tag = 3;
+    ASSERT_TRUE(conn->post(t).ok());
+    if (rank == 0) {
+      barrier.arrive_and_wait();  // rank 1 is half way through its pieces
+      barrier.arrive_and_wait();  // and has aborted
+      const Status status = waitAll({conn.get()}, {&t});
+      EXPECT_EQ(status.code(), hclRemoteError);
+      EXPECT_TRUE(status.message().ends_with(") aborted, failing: " + kCause)) << status.message();
+    } else {
+      for (int idle = 0; idle < 2000;) {  // until the socket buffers are full
+        bool madeProgress = false;
+        ASSERT_TRUE(conn->progress(&madeProgress).ok());
+        idle = madeProgress ? 0 : idle + 1;
+      }
+      EXPECT_FALSE(t.done());
+      barrier.arrive_and_wait();
+      conn->abortBecause(remoteError(kCause));
+      barrier.arrive_and_wait();
+    }
+  });
+}
+
+// An abort of the rank's own choice (hclCommAbort) leaves a notice of no
+// text: the peer says that the rank aborted, not that the link broke.
+TEST_F(TcpTest, AnAbortOnPurposeReadsAsAnAbortNotAReset) {
+  MeshSpec mesh(2);
+  runPair(mesh, [&](int rank, std::unique_ptr<Connection>& conn, std::barrier<>& barrier) {
+    if (rank == 0) {
+      uint8_t buffer[64];
+      Transfer recv;
+      recv.isSend = false, recv.buffer = buffer, recv.bytes = sizeof buffer, recv.tag = 3;
+      ASSERT_TRUE(conn->post(recv).ok());
+      barrier.arrive_and_wait();
+      const Status status = waitAll({conn.get()}, {&recv});
+      EXPECT_EQ(status.code(), hclRemoteError);
+      EXPECT_NE(status.message().find("rank 0: rank 1 (tcp "), std::string::npos) << status.message();
+      EXPECT_TRUE(status.message().ends_with(") aborted")) << status.message();
+    } else {
+      barrier.arrive_and_wait();
+      conn->abortOnPurpose();
+    }
+  });
+}
 
 // A rank that finds a peer's message is not the one it expects tells the
 // peer why as it resets the link.
