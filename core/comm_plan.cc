@@ -14,9 +14,12 @@
 namespace hcl {
 namespace {
 
-// Plans for larger communicators fall back to the registry's size rules:
-// replaying every rank's schedule grows with the square of the rank count.
+// Where ranks span several hosts the choice among ring, tree, rhd and hier
+// matters most and their schedules are cheaper to replay (no window or
+// direct schedules, which need one host), so such communicators are priced
+// further.
 constexpr int kMaxPlannedRanks = 32;
+constexpr int kMaxPlannedRanksAcrossHosts = 64;
 
 constexpr uint8_t kPlanOk = 0, kPlanFlat = 1, kPlanError = 2;
 
@@ -60,6 +63,18 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+}  // namespace
+
+bool planWorthPricing(const std::vector<PeerInfo>& peers) {
+  const int n = static_cast<int>(peers.size());
+  if (n < 2) return false;
+  if (n <= kMaxPlannedRanks) return true;
+  if (n > kMaxPlannedRanksAcrossHosts) return false;
+  return std::any_of(peers.begin(), peers.end(), [&](const PeerInfo& p) { return p.hostId != peers[0].hostId; });
+}
+
+namespace {
+
 Status buildOnRankZero(const std::vector<PeerInfo>& peers, const Planner& planner, size_t chunkBytes,
                        const std::vector<LinkModelRule>& measured, std::vector<uint8_t>& blob) {
   std::vector<LinkModelRule> rules;
@@ -68,7 +83,7 @@ Status buildOnRankZero(const std::vector<PeerInfo>& peers, const Planner& planne
   applyLinkModel(rules, graph);
   applyLinkModel(measured, graph);
   log::info(log::Net, "link table ({} ranks):\n{}", peers.size(), describeLinkTable(peers, graph));
-  if (graph.nranks < 2 || graph.nranks > kMaxPlannedRanks) {
+  if (!planWorthPricing(peers)) {
     blob = {kPlanFlat};
     return {};
   }

@@ -23,6 +23,11 @@ LinkCost defaultLinkCost(const Link& link);
 // Every pair's link class with default costs.
 LinkGraph buildLinkGraph(const std::vector<PeerInfo>& peers);
 
+// Whether rank 0 prices a plan table for these peers: up to 32 ranks
+// always, up to 64 where they span several hosts; otherwise the registry's
+// size rules decide (replay grows with the square of the rank count, and on
+// one host the registry's measured choices decide anyway).
+bool planWorthPricing(const std::vector<PeerInfo>& peers);
 // One line per pair: transport, NICs, fabric, class and cost.
 std::string describeLinkTable(const std::vector<PeerInfo>& peers, const LinkGraph& graph);
 

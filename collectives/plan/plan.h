@@ -83,7 +83,13 @@ class Planner {
 
   // Prices every allowed algorithm on `graph` for each size bucket; the
   // cheapest wins, unless the registry's default is within 10% of it.
+  // Above kPricedEveryBucketUpTo ranks, an odd bucket whose two neighbours
+  // chose the same algorithm takes it without being priced.
   PlanTable buildTable(const LinkGraph& graph, const Topology& topology, size_t chunkBytes) const;
+  static constexpr int kPricedEveryBucketUpTo = 32;
+  // One bucket's choice, priced on its own.
+  PlanChoice priceBucket(CollKind kind, int bucket, const LinkGraph& graph, const Topology& topology,
+                         size_t chunkBytes, StepPool& pool) const;
   void setTable(std::shared_ptr<const PlanTable> table) { table_ = std::move(table); }
   // Every rank of the communicator can reach every peer's buffers; agreed by
   // all ranks at init, so every rank makes the same choices.

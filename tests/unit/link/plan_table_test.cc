@@ -1,8 +1,13 @@
 // The cost model: schedule replay, the plan table and its wire format.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "collectives/plan/plan.h"
 #include "collectives/plan/schedule_timing.h"
+#include "collectives/plan/step_pool.h"
 #include "collectives/plan/topology_derive.h"
 #include "core/comm_plan.h"
 
@@ -240,6 +245,74 @@ TEST(PlanTable, ACallThatMayNotReachPeersRunsTheTablesOtherChoiceWhateverTheRank
     rank.setTable(table);
     EXPECT_EQ(rank.algorithmFor(a), c->withoutPeerAccess) << "HCL_ALGO '" << own << "'";
   }
+}
+
+// Hosts of `perHost` ranks: a fast class inside each, a slow one between.
+LinkGraph hosts(int n, int perHost) {
+  LinkGraph g;
+  g.nranks = n;
+  const int inside = g.addClass("shm", {1, 6000}, false);
+  const int between = g.addClass("net:x", {25, 1000}, false);
+  g.classOf.assign(static_cast<size_t>(n * n), between);
+  for (int a = 0; a < n; ++a) {
+    for (int b = 0; b < n; ++b) {
+      if (a == b) g.classOf[static_cast<size_t>(a * n + b)] = -1;
+      else if (a / perHost == b / perHost) g.classOf[static_cast<size_t>(a * n + b)] = inside;
+    }
+  }
+  return g;
+}
+
+// Above 32 ranks the odd buckets between two alike choices are not
+// priced; each takes the choice the pricing would have made, with an
+// estimate between its neighbours'.
+TEST(PlanTable, LargeCommunicatorsSkipOddBucketsBetweenAlikeChoices) {
+  const int n = Planner::kPricedEveryBucketUpTo + 8;
+  const LinkGraph g = hosts(n, 8);
+  const Topology topo = deriveTopology(g);
+  const Planner planner;
+  const PlanTable t = planner.buildTable(g, topo, 512 * 1024);
+  StepPool pool;
+  int skipped = 0;
+  for (CollKind kind : {CollKind::AllReduce, CollKind::AllGather, CollKind::Broadcast}) {
+    const auto& perBucket = t.choices[static_cast<size_t>(kind)];
+    ASSERT_EQ(perBucket.size(), static_cast<size_t>(PlanTable::kBuckets));
+    for (int b = 1; b < PlanTable::kBuckets - 1; b += 2) {
+      const PlanChoice& c = perBucket[static_cast<size_t>(b)];
+      if (c.candidates.rfind("not priced", 0) != 0) continue;
+      ++skipped;
+      const PlanChoice& above = perBucket[static_cast<size_t>(b + 1)];
+      const PlanChoice& below = perBucket[static_cast<size_t>(b - 1)];
+      EXPECT_EQ(c.algorithm, above.algorithm);
+      EXPECT_EQ(c.algorithm, below.algorithm);
+      EXPECT_GE(c.estimatedUs, std::min(above.estimatedUs, below.estimatedUs));
+      EXPECT_LE(c.estimatedUs, std::max(above.estimatedUs, below.estimatedUs));
+      const PlanChoice priced = planner.priceBucket(kind, b, g, topo, 512 * 1024, pool);
+      EXPECT_EQ(c.algorithm, priced.algorithm) << collKindName(kind) << " bucket " << b << ": " << priced.candidates;
+    }
+  }
+  EXPECT_GT(skipped, 10);
+  // At most 32 ranks every bucket is priced.
+  const PlanTable small = planner.buildTable(hosts(32, 8), deriveTopology(hosts(32, 8)), 512 * 1024);
+  for (const auto& perBucket : small.choices) {
+    for (const PlanChoice& c : perBucket) EXPECT_EQ(c.candidates.rfind("not priced", 0), std::string::npos);
+  }
+}
+
+// Rank 0 prices a table for up to 32 ranks, and up to 64 across hosts.
+TEST(PlanTable, WhichCommunicatorsArePriced) {
+  const auto peers = [](int n, int perHost) {
+    std::vector<PeerInfo> p(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) p[static_cast<size_t>(r)].hostId = "h" + std::to_string(r / perHost);
+    return p;
+  };
+  EXPECT_FALSE(planWorthPricing(peers(1, 1)));
+  EXPECT_TRUE(planWorthPricing(peers(32, 32)));
+  EXPECT_FALSE(planWorthPricing(peers(33, 33)));
+  EXPECT_TRUE(planWorthPricing(peers(33, 32)));
+  EXPECT_TRUE(planWorthPricing(peers(64, 8)));
+  EXPECT_FALSE(planWorthPricing(peers(64, 64)));
+  EXPECT_FALSE(planWorthPricing(peers(65, 8)));
 }
 
 TEST(PlanTable, WireRoundTrip) {
