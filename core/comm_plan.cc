@@ -18,7 +18,7 @@ namespace {
 // matters most and their schedules are cheaper to replay (no window or
 // direct schedules, which need one host), so such communicators are priced
 // further.
-constexpr int kMaxPlannedRanks = 32;
+constexpr int kMaxPlannedRanks = Planner::kPricedEveryBucketUpTo;
 constexpr int kMaxPlannedRanksAcrossHosts = 64;
 
 constexpr uint8_t kPlanOk = 0, kPlanFlat = 1, kPlanError = 2;

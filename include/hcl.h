@@ -296,7 +296,9 @@ typedef struct {
   double estimatedUs;      /* the model's estimate; 0 when no table was built */
   char linkClasses[256];   /* link classes carrying its data: "shm,net:wan" */
   char candidates[1024];   /* the allowed algorithms priced, with their estimates */
-  char groups[256];        /* group of each rank per level, innermost first: "0 0 1 1; 0 0 0 0" */
+  char groups[256];        /* group of each rank per level, innermost first: "0 0 1 1; 0 0 0 0"; where
+                              that does not fit, runs of one group as group*count ("0*8 1*8; 0*16");
+                              empty where even that does not fit */
 } hclPlanInfo_t;
 hclResult_t hclCommGetPlan(hclComm_t comm, const char* collective, size_t bytes, hclPlanInfo_t* info);
 

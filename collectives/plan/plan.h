@@ -84,7 +84,8 @@ class Planner {
   // Prices every allowed algorithm on `graph` for each size bucket; the
   // cheapest wins, unless the registry's default is within 10% of it.
   // Above kPricedEveryBucketUpTo ranks, an odd bucket whose two neighbours
-  // chose the same algorithm takes it without being priced.
+  // chose the same algorithm, under the same registry default as its own,
+  // takes it without being priced.
   PlanTable buildTable(const LinkGraph& graph, const Topology& topology, size_t chunkBytes) const;
   static constexpr int kPricedEveryBucketUpTo = 32;
   // One bucket's choice, priced on its own.

@@ -139,17 +139,30 @@ PlanTable Planner::buildTable(const LinkGraph& graph, const Topology& topology, 
       if (pricedFirst) perBucket[static_cast<size_t>(b)] = priceBucket(kind, b, graph, table.topology, chunkBytes, pool);
     }
     if (everyBucket) continue;
-    for (int b = PlanTable::kBuckets - 2; b >= 1; b -= 2) {
+    // The odd buckets below the last, largest first.
+    const int topOdd = PlanTable::kBuckets - 2 - (PlanTable::kBuckets % 2 == 0 ? 1 : 0);
+    const auto defaultAt = [&](int bucket, bool peerAccess) {
+      return fallback(kind, PlanTable::bucketBytes(bucket), graph.nranks, peerAccess);
+    };
+    for (int b = topOdd; b >= 1; b -= 2) {
       const PlanChoice& above = perBucket[static_cast<size_t>(b + 1)];
       const PlanChoice& below = perBucket[static_cast<size_t>(b - 1)];
       PlanChoice& choice = perBucket[static_cast<size_t>(b)];
-      if (above.algorithm.empty() || above.algorithm != below.algorithm) {
+      // Where the registry's default changes the bucket is judged against
+      // another default than its neighbours were: priced too.
+      const bool defaultChanges = defaultAt(b, peerAccess_) != defaultAt(b - 1, peerAccess_) ||
+                                  defaultAt(b, peerAccess_) != defaultAt(b + 1, peerAccess_);
+      if (above.algorithm.empty() || above.algorithm != below.algorithm || defaultChanges) {
         choice = priceBucket(kind, b, graph, table.topology, chunkBytes, pool);
         continue;
       }
       choice = above;
       choice.estimatedUs = std::sqrt(above.estimatedUs * below.estimatedUs);
       choice.candidates = fmt::format("not priced: {} on both sides ({} ranks)", above.algorithm, graph.nranks);
+      if (!choice.withoutPeerAccess.empty()) {
+        const AlgorithmEntry* plain = defaultAt(b, false);
+        choice.withoutPeerAccess = plain ? plain->name : "";
+      }
     }
   }
   return table;

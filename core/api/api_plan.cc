@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "collectives/plan/topology_text.h"
 #include "core/errors.h"
 #include "core/validate.h"
 
@@ -33,15 +34,6 @@ void copyText(char (&dst)[N], const std::string& text) {
   const size_t n = std::min(N - 1, text.size());
   std::memcpy(dst, text.data(), n);
   dst[n] = '\0';
-}
-
-std::string groupsText(const Topology& topology) {
-  std::string out;
-  for (const auto& level : topology.levels) {
-    if (!out.empty()) out += "; ";
-    for (size_t r = 0; r < level.size(); ++r) out += fmt::format("{}{}", r ? " " : "", level[r]);
-  }
-  return out;
 }
 
 }  // namespace
@@ -79,7 +71,7 @@ extern "C" hclResult_t hclCommGetPlan(hclComm_t comm, const char* collective, si
       copyText(info->linkClasses, classes);
       copyText(info->candidates, c->candidates);
     }
-    copyText(info->groups, groupsText(table->topology));
+    copyText(info->groups, topologyText(table->topology, sizeof info->groups));
   }
   return hclSuccess;
 }

@@ -7,6 +7,7 @@
 
 #include "core/datatype.h"
 #include "core/params.h"
+#include "collectives/plan/topology_text.h"
 #include "perf/common/hcl_status.h"
 #include "perf/common/names.h"
 
@@ -63,25 +64,6 @@ Status describeLinkKinds(hclComm_t comm, int rank, int nranks, std::vector<int>&
   return {};
 }
 
-namespace {
-
-// "0 0 1 1; 0 0 0 0" (hclPlanInfo_t::groups) back into levels.
-Topology parseGroups(const char* text, int nranks) {
-  Topology topo;
-  std::istringstream levels(text);
-  std::string level;
-  while (std::getline(levels, level, ';')) {
-    std::istringstream ids(level);
-    std::vector<int> groups;
-    int g = 0;
-    while (ids >> g) groups.push_back(g);
-    if (static_cast<int>(groups.size()) == nranks) topo.levels.push_back(std::move(groups));
-  }
-  return topo;
-}
-
-}  // namespace
-
 CallInspector::CallInspector() : chunkBytes_(static_cast<size_t>(paramInt("HCL_CHUNK_BYTES"))) {}
 
 CallInspector::~CallInspector() = default;
@@ -105,7 +87,7 @@ CallShape CallInspector::shape(hclComm_t comm, const CollectiveTest& coll, int r
     args.chunkBytes = chunkBytes_;
     hclPlanInfo_t plan{};
     if (hclCommGetPlan(comm, collKindName(coll.kind), count * typeSize(type), &plan) != hclSuccess) return out;
-    const Topology topology = parseGroups(plan.groups, nranks);
+    const Topology topology = parseTopologyText(plan.groups, nranks);
     if (!topology.flat()) args.topology = &topology;
     Schedule schedule;
     for (const AlgorithmEntry& e : algorithmTable()) {

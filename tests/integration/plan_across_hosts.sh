@@ -17,6 +17,8 @@ fail() {
   echo "plan_across_hosts: $*"
   exit 1
 }
+# The model's own link costs: no probe, no link-model file from outside.
+unset HCL_PROBE HCL_LINK_MODEL
 HCL_DEBUG=INFO HCL_DEBUG_SUBSYS=TUNING HCL_TIMEOUT_MS=60000 timeout 240 "$launch" 40 \
   bash -c 'HCL_HOSTID=h$((RANK / 8)) exec "$@"' _ "$perf" -b 8 -e 8M -f 16 -n 2 -w 1 -c 1 -H 1 >"$log" 2>&1
 rc=$?

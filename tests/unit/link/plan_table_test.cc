@@ -9,6 +9,7 @@
 #include "collectives/plan/schedule_timing.h"
 #include "collectives/plan/step_pool.h"
 #include "collectives/plan/topology_derive.h"
+#include "collectives/plan/topology_text.h"
 #include "core/comm_plan.h"
 
 namespace hcl {
@@ -251,7 +252,7 @@ TEST(PlanTable, ACallThatMayNotReachPeersRunsTheTablesOtherChoiceWhateverTheRank
 LinkGraph hosts(int n, int perHost) {
   LinkGraph g;
   g.nranks = n;
-  const int inside = g.addClass("shm", {1, 6000}, false);
+  const int inside = g.addClass("shm", {1, 6000}, true);
   const int between = g.addClass("net:x", {25, 1000}, false);
   g.classOf.assign(static_cast<size_t>(n * n), between);
   for (int a = 0; a < n; ++a) {
@@ -277,12 +278,19 @@ TEST(PlanTable, LargeCommunicatorsSkipOddBucketsBetweenAlikeChoices) {
   for (CollKind kind : {CollKind::AllReduce, CollKind::AllGather, CollKind::Broadcast}) {
     const auto& perBucket = t.choices[static_cast<size_t>(kind)];
     ASSERT_EQ(perBucket.size(), static_cast<size_t>(PlanTable::kBuckets));
+    for (const PlanChoice& c : perBucket) EXPECT_FALSE(c.algorithm.empty()) << collKindName(kind);
     for (int b = 1; b < PlanTable::kBuckets - 1; b += 2) {
       const PlanChoice& c = perBucket[static_cast<size_t>(b)];
-      if (c.candidates.rfind("not priced", 0) != 0) continue;
-      ++skipped;
       const PlanChoice& above = perBucket[static_cast<size_t>(b + 1)];
       const PlanChoice& below = perBucket[static_cast<size_t>(b - 1)];
+      if (c.candidates.rfind("not priced", 0) != 0) {
+        // Priced: where its neighbours differ, or the default changes there.
+        const PlanChoice priced = planner.priceBucket(kind, b, g, topo, 512 * 1024, pool);
+        EXPECT_EQ(c.algorithm, priced.algorithm) << collKindName(kind) << " bucket " << b;
+        EXPECT_DOUBLE_EQ(c.estimatedUs, priced.estimatedUs) << collKindName(kind) << " bucket " << b;
+        continue;
+      }
+      ++skipped;
       EXPECT_EQ(c.algorithm, above.algorithm);
       EXPECT_EQ(c.algorithm, below.algorithm);
       EXPECT_GE(c.estimatedUs, std::min(above.estimatedUs, below.estimatedUs));
@@ -313,6 +321,41 @@ TEST(PlanTable, WhichCommunicatorsArePriced) {
   EXPECT_TRUE(planWorthPricing(peers(64, 8)));
   EXPECT_FALSE(planWorthPricing(peers(64, 64)));
   EXPECT_FALSE(planWorthPricing(peers(65, 8)));
+}
+
+// hclPlanInfo_t::groups has 256 bytes: 64 ranks in two levels need runs.
+TEST(TopologyText, WritesRunsWhereTheListDoesNotFitAndReadsBothBack) {
+  Topology small;
+  small.levels = {{0, 0, 1, 1}, {0, 0, 0, 0}};
+  EXPECT_EQ(topologyText(small, 256), "0 0 1 1; 0 0 0 0");
+  EXPECT_EQ(parseTopologyText("0 0 1 1; 0 0 0 0", 4).levels, small.levels);
+
+  Topology hostsOfEight;
+  hostsOfEight.levels.resize(2);
+  for (int r = 0; r < 64; ++r) {
+    hostsOfEight.levels[0].push_back(r / 8);
+    hostsOfEight.levels[1].push_back(r / 32);
+  }
+  const std::string runs = topologyText(hostsOfEight, 256);
+  EXPECT_EQ(runs, "0*8 1*8 2*8 3*8 4*8 5*8 6*8 7*8; 0*32 1*32");
+  EXPECT_EQ(parseTopologyText(runs, 64).levels, hostsOfEight.levels);
+
+  // No runs to shorten: nothing rather than a cut list.
+  Topology alternating;
+  alternating.levels.assign(2, {});
+  for (int r = 0; r < 64; ++r) {
+    alternating.levels[0].push_back(r % 32);
+    alternating.levels[1].push_back(r % 2);
+  }
+  EXPECT_EQ(topologyText(alternating, 256), "");
+  EXPECT_EQ(parseTopologyText(topologyText(alternating, 4096), 64).levels, alternating.levels);
+
+  // Levels that do not give each rank one group are dropped.
+  EXPECT_TRUE(parseTopologyText("0*3 1", 5).levels.empty());
+  EXPECT_EQ(parseTopologyText("0*3 1", 4).levels, (std::vector<std::vector<int>>{{0, 0, 0, 1}}));
+  EXPECT_TRUE(parseTopologyText("0*x 1*2", 3).levels.empty());
+  EXPECT_TRUE(parseTopologyText("0*0 1*4", 4).levels.empty());
+  EXPECT_EQ(parseTopologyText("0*2 1; 0 0 0 1 1", 3).levels, (std::vector<std::vector<int>>{{0, 0, 1}}));
 }
 
 TEST(PlanTable, WireRoundTrip) {
